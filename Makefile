@@ -1,0 +1,136 @@
+# bglemu: a Blue Gene/L-style torus emulated on one Linux host.
+#
+#   make          build libraries and tools into $(PREFIX) (default ./install)
+#   make demo     install packages, build, run a small job and show its report
+#   make check    fast unit + integration tests (no MPICH), under 5 minutes
+#   make test     everything CI runs
+#   make bench    wall-clock and simulated-time measurements
+#   make check-asan / check-tsan   the fast tier under sanitizers
+#   make deps     install the Debian packages the build needs
+#
+# Sources are found by layout, so adding a file needs no Makefile edit:
+#   <layer>/*.c            -> libbglemu (torus-sim, packetlayer, messagelayer, collectives)
+#   <layer>/bin/NAME.c     -> $(PREFIX)/bin/NAME
+#   adi3-device/mpirun/*.c -> $(PREFIX)/bin/mpirun
+#   tests/unit/test_NAME.c -> a Check suite NAME_suite() in build/unit_tests
+#   tests/integration/*.sh -> run by tests/run.sh after the unit tests
+
+PREFIX   ?= $(CURDIR)/install
+BUILD    ?= build
+CC       ?= cc
+SAN      ?=
+OPT      ?= -O2
+CFLAGS   ?= $(OPT) -g
+CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread -fPIC $(SAN) -I.
+LDFLAGS  += -pthread $(SAN)
+LDLIBS   += -lm -lrt
+
+LAYERS   := torus-sim packetlayer messagelayer collectives
+LIB_SRCS := $(foreach d,$(LAYERS),$(wildcard $(d)/*.c))
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+LIB      := $(BUILD)/libbglemu.a
+HDRS     := $(wildcard */*.h */*.def)
+
+BIN_SRCS := $(wildcard $(addsuffix /bin/*.c,$(LAYERS) adi3-device tests))
+BINS     := $(foreach s,$(BIN_SRCS),$(BUILD)/bin/$(basename $(notdir $(s))))
+MPIRUN_SRCS := $(wildcard adi3-device/mpirun/*.c)
+MPIRUN   := $(if $(MPIRUN_SRCS),$(BUILD)/bin/mpirun)
+
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/%.o)
+UNIT_BIN  := $(BUILD)/unit_tests
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt)
+
+DEBS := build-essential pkg-config check libsubunit-dev libnuma-dev python3
+
+.PHONY: all install deps demo check test bench check-asan check-tsan clean mpich help
+all: install
+
+help:
+	@sed -n '2,20p' Makefile | sed 's/^# \{0,1\}//'
+
+deps:
+	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+$(BUILD)/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/bin/%: $(BUILD)/torus-sim/bin/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BUILD)/bin/%: $(BUILD)/packetlayer/bin/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BUILD)/bin/%: $(BUILD)/messagelayer/bin/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BUILD)/bin/%: $(BUILD)/collectives/bin/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BUILD)/bin/%: $(BUILD)/adi3-device/bin/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BUILD)/bin/%: $(BUILD)/tests/bin/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/bin/mpirun: $(MPIRUN_SRCS:%.c=$(BUILD)/%.o) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# One Check runner: every tests/unit/test_NAME.c provides NAME_suite().
+$(BUILD)/tests/unit/suites.h: $(UNIT_SRCS) Makefile
+	@mkdir -p $(dir $@)
+	@{ for f in $(UNIT_SRCS); do n=$$(basename $$f .c); n=$${n#test_}; echo "SUITE($$n)"; done; } > $@.tmp
+	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+
+$(BUILD)/tests/unit/main.o: tests/unit/main.c $(BUILD)/tests/unit/suites.h $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -I$(BUILD)/tests/unit -c $< -o $@
+
+$(UNIT_BIN): $(BUILD)/tests/unit/main.o $(UNIT_OBJS) $(LIB)
+	$(CC) $(LDFLAGS) $^ $(CHECK_LIBS) $(LDLIBS) -o $@
+
+build-all: $(LIB) $(BINS) $(MPIRUN) $(UNIT_BIN)
+
+install: deps
+	@$(MAKE) --no-print-directory build-all
+	@mkdir -p $(PREFIX)/bin $(PREFIX)/lib $(PREFIX)/include/bglemu $(PREFIX)/share/bglemu/mapfiles
+	cp $(BINS) $(MPIRUN) $(PREFIX)/bin/
+	cp $(LIB) $(PREFIX)/lib/
+	cp torus-sim/*.h torus-sim/*.def packetlayer/*.h $(PREFIX)/include/bglemu/ 2>/dev/null || true
+	@for d in messagelayer collectives; do ls $$d/*.h >/dev/null 2>&1 && cp $$d/*.h $(PREFIX)/include/bglemu/ || true; done
+	cp mapfiles/* $(PREFIX)/share/bglemu/mapfiles/ 2>/dev/null || true
+
+check: install
+	@BUILD=$(BUILD) PREFIX=$(PREFIX) tests/run.sh
+
+check-asan:
+	@$(MAKE) --no-print-directory check BUILD=build-asan PREFIX=$(CURDIR)/build-asan/install \
+	  OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
+
+check-tsan:
+	@$(MAKE) --no-print-directory check BUILD=build-tsan PREFIX=$(CURDIR)/build-tsan/install \
+	  OPT=-O1 SAN="-fsanitize=thread" TESTS_FILTER=engine
+
+test: check
+
+bench: install
+	@BUILD=$(BUILD) PREFIX=$(PREFIX) tests/bench/run.sh
+
+demo: install
+	@PREFIX=$(PREFIX) tests/demo.sh
+
+clean:
+	rm -rf build build-asan build-tsan install

@@ -1,0 +1,75 @@
+/* packetlayer: thin, stateless access to one processor's FIFOs in the
+ * emulated machine's shared segment. Every call acts at the processor's
+ * virtual clock and charges the modelled software cost to it.
+ *
+ * Observations are deterministic: a packet is visible at vt only if it
+ * arrived before vt, and an empty answer is given only once the engine has
+ * finished everything before vt (pl_poll syncs when it must). */
+#ifndef PL_H
+#define PL_H
+
+#include "../torus-sim/tsim.h"
+
+typedef struct pl_proc {
+    tsim_seg *seg;
+    tsim_proc *p;
+    int index;  /* processor index = node * TSIM_CPUS + cpu */
+    int node, cpu;
+    int coord[3];
+    uint64_t vt; /* local clock; published on every action */
+} pl_proc;
+
+/* Binds to processor `index` of an attached segment and marks it RUNNING at
+ * vt (the caller's start time). */
+int pl_open(pl_proc *pp, tsim_seg *seg, int index, uint64_t vt);
+/* Marks the processor EXITED (it will never act again). */
+void pl_close(pl_proc *pp, int exit_code);
+
+static inline uint64_t pl_now(const pl_proc *pp) { return pp->vt; }
+/* Charges `cycles` of software work to this processor. */
+static inline void pl_charge(pl_proc *pp, uint64_t cycles) { pp->vt += cycles; }
+/* Moves the clock forward to t (never back). */
+static inline void pl_advance_to(pl_proc *pp, uint64_t t) { if (t > pp->vt) pp->vt = t; }
+/* Publishes vt to the engine (done by every call below). */
+void pl_publish(pl_proc *pp);
+
+/* Fills a hardware header for a packet to processor `dst_index` carrying
+ * `payload` bytes; flags TSIM_F_*. */
+void pl_header(const pl_proc *pp, tsim_hwhdr *hw, int dst_index, size_t payload, unsigned flags);
+
+/* Writes a packet into injection FIFO `fifo` (0..2, TSIM_INJ_HP, or
+ * TSIM_INJ_SP for the VN scratchpad to the other cpu of this node).
+ * The payload may be unaligned; only hw->chunks*32-16 bytes travel.
+ * Returns 0, or -1 (EAGAIN) if the FIFO is full at vt. Charges
+ * pkt_write_cycles. */
+int pl_inject(pl_proc *pp, int fifo, const tsim_hwhdr *hw, const void *sw8,
+              const void *payload, size_t len);
+/* Same, but blocks (in simulated time) until the FIFO has room. */
+void pl_inject_wait(pl_proc *pp, int fifo, const tsim_hwhdr *hw, const void *sw8,
+                    const void *payload, size_t len);
+
+/* The next packet visible at vt among the FIFOs in `mask` (TSIM_WAKE_REC
+ * bits): the earliest arrival, lowest FIFO on ties. Returns the FIFO index
+ * and moves vt to the arrival time, or -1 if none arrived before vt. The
+ * packet stays in the FIFO until pl_consume. */
+int pl_poll(pl_proc *pp, unsigned mask);
+/* Header, metadata and payload of the head packet of FIFO f (after poll). */
+const tsim_slot *pl_peek(const pl_proc *pp, int f);
+/* Copies len payload bytes starting at offset into dst (any alignment). */
+void pl_read(const pl_proc *pp, int f, size_t offset, void *dst, size_t len);
+/* Frees the head packet of FIFO f; charges pkt_read_cycles. */
+void pl_consume(pl_proc *pp, int f);
+
+/* Blocks until the engine wakes this processor: a packet in one of the
+ * reception FIFOs in mask, or room in an injection FIFO (TSIM_WAKE_INJ).
+ * vt becomes max(vt, time of the waking event). `why` is shown in a
+ * deadlock report. Returns -1 if the job is aborting. */
+int pl_block(pl_proc *pp, unsigned mask, const char *why);
+/* Waits until the engine has finished every event before vt. */
+int pl_sync(pl_proc *pp);
+
+/* Free chunks in injection FIFO f, as seen now (conservative). */
+unsigned pl_inj_room(const pl_proc *pp, int f);
+int pl_aborting(const pl_proc *pp);
+
+#endif

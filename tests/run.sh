@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs the unit suites (Check) and the integration scripts, then prints one
+# closing line "N passed, N failed" over both.
+set -u
+BUILD=${BUILD:-build}
+PREFIX=${PREFIX:-$PWD/install}
+export PREFIX BUILD PATH="$PREFIX/bin:$PATH"
+export CK_VERBOSITY=${CK_VERBOSITY:-verbose}
+passed=0; failed=0
+
+log=$(mktemp); trap 'rm -f "$log"' EXIT
+"$BUILD/unit_tests" 2>&1 | tee "$log"
+summary=$(grep -E '^[0-9]+%: Checks: ' "$log" | tail -n 1)
+if [ -n "$summary" ]; then
+  n=$(sed -E 's/.*Checks: ([0-9]+).*/\1/' <<<"$summary")
+  f=$(sed -E 's/.*Failures: ([0-9]+), Errors: ([0-9]+).*/\1+\2/' <<<"$summary")
+  f=$((f)); passed=$((passed + n - f)); failed=$((failed + f))
+else
+  echo "FAIL unit_tests: no Check summary (crashed?)"; failed=$((failed + 1))
+fi
+
+for t in tests/integration/*.sh; do
+  [ -e "$t" ] || continue
+  name=$(basename "$t" .sh)
+  if [ -n "${TESTS_FILTER:-}" ] && [[ "$name" != *"$TESTS_FILTER"* ]]; then continue; fi
+  out=$(mktemp)
+  if timeout 600 bash "$t" >"$out" 2>&1; then
+    # a script reports its own checks as lines "ok ..." / "not ok ..."
+    p=$(grep -c '^ok ' "$out"); q=$(grep -c '^not ok ' "$out")
+    [ "$p" -eq 0 ] && p=1
+    cat "$out"; passed=$((passed + p)); failed=$((failed + q))
+    echo "PASS $name ($p checks)"
+  else
+    cat "$out"; q=$(grep -c '^not ok ' "$out"); [ "$q" -eq 0 ] && q=1
+    p=$(grep -c '^ok ' "$out")
+    passed=$((passed + p)); failed=$((failed + q))
+    echo "FAIL $name"
+  fi
+  rm -f "$out"
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

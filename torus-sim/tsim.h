@@ -1,0 +1,247 @@
+/* torus-sim: the emulated Blue Gene/L torus.
+ *
+ * The shared segment (tsim_seg) holds everything ranks and the engine share:
+ * the parameter table, the geometry, one tsim_proc per processor slot (two
+ * per node: CO uses cpu 1 for the coprocessor thread, VN for the second rank)
+ * with its injection and reception FIFOs, and the engine's published time.
+ *
+ * Time protocol (see docs/simulated-time.md):
+ *  - each processor publishes its virtual clock vt before every action;
+ *  - the engine processes events strictly below H = min vt of RUNNING
+ *    processors, in (time, key) order, and then publishes done = H;
+ *  - a processor that has nothing to do BLOCKS (state BLOCKED + wake mask);
+ *    only the engine wakes it, at vt = max(vt, time of the waking event);
+ *  - a processor that must observe its FIFOs at vt waits for done >= vt.
+ * Everything the engine decides is therefore a function of simulated time
+ * only, never of host scheduling: runs are reproducible. */
+#ifndef TSIM_H
+#define TSIM_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- packets ---------------------------------------------------------- */
+#define TSIM_CHUNK        32
+#define TSIM_MAX_CHUNKS    8
+#define TSIM_PKT_BYTES   256
+#define TSIM_HDR_BYTES    16
+#define TSIM_PAYLOAD_MAX 240
+
+/* Hardware header flags. */
+#define TSIM_F_DYNAMIC 0x01 /* minimal adaptive routing on the dynamic VCs */
+#define TSIM_F_DEPOSIT 0x02 /* leave a copy at every node on the line */
+#define TSIM_F_HP      0x04 /* high-priority VC and FIFOs */
+
+/* The 8-byte hardware header the router reads. */
+typedef struct tsim_hwhdr {
+    uint8_t dst[3]; /* destination x, y, z */
+    uint8_t chunks; /* packet size in 32-byte chunks, 1..8 */
+    uint8_t flags;  /* TSIM_F_* */
+    uint8_t hints;  /* direction hint bits (bit = port); 0: router picks minimal */
+    uint8_t group;  /* reception FIFO group at the destination (= cpu) */
+    uint8_t resv;
+} tsim_hwhdr;
+
+typedef struct tsim_pkt {
+    tsim_hwhdr hw;
+    uint8_t sw[8]; /* software header, owned by the message layer */
+    uint8_t payload[TSIM_PAYLOAD_MAX];
+} tsim_pkt;
+
+/* Timing metadata that rides beside the packet, never inside it. */
+typedef struct tsim_meta {
+    uint64_t t_inject; /* sim time the packet was written (or generated) */
+    uint64_t t_arrive; /* sim time its tail reached the reception FIFO */
+    uint64_t t_done;   /* reception: sim time the consumer freed the slot */
+    uint32_t src;      /* source processor index */
+    uint32_t hops;     /* links crossed */
+} tsim_meta;
+
+typedef struct tsim_slot {
+    tsim_meta m;
+    tsim_pkt p;
+} tsim_slot;
+
+/* ---- topology --------------------------------------------------------- */
+enum { TSIM_XP, TSIM_XM, TSIM_YP, TSIM_YM, TSIM_ZP, TSIM_ZM, TSIM_NPORTS };
+enum { TSIM_VC_DYN0, TSIM_VC_DYN1, TSIM_VC_ESC, TSIM_VC_HP, TSIM_NVC };
+
+#define TSIM_CPUS     2 /* processor slots per node */
+#define TSIM_INJ_HP   3 /* injection FIFOs 0..2 normal, 3 high priority */
+#define TSIM_INJ_SP   4 /* VN scratchpad injection FIFO */
+#define TSIM_NINJ     5
+#define TSIM_REC_HP   6 /* reception FIFOs 0..5 normal (= arrival port), 6 hp */
+#define TSIM_REC_SP   7 /* VN scratchpad reception FIFO */
+#define TSIM_NREC     8
+#define TSIM_RING_SLOTS 32 /* a 32-chunk FIFO holds at most 32 packets */
+#define TSIM_MAX_DIM  64
+#define TSIM_MAX_PROCS 4096
+
+typedef struct tsim_geom {
+    int dim[3];   /* X, Y, Z */
+    int torus[3]; /* 1: wrap-around links in that dimension, 0: mesh */
+    int cpus;     /* processors used per node: 1 (CO) or 2 (VN) */
+    int nnodes;
+    int nranks;
+} tsim_geom;
+
+/* ---- parameters ------------------------------------------------------- */
+typedef struct tsim_params {
+#define TSIM_PARAM(name, def, unit, help) uint64_t name;
+#include "tsim_params.def"
+#undef TSIM_PARAM
+} tsim_params;
+
+void tsim_params_default(tsim_params *p);
+/* "name=value"; returns 0, or -1 with a reason in err. */
+int tsim_params_set(tsim_params *p, const char *assignment, char *err, size_t errlen);
+/* One "name = value" per line, '#' comments; errors name file:line. */
+int tsim_params_load(tsim_params *p, const char *path, char *err, size_t errlen);
+void tsim_params_print(const tsim_params *p, FILE *f);
+
+/* ---- FIFOs in the segment (single producer, single consumer) ---------- */
+typedef struct tsim_ring {
+    _Atomic uint32_t head;       /* producer: fill slot[head % N], then head++ */
+    _Atomic uint32_t tail;       /* consumer: slot[tail % N] is the oldest */
+    _Atomic uint32_t used;       /* chunks held (producer adds, consumer frees) */
+    uint32_t cap;                /* capacity in chunks */
+    _Atomic uint64_t t_free;     /* injection: sim time the last slot left */
+    uint32_t seen;               /* engine-private cursor */
+    uint32_t pad[7];
+    tsim_slot slot[TSIM_RING_SLOTS];
+} tsim_ring;
+
+/* ---- processors ------------------------------------------------------- */
+enum tsim_pstate {
+    TSIM_P_ABSENT = 0, /* no software runs here; ignored by the horizon */
+    TSIM_P_RUNNING,    /* may act at any time >= vt */
+    TSIM_P_BLOCKED,    /* waits for the engine to wake it (wake mask) */
+    TSIM_P_EXITED,
+    TSIM_P_ENGINE,     /* driven by an engine-side traffic source */
+};
+
+/* Wake mask bits while BLOCKED. */
+#define TSIM_WAKE_REC(f) (1u << (f))        /* a packet in reception FIFO f */
+#define TSIM_WAKE_REC_ALL 0xffu
+#define TSIM_WAKE_INJ(f) (1u << (8 + (f)))  /* room in injection FIFO f */
+
+typedef struct tsim_proc {
+    _Atomic uint64_t vt;          /* published virtual clock, cycles */
+    _Atomic uint32_t state;       /* enum tsim_pstate */
+    _Atomic uint32_t bell;        /* futex word: bumped on wake / sync done */
+    _Atomic uint32_t wake_mask;   /* TSIM_WAKE_* while BLOCKED */
+    _Atomic uint32_t inj_need;    /* chunks wanted when waiting for room */
+    _Atomic uint64_t sync_target; /* nonzero: waiting for seg->done >= this */
+    int32_t rank;                 /* MPI rank here, -1 if none */
+    int32_t pid;
+    int32_t exit_code;
+    _Atomic uint64_t pkts_injected, pkts_received, bytes_injected, bytes_received;
+    char waiting_on[112];         /* software's note, shown in deadlock reports */
+    tsim_ring inj[TSIM_NINJ];
+    tsim_ring rec[TSIM_NREC];
+} tsim_proc;
+
+/* ---- the segment ------------------------------------------------------ */
+#define TSIM_MAGIC 0x42474c454d553031ull /* "BGLEMU01" */
+
+typedef struct tsim_seg {
+    uint64_t magic;
+    uint64_t size;
+    char name[64];                 /* shm name, "" for an anonymous segment */
+    tsim_params params;
+    tsim_geom geom;
+    _Atomic uint64_t done;         /* all events earlier than this are done */
+    _Atomic uint32_t engine_bell;  /* futex word the engine sleeps on */
+    _Atomic uint32_t engine_idle;  /* 1 while the engine sleeps */
+    _Atomic uint32_t abort;        /* nonzero: the job is failing, stop */
+    _Atomic uint32_t deadlock;     /* set by the engine before aborting */
+    int32_t rank_proc[TSIM_MAX_PROCS]; /* rank -> processor index */
+    char mapping[256];             /* how ranks were mapped, for reports */
+    tsim_proc procs[];             /* nnodes * TSIM_CPUS */
+} tsim_seg;
+
+static inline int tsim_node_of(const tsim_geom *g, int x, int y, int z)
+{
+    return x + g->dim[0] * (y + g->dim[1] * z);
+}
+static inline void tsim_coords(const tsim_geom *g, int node, int c[3])
+{
+    c[0] = node % g->dim[0];
+    c[1] = (node / g->dim[0]) % g->dim[1];
+    c[2] = node / (g->dim[0] * g->dim[1]);
+}
+static inline int tsim_proc_index(int node, int cpu) { return node * TSIM_CPUS + cpu; }
+
+/* Creates a segment for geometry g (nnodes, nranks filled in by the call).
+ * name_hint NULL: anonymous MAP_SHARED memory, inherited across fork().
+ * Otherwise a POSIX shm object "/bglemu.<uid>.<pid>.<n>", mode 0600. */
+tsim_seg *tsim_seg_create(const tsim_geom *g, const tsim_params *p, int named,
+                          char *err, size_t errlen);
+tsim_seg *tsim_seg_attach(const char *name, char *err, size_t errlen);
+void tsim_seg_detach(tsim_seg *s);
+/* Unlinks the shm name (if any) and unmaps. */
+void tsim_seg_destroy(tsim_seg *s);
+
+/* ---- routing (pure functions, unit-tested) --------------------------- */
+/* Minimal signed distance from a to b along a dimension of size n. Ties on
+ * a torus (n even, distance n/2) go the + way. */
+int tsim_delta(int a, int b, int n, int torus);
+/* Output port deterministic dimension-order routing takes from node to dst,
+ * or -1 when node == dst. */
+int tsim_route_det(const tsim_geom *g, int node, const uint8_t dst[3]);
+/* Bitmask of profitable (minimal) output ports from node to dst. */
+unsigned tsim_route_profitable(const tsim_geom *g, int node, const uint8_t dst[3]);
+/* Neighbour through port, or -1 (mesh edge). */
+int tsim_neighbor(const tsim_geom *g, int node, int port);
+int tsim_hops(const tsim_geom *g, int a, int b);
+
+/* ---- the engine -------------------------------------------------------- */
+typedef struct tsim_engine tsim_engine;
+
+/* Engine-side traffic (bgl-traffic, soak tests): processors in state
+ * TSIM_P_ENGINE are driven by these callbacks, in simulated time, without
+ * host threads. */
+typedef struct tsim_source {
+    /* Next packet processor `proc` generates: fill *t (>= the previous),
+     * the packet, and the injection FIFO; return 0 when it has no more. */
+    int (*next)(void *ctx, int proc, uint64_t *t, tsim_pkt *pkt, int *fifo);
+    /* The packet reached proc's reception FIFO `fifo`; return the sim time
+     * the consumer frees it (>= m->t_arrive). */
+    uint64_t (*sink)(void *ctx, int proc, int fifo, const tsim_meta *m, const tsim_pkt *pkt);
+    void *ctx;
+} tsim_source;
+
+typedef struct tsim_result {
+    int deadlock;        /* application deadlock detected */
+    int aborted;         /* seg->abort was raised from outside */
+    uint64_t end_time;   /* largest processor clock at the end */
+    uint64_t events, packet_hops, packets_delivered;
+    double wall_seconds;
+} tsim_result;
+
+tsim_engine *tsim_engine_new(tsim_seg *seg);
+void tsim_engine_free(tsim_engine *e);
+void tsim_engine_set_source(tsim_engine *e, const tsim_source *src);
+/* Runs in the calling thread until every processor exited, a deadlock, or
+ * an abort. */
+int tsim_engine_run(tsim_engine *e, tsim_result *r);
+/* Same, in a new thread. */
+int tsim_engine_start(tsim_engine *e);
+int tsim_engine_join(tsim_engine *e, tsim_result *r);
+/* Deadlock report: one line per waiting processor. */
+void tsim_engine_print_deadlock(tsim_engine *e, FILE *f);
+/* Machine-readable report: params, geometry, per processor and per link. */
+void tsim_engine_report_json(tsim_engine *e, const tsim_result *r, FILE *f);
+
+/* Per-link counters (node, port), valid after the run. */
+typedef struct tsim_link_stats {
+    uint64_t packets, bytes, busy_cycles;
+} tsim_link_stats;
+const tsim_link_stats *tsim_engine_link(tsim_engine *e, int node, int port);
+
+/* Wakes the engine (after publishing vt, injecting, consuming or blocking). */
+void tsim_kick(tsim_seg *s);
+
+#endif
