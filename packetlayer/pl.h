@@ -22,6 +22,9 @@ typedef struct pl_proc {
 /* Binds to processor `index` of an attached segment and marks it RUNNING at
  * vt (the caller's start time). */
 int pl_open(pl_proc *pp, tsim_seg *seg, int index, uint64_t vt);
+/* For a rank started by mpirun: attaches the segment named by BGLEMU_SEG
+ * and opens the processor of rank BGLEMU_RANK at vt 0. */
+int pl_attach_env(pl_proc *pp, char *err, size_t errlen);
 /* Marks the processor EXITED (it will never act again). */
 void pl_close(pl_proc *pp, int exit_code);
 

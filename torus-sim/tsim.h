@@ -100,6 +100,7 @@ int tsim_params_set(tsim_params *p, const char *assignment, char *err, size_t er
 /* One "name = value" per line, '#' comments; errors name file:line. */
 int tsim_params_load(tsim_params *p, const char *path, char *err, size_t errlen);
 void tsim_params_print(const tsim_params *p, FILE *f);
+void tsim_params_json(const tsim_params *p, FILE *f);
 
 /* ---- FIFOs in the segment (single producer, single consumer) ---------- */
 typedef struct tsim_ring {

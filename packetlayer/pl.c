@@ -1,0 +1,206 @@
+/* Packet layer: one processor's view of its FIFOs, in simulated time. */
+#include "pl.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../torus-sim/tsim_futex.h"
+
+#define WAIT_MS 200 /* re-check the abort flag this often while sleeping */
+
+void pl_publish(pl_proc *pp)
+{
+    if (atomic_load_explicit(&pp->p->vt, memory_order_relaxed) != pp->vt) {
+        atomic_store(&pp->p->vt, pp->vt);
+        tsim_kick(pp->seg);
+    }
+}
+
+int pl_open(pl_proc *pp, tsim_seg *seg, int index, uint64_t vt)
+{
+    if (index < 0 || index >= seg->geom.nnodes * TSIM_CPUS) return -1;
+    memset(pp, 0, sizeof *pp);
+    pp->seg = seg;
+    pp->p = &seg->procs[index];
+    pp->index = index;
+    pp->node = index / TSIM_CPUS;
+    pp->cpu = index % TSIM_CPUS;
+    tsim_coords(&seg->geom, pp->node, pp->coord);
+    pp->vt = vt;
+    atomic_store(&pp->p->vt, vt);
+    pp->p->pid = (int32_t)getpid();
+    atomic_store(&pp->p->state, TSIM_P_RUNNING);
+    tsim_kick(seg);
+    return 0;
+}
+
+void pl_close(pl_proc *pp, int exit_code)
+{
+    pl_publish(pp);
+    pp->p->exit_code = exit_code;
+    atomic_store(&pp->p->state, TSIM_P_EXITED);
+    tsim_kick(pp->seg);
+}
+
+int pl_aborting(const pl_proc *pp)
+{
+    return atomic_load_explicit(&pp->seg->abort, memory_order_relaxed) != 0;
+}
+
+void pl_header(const pl_proc *pp, tsim_hwhdr *hw, int dst_index, size_t payload, unsigned flags)
+{
+    int c[3];
+    tsim_coords(&pp->seg->geom, dst_index / TSIM_CPUS, c);
+    memset(hw, 0, sizeof *hw);
+    hw->dst[0] = (uint8_t)c[0];
+    hw->dst[1] = (uint8_t)c[1];
+    hw->dst[2] = (uint8_t)c[2];
+    size_t chunks = (TSIM_HDR_BYTES + payload + TSIM_CHUNK - 1) / TSIM_CHUNK;
+    hw->chunks = (uint8_t)(chunks ? chunks : 1);
+    hw->flags = (uint8_t)flags;
+    hw->group = (uint8_t)(dst_index % TSIM_CPUS);
+}
+
+unsigned pl_inj_room(const pl_proc *pp, int f)
+{
+    const tsim_ring *r = &pp->p->inj[f];
+    return r->cap - atomic_load(&r->used);
+}
+
+int pl_sync(pl_proc *pp)
+{
+    tsim_seg *s = pp->seg;
+    pl_publish(pp);
+    if (atomic_load(&s->done) >= pp->vt) return 0;
+    atomic_store(&pp->p->sync_target, pp->vt);
+    tsim_kick(s);
+    for (;;) {
+        uint32_t b = atomic_load(&pp->p->bell);
+        if (atomic_load(&s->done) >= pp->vt) break;
+        if (pl_aborting(pp)) return -1;
+        tsim_futex_wait(&pp->p->bell, b, WAIT_MS);
+    }
+    atomic_store(&pp->p->sync_target, 0);
+    return 0;
+}
+
+/* Room for `chunks` in injection FIFO f at vt. A full answer is only
+ * trusted once the engine has caught up with vt. */
+static int inj_has_room(pl_proc *pp, int f, unsigned chunks)
+{
+    if (pl_inj_room(pp, f) >= chunks) return 1;
+    pl_sync(pp);
+    return pl_inj_room(pp, f) >= chunks;
+}
+
+int pl_inject(pl_proc *pp, int fifo, const tsim_hwhdr *hw, const void *sw8, const void *payload,
+              size_t len)
+{
+    tsim_ring *r = &pp->p->inj[fifo];
+    if (!inj_has_room(pp, fifo, hw->chunks)) return -1;
+    size_t max = (size_t)hw->chunks * TSIM_CHUNK - TSIM_HDR_BYTES;
+    if (len > max) len = max;
+    pp->vt += pp->seg->params.pkt_write_cycles;
+    atomic_store(&pp->p->vt, pp->vt); /* published before the packet is visible */
+    uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+    tsim_slot *s = &r->slot[h % TSIM_RING_SLOTS];
+    s->m.t_inject = pp->vt;
+    s->m.src = (uint32_t)pp->index;
+    s->p.hw = *hw;
+    if (sw8) memcpy(s->p.sw, sw8, sizeof s->p.sw);
+    else memset(s->p.sw, 0, sizeof s->p.sw);
+    if (len) memcpy(s->p.payload, payload, len);
+    atomic_fetch_add(&r->used, hw->chunks);
+    atomic_store_explicit(&r->head, h + 1, memory_order_release);
+    atomic_fetch_add_explicit(&pp->p->pkts_injected, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&pp->p->bytes_injected, (uint64_t)hw->chunks * TSIM_CHUNK,
+                              memory_order_relaxed);
+    tsim_kick(pp->seg);
+    return 0;
+}
+
+static int block_on(pl_proc *pp, unsigned mask, unsigned need, const char *why)
+{
+    tsim_proc *p = pp->p;
+    if (pl_aborting(pp)) return -1;
+    if (why) snprintf(p->waiting_on, sizeof p->waiting_on, "%s", why);
+    atomic_store(&p->vt, pp->vt);
+    atomic_store(&p->inj_need, need);
+    atomic_store(&p->wake_mask, mask);
+    uint32_t b = atomic_load(&p->bell);
+    atomic_store(&p->state, TSIM_P_BLOCKED);
+    tsim_kick(pp->seg);
+    while (atomic_load(&p->state) == TSIM_P_BLOCKED) {
+        if (pl_aborting(pp)) return -1;
+        tsim_futex_wait(&p->bell, b, WAIT_MS);
+        b = atomic_load(&p->bell);
+    }
+    pp->vt = atomic_load(&p->vt);
+    p->waiting_on[0] = 0;
+    return 0;
+}
+
+int pl_block(pl_proc *pp, unsigned mask, const char *why)
+{
+    return block_on(pp, mask, 0, why);
+}
+
+void pl_inject_wait(pl_proc *pp, int fifo, const tsim_hwhdr *hw, const void *sw8,
+                    const void *payload, size_t len)
+{
+    while (pl_inject(pp, fifo, hw, sw8, payload, len) != 0)
+        if (block_on(pp, TSIM_WAKE_INJ(fifo), hw->chunks, "room in an injection FIFO") != 0)
+            return;
+}
+
+int pl_poll(pl_proc *pp, unsigned mask)
+{
+    tsim_seg *s = pp->seg;
+    for (int attempt = 0;; attempt++) {
+        uint64_t done = atomic_load(&s->done);
+        int best = -1;
+        uint64_t best_t = UINT64_MAX;
+        for (int f = 0; f < TSIM_NREC; f++) {
+            if (!(mask & TSIM_WAKE_REC(f))) continue;
+            tsim_ring *r = &pp->p->rec[f];
+            uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
+            if (atomic_load_explicit(&r->head, memory_order_acquire) == tl) continue;
+            uint64_t a = r->slot[tl % TSIM_RING_SLOTS].m.t_arrive;
+            if (a < best_t) best_t = a, best = f;
+        }
+        /* Every delivery earlier than done is visible, so an earliest
+         * candidate below done (and below vt) is final. */
+        if (best >= 0 && best_t < pp->vt && best_t < done) return best;
+        if (done >= pp->vt || attempt > 0) {
+            if (best >= 0 && best_t < pp->vt) return best;
+            pp->vt += s->params.poll_cycles;
+            return -1;
+        }
+        if (pl_sync(pp) != 0) return -1;
+    }
+}
+
+const tsim_slot *pl_peek(const pl_proc *pp, int f)
+{
+    const tsim_ring *r = &pp->p->rec[f];
+    return &r->slot[atomic_load_explicit(&r->tail, memory_order_relaxed) % TSIM_RING_SLOTS];
+}
+
+void pl_read(const pl_proc *pp, int f, size_t offset, void *dst, size_t len)
+{
+    memcpy(dst, pl_peek(pp, f)->p.payload + offset, len);
+}
+
+void pl_consume(pl_proc *pp, int f)
+{
+    tsim_ring *r = &pp->p->rec[f];
+    uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    tsim_slot *s = &r->slot[tl % TSIM_RING_SLOTS];
+    pp->vt += pp->seg->params.pkt_read_cycles;
+    atomic_store(&pp->p->vt, pp->vt);
+    s->m.t_done = pp->vt;
+    atomic_fetch_sub(&r->used, s->p.hw.chunks);
+    atomic_store_explicit(&r->tail, tl + 1, memory_order_release);
+    tsim_kick(pp->seg);
+}

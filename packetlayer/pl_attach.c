@@ -1,0 +1,26 @@
+/* How a rank started by mpirun finds its processor: BGLEMU_SEG names the
+ * machine segment, BGLEMU_RANK its rank; the segment maps rank -> processor. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pl.h"
+
+int pl_attach_env(pl_proc *pp, char *err, size_t errlen)
+{
+    const char *name = getenv("BGLEMU_SEG"), *rk = getenv("BGLEMU_RANK");
+    if (!name || !rk) {
+        snprintf(err, errlen, "BGLEMU_SEG/BGLEMU_RANK not set: run this program with bglemu's mpirun");
+        return -1;
+    }
+    char *end;
+    long rank = strtol(rk, &end, 10);
+    tsim_seg *seg = tsim_seg_attach(name, err, errlen);
+    if (!seg) return -1;
+    if (*end || rank < 0 || rank >= seg->geom.nranks || seg->rank_proc[rank] < 0) {
+        snprintf(err, errlen, "BGLEMU_RANK=%s is not a rank of this job (%d ranks)", rk,
+                 seg->geom.nranks);
+        tsim_seg_detach(seg);
+        return -1;
+    }
+    return pl_open(pp, seg, seg->rank_proc[rank], 0);
+}

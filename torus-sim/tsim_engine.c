@@ -1,0 +1,454 @@
+/* The engine: conservative discrete-event simulation of the torus.
+ *
+ * Each round: snapshot the horizon H (min vt of RUNNING processors), then
+ * collect what processors did (injections, consumed reception slots) —
+ * everything they do happens at or after the vt they published, so at or
+ * after H — then process every event earlier than H in (time, key) order and
+ * publish done = H. Keys of processor-originated events derive from the
+ * processor, FIFO and slot sequence; keys of engine events from a counter
+ * advanced in processing order. Neither depends on host timing. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tsim_engine_priv.h"
+#include "tsim_futex.h"
+
+#define KEY_ENGINE 0ull
+#define KEY_PROC (1ull << 62)
+
+/* ---- event heap ordered by (t, key) ---------------------------------- */
+static inline int ev_less(const ev *a, const ev *b)
+{
+    return a->t < b->t || (a->t == b->t && a->key < b->key);
+}
+
+void ev_push_key(tsim_engine *e, uint64_t t, uint64_t key, uint32_t type, int a, int b,
+                 uint32_t pkt)
+{
+    if (e->nheap == e->capheap) {
+        e->capheap = e->capheap ? e->capheap * 2 : 4096;
+        e->heap = realloc(e->heap, e->capheap * sizeof *e->heap);
+        if (!e->heap) abort();
+    }
+    ev v = {t, key, type, a, b, pkt};
+    size_t i = e->nheap++;
+    while (i > 0) {
+        size_t up = (i - 1) / 2;
+        if (!ev_less(&v, &e->heap[up])) break;
+        e->heap[i] = e->heap[up];
+        i = up;
+    }
+    e->heap[i] = v;
+}
+
+void ev_push(tsim_engine *e, uint64_t t, uint32_t type, int a, int b, uint32_t pkt)
+{
+    ev_push_key(e, t, KEY_ENGINE | e->next_key++, type, a, b, pkt);
+}
+
+static ev ev_pop(tsim_engine *e)
+{
+    ev top = e->heap[0], last = e->heap[--e->nheap];
+    size_t i = 0, n = e->nheap;
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        const ev *best = &last;
+        if (l < n && ev_less(&e->heap[l], best)) m = l, best = &e->heap[l];
+        if (l + 1 < n && ev_less(&e->heap[l + 1], best)) m = l + 1;
+        if (m == i) break;
+        e->heap[i] = e->heap[m];
+        i = m;
+    }
+    if (n) e->heap[i] = last;
+    return top;
+}
+
+static uint64_t proc_key(int proc, int ring, uint32_t seq)
+{
+    return KEY_PROC | (uint64_t)proc << 40 | (uint64_t)ring << 32 | seq;
+}
+
+/* ---- processors ------------------------------------------------------ */
+void eng_wake(tsim_engine *e, int proc, uint64_t t)
+{
+    tsim_proc *p = &e->seg->procs[proc];
+    uint64_t vt = atomic_load(&p->vt);
+    if (t > vt) atomic_store(&p->vt, t);
+    else t = vt;
+    if (t < e->woke_min) e->woke_min = t;
+    atomic_store(&p->wake_mask, 0);
+    atomic_store(&p->state, TSIM_P_RUNNING);
+    atomic_fetch_add(&p->bell, 1);
+    tsim_futex_wake(&p->bell);
+}
+
+static int inj_room(const tsim_ring *r, uint32_t need)
+{
+    return r->cap - atomic_load(&r->used) >= need;
+}
+
+/* A blocked processor waiting for something that is already there. */
+static void wake_if_ready(tsim_engine *e, int proc, uint64_t t)
+{
+    tsim_proc *p = &e->seg->procs[proc];
+    if (atomic_load(&p->state) != TSIM_P_BLOCKED) return;
+    uint32_t mask = atomic_load(&p->wake_mask);
+    for (int f = 0; f < TSIM_NREC; f++) {
+        tsim_ring *r = &p->rec[f];
+        if ((mask & TSIM_WAKE_REC(f)) && atomic_load(&r->head) != atomic_load(&r->tail)) {
+            eng_wake(e, proc, t);
+            return;
+        }
+    }
+    for (int f = 0; f < TSIM_NINJ; f++)
+        if ((mask & TSIM_WAKE_INJ(f)) && inj_room(&p->inj[f], atomic_load(&p->inj_need))) {
+            eng_wake(e, proc, t);
+            return;
+        }
+}
+
+static void src_pull(tsim_engine *e, int proc);
+
+void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
+{
+    npkt *n = &e->pool[pk];
+    n->s.m.t_arrive = t;
+    e->delivered++;
+    tsim_proc *p = &e->seg->procs[proc];
+    int c = n->s.p.hw.chunks;
+    atomic_fetch_add_explicit(&p->pkts_received, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->bytes_received, (uint64_t)c * TSIM_CHUNK, memory_order_relaxed);
+    if (atomic_load(&p->state) == TSIM_P_ENGINE) {
+        uint64_t done = t;
+        if (e->has_src && e->src.sink)
+            done = e->src.sink(e->src.ctx, proc, fifo, &n->s.m, &n->s.p);
+        if (done < t) done = t;
+        ev_push(e, done, EV_REC_FREE, proc, fifo, (uint32_t)c);
+        pkt_free(e, pk);
+        return;
+    }
+    tsim_ring *r = &p->rec[fifo];
+    uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+    r->slot[h % TSIM_RING_SLOTS] = n->s;
+    atomic_fetch_add(&r->used, (uint32_t)c);
+    atomic_store_explicit(&r->head, h + 1, memory_order_release);
+    pkt_free(e, pk);
+    if (atomic_load(&p->state) == TSIM_P_BLOCKED &&
+        (atomic_load(&p->wake_mask) & TSIM_WAKE_REC(fifo)))
+        eng_wake(e, proc, t + 1); /* visible to a processor at vt > arrival */
+}
+
+void eng_inj_freed(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t)
+{
+    e->ep[proc].inj_used[fifo] -= chunks;
+    tsim_proc *p = &e->seg->procs[proc];
+    if (atomic_load(&p->state) == TSIM_P_ENGINE) {
+        src_pull(e, proc);
+        return;
+    }
+    tsim_ring *r = &p->inj[fifo];
+    atomic_store(&r->t_free, t);
+    atomic_fetch_sub(&r->used, (uint32_t)chunks);
+    atomic_fetch_add_explicit(&r->tail, 1, memory_order_release);
+    if (atomic_load(&p->state) == TSIM_P_BLOCKED &&
+        (atomic_load(&p->wake_mask) & TSIM_WAKE_INJ(fifo)) &&
+        inj_room(r, atomic_load(&p->inj_need)))
+        eng_wake(e, proc, t);
+}
+
+/* ---- engine-side sources --------------------------------------------- */
+/* Moves the pending generated packet into its FIFO when there is room, then
+ * asks the source for the next one. Latency counts from generation. */
+static void src_pull(tsim_engine *e, int proc)
+{
+    eproc *q = &e->ep[proc];
+    while (q->src_has) {
+        int c = q->src_pkt.hw.chunks;
+        if (q->inj_used[q->src_fifo] + c > (int)e->prm.fifo_chunks) return;
+        if (q->src_t > e->now) { /* not generated yet */
+            ev_push_key(e, q->src_t, proc_key(proc, 15, 0), EV_SRC, proc, 0, 0);
+            return;
+        }
+        uint32_t pk = pkt_alloc(e);
+        npkt *n = &e->pool[pk];
+        memset(&n->s.m, 0, sizeof n->s.m);
+        n->s.m.t_inject = q->src_t;
+        n->s.m.src = (uint32_t)proc;
+        n->s.p = q->src_pkt;
+        atomic_fetch_add_explicit(&e->seg->procs[proc].pkts_injected, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&e->seg->procs[proc].bytes_injected, (uint64_t)c * TSIM_CHUNK,
+                                  memory_order_relaxed);
+        int fifo = q->src_fifo;
+        q->src_has = 0;
+        if (q->src_live) {
+            uint64_t t = q->src_t;
+            if (e->src.next(e->src.ctx, proc, &t, &q->src_pkt, &q->src_fifo)) {
+                if (t < q->src_t) t = q->src_t;
+                q->src_t = t;
+                q->src_has = 1;
+            } else {
+                q->src_live = 0;
+            }
+        }
+        net_inject(e, proc, fifo, pk, e->now);
+    }
+}
+
+static void start_sources(tsim_engine *e)
+{
+    if (!e->has_src) return;
+    for (int i = 0; i < e->nprocs; i++) {
+        if (atomic_load(&e->seg->procs[i].state) != TSIM_P_ENGINE) continue;
+        eproc *q = &e->ep[i];
+        uint64_t t = 0;
+        q->src_live = 1;
+        if (e->src.next(e->src.ctx, i, &t, &q->src_pkt, &q->src_fifo)) {
+            q->src_t = t;
+            q->src_has = 1;
+            ev_push_key(e, t, proc_key(i, 15, 0), EV_SRC, i, 0, 0);
+        } else {
+            q->src_live = 0;
+        }
+    }
+}
+
+/* ---- collecting what processors did ---------------------------------- */
+static int drain(tsim_engine *e)
+{
+    int got = 0;
+    for (int i = 0; i < e->nprocs; i++) {
+        tsim_proc *p = &e->seg->procs[i];
+        uint32_t st = atomic_load(&p->state);
+        if (st == TSIM_P_ABSENT || st == TSIM_P_ENGINE) continue;
+        for (int f = 0; f < TSIM_NINJ; f++) {
+            tsim_ring *r = &p->inj[f];
+            uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+            for (; r->seen != h; r->seen++) {
+                uint32_t pk = pkt_alloc(e);
+                npkt *n = &e->pool[pk];
+                n->s = r->slot[r->seen % TSIM_RING_SLOTS];
+                n->s.m.src = (uint32_t)i;
+                ev_push_key(e, n->s.m.t_inject, proc_key(i, f, r->seen), EV_INJ, i, f, pk);
+                got = 1;
+            }
+        }
+        eproc *q = &e->ep[i];
+        for (int f = 0; f < TSIM_NREC; f++) {
+            tsim_ring *r = &p->rec[f];
+            uint32_t tl = atomic_load_explicit(&r->tail, memory_order_acquire);
+            for (; q->rec_seen[f] != tl; q->rec_seen[f]++) {
+                const tsim_slot *s = &r->slot[q->rec_seen[f] % TSIM_RING_SLOTS];
+                ev_push_key(e, s->m.t_done, proc_key(i, 8 + f, q->rec_seen[f]), EV_REC_FREE, i,
+                            f, s->p.hw.chunks);
+                got = 1;
+            }
+        }
+    }
+    return got;
+}
+
+static void process(tsim_engine *e, const ev *v)
+{
+    e->now = v->t;
+    e->events++;
+    switch (v->type) {
+    case EV_INJ:
+        net_inject(e, v->a, v->b, v->pkt, v->t);
+        break;
+    case EV_INJ_FREE:
+        eng_inj_freed(e, v->a, v->b, (int)v->pkt, v->t);
+        break;
+    case EV_DELIVER:
+        eng_deliver(e, v->a, v->b, v->pkt, v->t);
+        break;
+    case EV_SRC:
+        src_pull(e, v->a);
+        break;
+    default:
+        net_event(e, v);
+    }
+}
+
+/* ---- the loop -------------------------------------------------------- */
+static uint64_t horizon(tsim_engine *e, int *running, int *blocked)
+{
+    uint64_t h = UINT64_MAX;
+    *running = *blocked = 0;
+    for (int i = 0; i < e->nprocs; i++) {
+        tsim_proc *p = &e->seg->procs[i];
+        uint32_t st = atomic_load(&p->state);
+        if (st == TSIM_P_RUNNING) {
+            uint64_t vt = atomic_load(&p->vt);
+            if (vt < h) h = vt;
+            (*running)++;
+        } else if (st == TSIM_P_BLOCKED) {
+            (*blocked)++;
+        }
+    }
+    return h;
+}
+
+static void publish_done(tsim_engine *e, uint64_t h)
+{
+    if (h <= atomic_load(&e->seg->done)) return;
+    atomic_store(&e->seg->done, h);
+    for (int i = 0; i < e->nprocs; i++) {
+        tsim_proc *p = &e->seg->procs[i];
+        uint64_t want = atomic_load(&p->sync_target);
+        if (want && want <= h) {
+            atomic_store(&p->sync_target, 0);
+            atomic_fetch_add(&p->bell, 1);
+            tsim_futex_wake(&p->bell);
+        }
+    }
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int tsim_engine_run(tsim_engine *e, tsim_result *res)
+{
+    tsim_seg *s = e->seg;
+    double t0 = now_s();
+    start_sources(e);
+    for (;;) {
+        uint32_t bell = atomic_load(&s->engine_bell);
+        if (atomic_load(&s->abort)) {
+            e->aborted = 1;
+            break;
+        }
+        int running, blocked;
+        uint64_t h = horizon(e, &running, &blocked);
+        int progress = drain(e);
+        e->woke_min = UINT64_MAX;
+        for (int i = 0; i < e->nprocs; i++) wake_if_ready(e, i, atomic_load(&s->procs[i].vt));
+        if (e->woke_min < h) h = e->woke_min;
+        while (e->nheap && e->heap[0].t < h) {
+            ev v = ev_pop(e);
+            process(e, &v);
+            progress = 1;
+            if (e->woke_min < h) h = e->woke_min; /* a wake lowers the horizon */
+        }
+        if (h != UINT64_MAX) publish_done(e, h);
+        if (!e->nheap && !progress) {
+            /* nothing can move: finished, or every live processor waits */
+            horizon(e, &running, &blocked);
+            if (!running && !drain(e)) {
+                e->woke_min = UINT64_MAX;
+                for (int i = 0; i < e->nprocs; i++)
+                    wake_if_ready(e, i, atomic_load(&s->procs[i].vt));
+                if (e->woke_min == UINT64_MAX) {
+                    if (blocked) e->deadlock = 1;
+                    break;
+                }
+            }
+            if (running) goto sleep;
+            continue;
+        }
+        if (!progress) {
+        sleep:
+            atomic_store(&s->engine_idle, 1);
+            tsim_futex_wait(&s->engine_bell, bell, 100);
+            atomic_store(&s->engine_idle, 0);
+        }
+    }
+    if (e->deadlock) {
+        atomic_store(&s->deadlock, 1);
+        atomic_store(&s->abort, 1);
+        for (int i = 0; i < e->nprocs; i++) { /* release everyone */
+            atomic_fetch_add(&s->procs[i].bell, 1);
+            tsim_futex_wake(&s->procs[i].bell);
+        }
+    }
+    tsim_result r = {0};
+    r.deadlock = e->deadlock;
+    r.aborted = e->aborted;
+    for (int i = 0; i < e->nprocs; i++) {
+        uint64_t vt = atomic_load(&s->procs[i].vt);
+        if (atomic_load(&s->procs[i].state) != TSIM_P_ABSENT && vt > r.end_time) r.end_time = vt;
+    }
+    if (e->now > r.end_time) r.end_time = e->now;
+    r.events = e->events;
+    r.packet_hops = e->hops;
+    r.packets_delivered = e->delivered;
+    r.wall_seconds = now_s() - t0;
+    e->result = r;
+    if (res) *res = r;
+    return e->deadlock ? 2 : e->aborted ? 1 : 0;
+}
+
+void tsim_kick(tsim_seg *s)
+{
+    atomic_fetch_add(&s->engine_bell, 1);
+    if (atomic_load(&s->engine_idle)) tsim_futex_wake(&s->engine_bell);
+}
+
+/* ---- lifetime -------------------------------------------------------- */
+tsim_engine *tsim_engine_new(tsim_seg *seg)
+{
+    tsim_engine *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->seg = seg;
+    e->g = seg->geom;
+    e->prm = seg->params;
+    e->nprocs = e->g.nnodes * TSIM_CPUS;
+    e->rt = calloc((size_t)e->g.nnodes, sizeof *e->rt);
+    e->ep = calloc((size_t)e->nprocs, sizeof *e->ep);
+    e->freelist = NIL;
+    if (!e->rt || !e->ep) {
+        tsim_engine_free(e);
+        return NULL;
+    }
+    for (int n = 0; n < e->g.nnodes; n++) {
+        router *r = &e->rt[n];
+        for (int port = 0; port < TSIM_NPORTS; port++)
+            for (int v = 0; v < TSIM_NVC; v++) {
+                r->inq[port][v].head = r->inq[port][v].tail = NIL;
+                r->credits[port][v] = tsim_neighbor(&e->g, n, port) >= 0 ? (int32_t)e->prm.vc_chunks : 0;
+            }
+        for (int c = 0; c < TSIM_CPUS; c++)
+            for (int f = 0; f < TSIM_NINJ; f++) r->injq[c][f].head = r->injq[c][f].tail = NIL;
+    }
+    return e;
+}
+
+void tsim_engine_free(tsim_engine *e)
+{
+    if (!e) return;
+    free(e->rt);
+    free(e->ep);
+    free(e->heap);
+    free(e->pool);
+    free(e);
+}
+
+void tsim_engine_set_source(tsim_engine *e, const tsim_source *src)
+{
+    e->src = *src;
+    e->has_src = 1;
+}
+
+static void *engine_thread(void *arg)
+{
+    tsim_engine *e = arg;
+    tsim_engine_run(e, NULL);
+    return NULL;
+}
+
+int tsim_engine_start(tsim_engine *e)
+{
+    return pthread_create(&e->thread, NULL, engine_thread, e) == 0 ? 0 : -1;
+}
+
+int tsim_engine_join(tsim_engine *e, tsim_result *r)
+{
+    pthread_join(e->thread, NULL);
+    if (r) *r = e->result;
+    return e->deadlock ? 2 : e->aborted ? 1 : 0;
+}

@@ -1,0 +1,114 @@
+/* Engine-private state: event queue, packets in flight, routers. */
+#ifndef TSIM_ENGINE_PRIV_H
+#define TSIM_ENGINE_PRIV_H
+
+#include <pthread.h>
+
+#include "tsim.h"
+
+enum ev_type {
+    EV_INJ,       /* a = proc, b = fifo: packet enters its injection FIFO's queue */
+    EV_HEAD,      /* a = node, b = in_port << 4 | vc: packet head arrives */
+    EV_LINK_FREE, /* a = node, b = port */
+    EV_CREDIT,    /* a = node, b = port << 4 | vc, pkt = chunks */
+    EV_INJ_FREE,  /* a = proc, b = fifo, pkt = chunks: injection slot freed */
+    EV_DELIVER,   /* a = proc, b = fifo: tail reached the reception FIFO */
+    EV_REC_FREE,  /* a = proc, b = fifo, pkt = chunks: consumer freed a slot */
+    EV_SRC,       /* a = proc: engine-side source generates its next packet */
+};
+
+typedef struct ev {
+    uint64_t t, key;
+    uint32_t type;
+    int32_t a, b;
+    uint32_t pkt;
+} ev;
+
+#define NIL UINT32_MAX
+
+/* A packet in flight, owned by the engine. */
+typedef struct npkt {
+    tsim_slot s;
+    uint64_t seq;    /* deterministic creation order: arbitration tie-break */
+    uint64_t t_head; /* head reached the current router */
+    uint32_t next;   /* queue link */
+    int32_t proc;    /* source processor */
+    uint8_t in_port; /* port it came in on, or TSIM_NPORTS for injection */
+    uint8_t vc;      /* VC it occupies at this router */
+    uint8_t fifo;    /* injection FIFO it came from */
+    uint8_t dim;     /* dimension it travels in (3: none yet), for the bubble rule */
+} npkt;
+
+typedef struct pq {
+    uint32_t head, tail;
+} pq;
+
+typedef struct router {
+    uint64_t busy_until[TSIM_NPORTS];
+    int32_t credits[TSIM_NPORTS][TSIM_NVC]; /* free chunks downstream */
+    pq inq[TSIM_NPORTS][TSIM_NVC];
+    pq injq[TSIM_CPUS][TSIM_NINJ];
+    uint64_t sp_busy[TSIM_CPUS];            /* scratchpad channel cpu -> other */
+    int32_t rec_used[TSIM_CPUS][TSIM_NREC]; /* modelled reception occupancy */
+    uint32_t waiting;                       /* packets queued here */
+    tsim_link_stats link[TSIM_NPORTS];
+} router;
+
+typedef struct eproc {
+    uint32_t rec_seen[TSIM_NREC]; /* consumed slots already turned into events */
+    int32_t inj_used[TSIM_NINJ];  /* modelled injection occupancy */
+    /* engine-side source */
+    int src_live;     /* the source may produce more */
+    int src_has;      /* pending generated packet in src_pkt */
+    int src_fifo;
+    uint64_t src_t;
+    tsim_pkt src_pkt;
+} eproc;
+
+struct tsim_engine {
+    tsim_seg *seg;
+    tsim_geom g;
+    tsim_params prm;
+    int nprocs;
+    router *rt;
+    eproc *ep;
+    /* event heap */
+    ev *heap;
+    size_t nheap, capheap;
+    uint64_t next_key;
+    /* packet pool */
+    npkt *pool;
+    uint32_t npool, cappool, freelist;
+    uint64_t pkt_seq;
+    /* source */
+    tsim_source src;
+    int has_src;
+    /* accounting */
+    uint64_t events, hops, delivered, now;
+    uint64_t woke_min; /* lowest clock a wake set this round */
+    int deadlock, aborted;
+    pthread_t thread;
+    tsim_result result;
+};
+
+/* tsim_net.c: the routers and links. */
+void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t);
+void net_event(tsim_engine *e, const ev *v);
+void net_arbitrate(tsim_engine *e, int node, uint64_t t);
+uint32_t pkt_alloc(tsim_engine *e);
+void pkt_free(tsim_engine *e, uint32_t pk);
+
+/* tsim_engine.c */
+void ev_push(tsim_engine *e, uint64_t t, uint32_t type, int a, int b, uint32_t pkt);
+void ev_push_key(tsim_engine *e, uint64_t t, uint64_t key, uint32_t type, int a, int b,
+                 uint32_t pkt);
+void eng_wake(tsim_engine *e, int proc, uint64_t t);
+void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t);
+void eng_inj_freed(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t);
+
+static inline uint64_t ser_cycles(const tsim_params *p, int chunks)
+{
+    return ((uint64_t)chunks * TSIM_CHUNK + p->wire_overhead) * p->link_cycles_per_byte;
+}
+
+#endif

@@ -1,0 +1,107 @@
+/* The named parameter table: defaults, overrides, listing. */
+#include "tsim.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct param_desc {
+    const char *name, *unit, *help;
+    uint64_t def;
+    size_t off;
+} param_desc;
+
+static const param_desc descs[] = {
+#define TSIM_PARAM(n, d, u, h) {#n, u, h, d, offsetof(tsim_params, n)},
+#include "tsim_params.def"
+#undef TSIM_PARAM
+};
+#define NDESC (sizeof descs / sizeof descs[0])
+
+void tsim_params_default(tsim_params *p)
+{
+    for (size_t i = 0; i < NDESC; i++)
+        *(uint64_t *)((char *)p + descs[i].off) = descs[i].def;
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s)) s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
+    return s;
+}
+
+int tsim_params_set(tsim_params *p, const char *assignment, char *err, size_t errlen)
+{
+    char buf[256];
+    if (strlen(assignment) >= sizeof buf) {
+        snprintf(err, errlen, "parameter assignment too long");
+        return -1;
+    }
+    strcpy(buf, assignment);
+    char *eq = strchr(buf, '=');
+    if (!eq) {
+        snprintf(err, errlen, "expected name=value, got '%s'", assignment);
+        return -1;
+    }
+    *eq = 0;
+    char *name = trim(buf), *val = trim(eq + 1);
+    for (size_t i = 0; i < NDESC; i++) {
+        if (strcmp(descs[i].name, name) != 0) continue;
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(val, &end, 0);
+        if (!*val || *end || errno || val[0] == '-') {
+            snprintf(err, errlen, "parameter %s: '%s' is not a non-negative integer", name, val);
+            return -1;
+        }
+        *(uint64_t *)((char *)p + descs[i].off) = v;
+        return 0;
+    }
+    snprintf(err, errlen, "unknown parameter '%s' (see mpirun --params-list)", name);
+    return -1;
+}
+
+int tsim_params_load(tsim_params *p, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[512], why[256];
+    int ln = 0, rc = 0;
+    while (fgets(line, sizeof line, f)) {
+        ln++;
+        char *hash = strchr(line, '#');
+        if (hash) *hash = 0;
+        char *s = trim(line);
+        if (!*s) continue;
+        if (tsim_params_set(p, s, why, sizeof why) != 0) {
+            snprintf(err, errlen, "%s:%d: %s", path, ln, why);
+            rc = -1;
+            break;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+void tsim_params_print(const tsim_params *p, FILE *f)
+{
+    for (size_t i = 0; i < NDESC; i++)
+        fprintf(f, "%-22s = %-8llu # %s: %s\n", descs[i].name,
+                (unsigned long long)*(const uint64_t *)((const char *)p + descs[i].off),
+                descs[i].unit, descs[i].help);
+}
+
+void tsim_params_json(const tsim_params *p, FILE *f)
+{
+    fputc('{', f);
+    for (size_t i = 0; i < NDESC; i++)
+        fprintf(f, "%s\"%s\": %llu", i ? ", " : "", descs[i].name,
+                (unsigned long long)*(const uint64_t *)((const char *)p + descs[i].off));
+    fputc('}', f);
+}

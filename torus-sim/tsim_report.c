@@ -1,0 +1,93 @@
+/* What a run leaves behind: the JSON report and the deadlock report.
+ * Both contain simulated quantities only, so equal runs give equal bytes. */
+#include "tsim_engine_priv.h"
+
+static const char *const port_name[TSIM_NPORTS] = {"x+", "x-", "y+", "y-", "z+", "z-"};
+
+const tsim_link_stats *tsim_engine_link(tsim_engine *e, int node, int port)
+{
+    return &e->rt[node].link[port];
+}
+
+static const char *state_name(uint32_t st)
+{
+    switch (st) {
+    case TSIM_P_RUNNING: return "running";
+    case TSIM_P_BLOCKED: return "blocked";
+    case TSIM_P_EXITED: return "exited";
+    case TSIM_P_ENGINE: return "traffic";
+    default: return "absent";
+    }
+}
+
+void tsim_engine_print_deadlock(tsim_engine *e, FILE *f)
+{
+    tsim_seg *s = e->seg;
+    fprintf(f, "bglemu: deadlock: every processor waits and no packet is in flight\n");
+    for (int i = 0; i < e->nprocs; i++) {
+        tsim_proc *p = &s->procs[i];
+        if (atomic_load(&p->state) != TSIM_P_BLOCKED) continue;
+        int c[3];
+        tsim_coords(&e->g, i / TSIM_CPUS, c);
+        uint32_t mask = atomic_load(&p->wake_mask);
+        fprintf(f, "  rank %d <%d,%d,%d,%d> at %llu cycles waits for %s%s%s\n", p->rank, c[0], c[1],
+                c[2], i % TSIM_CPUS, (unsigned long long)atomic_load(&p->vt),
+                (mask & 0xff) ? "a packet" : "FIFO room",
+                p->waiting_on[0] ? ": " : "", p->waiting_on);
+    }
+}
+
+void tsim_engine_report_json(tsim_engine *e, const tsim_result *r, FILE *f)
+{
+    tsim_seg *s = e->seg;
+    const tsim_geom *g = &e->g;
+    const tsim_result *res = r ? r : &e->result;
+    fprintf(f, "{\n  \"machine\": {\"shape\": [%d, %d, %d], \"torus\": [%d, %d, %d], "
+               "\"cpus_per_node\": %d, \"ranks\": %d, \"mapping\": \"%s\"},\n",
+            g->dim[0], g->dim[1], g->dim[2], g->torus[0], g->torus[1], g->torus[2], g->cpus,
+            g->nranks, s->mapping);
+    fprintf(f, "  \"params\": ");
+    tsim_params_json(&e->prm, f);
+    fprintf(f, ",\n  \"result\": {\"end_cycles\": %llu, \"end_us\": %.3f, \"deadlock\": %d, "
+               "\"events\": %llu, \"packet_hops\": %llu, \"packets_delivered\": %llu},\n",
+            (unsigned long long)res->end_time, (double)res->end_time / (double)e->prm.clock_mhz,
+            res->deadlock, (unsigned long long)res->events, (unsigned long long)res->packet_hops,
+            (unsigned long long)res->packets_delivered);
+    fprintf(f, "  \"processors\": [");
+    int first = 1;
+    for (int i = 0; i < e->nprocs; i++) {
+        tsim_proc *p = &s->procs[i];
+        uint32_t st = atomic_load(&p->state);
+        if (st == TSIM_P_ABSENT) continue;
+        int c[3];
+        tsim_coords(g, i / TSIM_CPUS, c);
+        fprintf(f, "%s\n    {\"proc\": %d, \"rank\": %d, \"coords\": [%d, %d, %d, %d], "
+                   "\"state\": \"%s\", \"cycles\": %llu, \"pkts_injected\": %llu, "
+                   "\"pkts_received\": %llu, \"bytes_injected\": %llu, \"bytes_received\": %llu}",
+                first ? "" : ",", i, p->rank, c[0], c[1], c[2], i % TSIM_CPUS, state_name(st),
+                (unsigned long long)atomic_load(&p->vt),
+                (unsigned long long)atomic_load(&p->pkts_injected),
+                (unsigned long long)atomic_load(&p->pkts_received),
+                (unsigned long long)atomic_load(&p->bytes_injected),
+                (unsigned long long)atomic_load(&p->bytes_received));
+        first = 0;
+    }
+    fprintf(f, "\n  ],\n  \"links\": [");
+    first = 1;
+    uint64_t span = res->end_time ? res->end_time : 1;
+    for (int n = 0; n < g->nnodes; n++) {
+        int c[3];
+        tsim_coords(g, n, c);
+        for (int port = 0; port < TSIM_NPORTS; port++) {
+            if (tsim_neighbor(g, n, port) < 0) continue;
+            const tsim_link_stats *l = &e->rt[n].link[port];
+            fprintf(f, "%s\n    {\"node\": [%d, %d, %d], \"dir\": \"%s\", \"packets\": %llu, "
+                       "\"bytes\": %llu, \"busy_cycles\": %llu, \"utilization\": %.4f}",
+                    first ? "" : ",", c[0], c[1], c[2], port_name[port],
+                    (unsigned long long)l->packets, (unsigned long long)l->bytes,
+                    (unsigned long long)l->busy_cycles, (double)l->busy_cycles / (double)span);
+            first = 0;
+        }
+    }
+    fprintf(f, "\n  ]\n}\n");
+}
