@@ -359,6 +359,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
         }
     }
     if (e->deadlock) {
+        report_snapshot_deadlock(e);
         atomic_store(&s->deadlock, 1);
         atomic_store(&s->abort, 1);
         for (int i = 0; i < e->nprocs; i++) { /* release everyone */
@@ -425,6 +426,7 @@ void tsim_engine_free(tsim_engine *e)
     free(e->ep);
     free(e->heap);
     free(e->pool);
+    free(e->deadlock_report);
     free(e);
 }
 

@@ -87,6 +87,7 @@ struct tsim_engine {
     uint64_t events, hops, delivered, now;
     uint64_t woke_min; /* lowest clock a wake set this round */
     int deadlock, aborted;
+    char *deadlock_report; /* snapshot taken when the deadlock was found */
     pthread_t thread;
     tsim_result result;
 };
@@ -97,6 +98,9 @@ void net_event(tsim_engine *e, const ev *v);
 void net_arbitrate(tsim_engine *e, int node, uint64_t t);
 uint32_t pkt_alloc(tsim_engine *e);
 void pkt_free(tsim_engine *e, uint32_t pk);
+
+/* tsim_report.c */
+void report_snapshot_deadlock(tsim_engine *e);
 
 /* tsim_engine.c */
 void ev_push(tsim_engine *e, uint64_t t, uint32_t type, int a, int b, uint32_t pkt);

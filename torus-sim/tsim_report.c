@@ -20,7 +20,7 @@ static const char *state_name(uint32_t st)
     }
 }
 
-void tsim_engine_print_deadlock(tsim_engine *e, FILE *f)
+static void print_waiters(tsim_engine *e, FILE *f)
 {
     tsim_seg *s = e->seg;
     fprintf(f, "bglemu: deadlock: every processor waits and no packet is in flight\n");
@@ -35,6 +35,21 @@ void tsim_engine_print_deadlock(tsim_engine *e, FILE *f)
                 (mask & 0xff) ? "a packet" : "FIFO room",
                 p->waiting_on[0] ? ": " : "", p->waiting_on);
     }
+}
+
+void report_snapshot_deadlock(tsim_engine *e)
+{
+    size_t len;
+    FILE *f = open_memstream(&e->deadlock_report, &len);
+    if (!f) return;
+    print_waiters(e, f);
+    fclose(f);
+}
+
+void tsim_engine_print_deadlock(tsim_engine *e, FILE *f)
+{
+    if (e->deadlock_report) fputs(e->deadlock_report, f);
+    else print_waiters(e, f);
 }
 
 void tsim_engine_report_json(tsim_engine *e, const tsim_result *r, FILE *f)
