@@ -1,0 +1,227 @@
+/* bgl-traffic: the BookSim-style experiment on the emulated torus. N engine-
+ * side processors inject packets in a pattern at an offered load; the tool
+ * prints accepted throughput and latency in simulated cycles. Everything it
+ * prints is simulated, hence byte-for-byte reproducible for a given seed;
+ * host timing appears only with --timing. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "torus-sim/tsim.h"
+#include "torus-sim/tsim_traffic.h"
+
+static const char usage[] =
+    "usage: bgl-traffic -np N [-shape XxYxZ] [-connect TORUS|MESH]\n"
+    "         --pattern uniform|transpose|bitrev|neighbor|hotspot|alltoall\n"
+    "         [--load F|sat] [--routing det|adaptive|mixed] [--packets K] [--seed S]\n"
+    "         [--chunks 1..8|mixed] [--arrivals bernoulli|exponential] [--hot FRAC]\n"
+    "         [--consume CYCLES] [--warmup FRAC] [-p name=value] [--params FILE]\n"
+    "         [--report FILE] [--timing] [--help]\n"
+    "\n"
+    "  -np N        processors, one per node (CO), ranks on nodes 0..N-1 in XYZ order\n"
+    "  -shape       torus shape (default: the smallest near-cubic shape holding N)\n"
+    "  --load F     offered load per node as a fraction of one link's bandwidth:\n"
+    "               F / ((32*chunks+14)*4) packets per cycle (full packets: F/1080);\n"
+    "               'sat' generates every packet at cycle 0. Default 0.5\n"
+    "  --packets K  packets per source (default 1000)\n"
+    "  --hot FRAC   hotspot: share of packets sent to rank 0 (default 0.25)\n"
+    "  --consume C  each sink holds a packet C cycles before freeing it (default 0)\n"
+    "  --warmup W   measure packets generated in [W, 1-W] x K/lambda (default 0.1)\n"
+    "  --report F   write the engine's JSON report (params, per link, per processor)\n"
+    "  --timing     also print host wall time and packet-hops/s (not reproducible)\n"
+    "See docs/traffic.md.\n";
+
+static void die(const char *fmt, const char *a)
+{
+    fprintf(stderr, "bgl-traffic: ");
+    fprintf(stderr, fmt, a);
+    fprintf(stderr, " (try --help)\n");
+    exit(2);
+}
+
+static uint64_t parse_u64(const char *opt, const char *s)
+{
+    char *end;
+    if (!s) die("%s needs a value", opt);
+    if (*s == '-' || !*s) die("bad number for %s", opt);
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || *end) die("bad number for %s", opt);
+    return v;
+}
+
+static double parse_double(const char *opt, const char *s)
+{
+    char *end;
+    if (!s) die("%s needs a value", opt);
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || end == s) die("bad number for %s", opt);
+    return v;
+}
+
+static int parse_shape(const char *s, int dim[3])
+{
+    char tail;
+    if (!s || sscanf(s, "%dx%dx%d%c", &dim[0], &dim[1], &dim[2], &tail) != 3) return -1;
+    for (int i = 0; i < 3; i++)
+        if (dim[i] < 1 || dim[i] > TSIM_MAX_DIM) return -1;
+    return 0;
+}
+
+/* Smallest node count >= n, then the most cubic (smallest largest side). */
+static void default_shape(int n, int dim[3])
+{
+    int best = 0, bestmax = 0;
+    for (int x = 1; x <= TSIM_MAX_DIM; x++)
+        for (int y = 1; y <= x; y++)
+            for (int z = 1; z <= y; z++) {
+                int v = x * y * z;
+                if (v < n) continue;
+                if (!best || v < best || (v == best && x < bestmax)) {
+                    best = v;
+                    bestmax = x;
+                    dim[0] = x, dim[1] = y, dim[2] = z;
+                }
+            }
+}
+
+int main(int argc, char **argv)
+{
+    tsim_traffic_cfg cfg;
+    tsim_traffic_cfg_default(&cfg);
+    tsim_params prm;
+    tsim_params_default(&prm);
+    tsim_geom g = {{0, 0, 0}, {1, 1, 1}, 1, 0, 0};
+    const char *report = NULL;
+    int np = 0, have_shape = 0, have_pattern = 0, timing = 0;
+    char err[256];
+
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define TAKE() (v ? (i++, v) : (die("%s needs a value", o), v))
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(o, "-np")) {
+            uint64_t n = parse_u64(o, TAKE());
+            if (n < 1 || n > TSIM_MAX_PROCS / TSIM_CPUS) die("-np must be 1..2048, not %s", v);
+            np = (int)n;
+        } else if (!strcmp(o, "-shape")) {
+            if (parse_shape(TAKE(), g.dim)) die("bad -shape '%s': want XxYxZ, each 1..64", v);
+            have_shape = 1;
+        } else if (!strcmp(o, "-connect")) {
+            TAKE();
+            int t = !strcasecmp(v, "TORUS") ? 1 : !strcasecmp(v, "MESH") ? 0 : -1;
+            if (t < 0) die("bad -connect '%s': want TORUS or MESH", v);
+            g.torus[0] = g.torus[1] = g.torus[2] = t;
+        } else if (!strcmp(o, "--pattern")) {
+            cfg.pattern = tsim_traffic_pattern_parse(TAKE());
+            if (cfg.pattern < 0)
+                die("unknown --pattern '%s': want uniform, transpose, bitrev, neighbor, hotspot "
+                    "or alltoall", v);
+            have_pattern = 1;
+        } else if (!strcmp(o, "--load")) {
+            TAKE();
+            cfg.load = !strcmp(v, "sat") ? 0 : parse_double(o, v);
+            if (strcmp(v, "sat") && !(cfg.load > 0 && cfg.load <= TSIM_NPORTS))
+                die("--load %s out of range: want 0 < F <= 6 (fraction of a link) or sat", v);
+        } else if (!strcmp(o, "--routing")) {
+            TAKE();
+            cfg.routing = !strcmp(v, "det") ? TSIM_TRAFFIC_DET
+                          : !strcmp(v, "adaptive") ? TSIM_TRAFFIC_ADAPTIVE
+                          : !strcmp(v, "mixed") ? TSIM_TRAFFIC_MIXED : -1;
+            if (cfg.routing < 0) die("bad --routing '%s': want det, adaptive or mixed", v);
+        } else if (!strcmp(o, "--packets")) {
+            cfg.packets = parse_u64(o, TAKE());
+            if (cfg.packets < 1 || cfg.packets > UINT32_MAX) die("--packets %s out of range", v);
+        } else if (!strcmp(o, "--seed")) {
+            cfg.seed = parse_u64(o, TAKE());
+        } else if (!strcmp(o, "--chunks")) {
+            TAKE();
+            cfg.chunks = !strcmp(v, "mixed") ? 0 : (int)parse_u64(o, v);
+            if (strcmp(v, "mixed") && (cfg.chunks < 1 || cfg.chunks > TSIM_MAX_CHUNKS))
+                die("--chunks %s out of range: want 1..8 or mixed", v);
+        } else if (!strcmp(o, "--arrivals")) {
+            TAKE();
+            cfg.arrivals = !strcmp(v, "bernoulli") ? TSIM_TRAFFIC_BERNOULLI
+                           : !strcmp(v, "exponential") ? TSIM_TRAFFIC_EXPONENTIAL : -1;
+            if (cfg.arrivals < 0) die("bad --arrivals '%s': want bernoulli or exponential", v);
+        } else if (!strcmp(o, "--hot")) {
+            cfg.hot_frac = parse_double(o, TAKE());
+            if (!(cfg.hot_frac >= 0 && cfg.hot_frac <= 1)) die("--hot %s out of range 0..1", v);
+        } else if (!strcmp(o, "--consume")) {
+            cfg.consume_cycles = parse_u64(o, TAKE());
+        } else if (!strcmp(o, "--warmup")) {
+            cfg.warmup = parse_double(o, TAKE());
+            if (!(cfg.warmup >= 0 && cfg.warmup < 0.5)) die("--warmup %s out of range [0, 0.5)", v);
+        } else if (!strcmp(o, "-p")) {
+            if (tsim_params_set(&prm, TAKE(), err, sizeof err)) die("%s", err);
+        } else if (!strcmp(o, "--params")) {
+            if (tsim_params_load(&prm, TAKE(), err, sizeof err)) die("%s", err);
+        } else if (!strcmp(o, "--report")) {
+            report = TAKE();
+        } else if (!strcmp(o, "--timing")) {
+            timing = 1;
+        } else {
+            die("unknown option '%s'", o);
+        }
+#undef TAKE
+    }
+    if (!have_pattern) die("%s", "--pattern is required");
+    if (!np && !have_shape) die("%s", "-np N or -shape XxYxZ is required");
+    if (!have_shape) default_shape(np, g.dim);
+    if (!np) np = g.dim[0] * g.dim[1] * g.dim[2];
+    cfg.nprocs = np;
+
+    tsim_traffic *t = tsim_traffic_new(&g, &prm, &cfg, err, sizeof err);
+    if (!t) die("%s", err);
+    tsim_seg *seg = tsim_seg_create(&g, &prm, 0, err, sizeof err);
+    if (!seg) die("%s", err);
+    snprintf(seg->mapping, sizeof seg->mapping, "XYZT (bgl-traffic)");
+    tsim_engine *e = tsim_engine_new(seg);
+    if (!e) die("%s", "out of memory for the engine");
+    tsim_traffic_attach(t, seg, e);
+    tsim_result res;
+    int rc = tsim_engine_run(e, &res);
+
+    tsim_traffic_stats st;
+    tsim_traffic_get_stats(t, &st);
+    tsim_traffic_print(t, &st, stdout);
+    printf("simulated           %llu cycles, %llu packet-hops, %llu events\n",
+           (unsigned long long)res.end_time, (unsigned long long)res.packet_hops,
+           (unsigned long long)res.events);
+    if (timing)
+        printf("host timing         engine %.3f s wall, %.2f M packet-hops/s, %.2f M events/s "
+               "(varies run to run)\n",
+               res.wall_seconds, res.wall_seconds > 0 ? res.packet_hops / res.wall_seconds / 1e6 : 0,
+               res.wall_seconds > 0 ? res.events / res.wall_seconds / 1e6 : 0);
+    int status = 0;
+    if (rc) {
+        fprintf(stderr, "bgl-traffic: engine stopped: %s\n", res.deadlock ? "deadlock" : "aborted");
+        if (res.deadlock) tsim_engine_print_deadlock(e, stderr);
+        status = 1;
+    } else if (tsim_traffic_ok(&st)) {
+        fprintf(stderr, "bgl-traffic: packets lost, duplicated, corrupted, misrouted or out of "
+                        "order (see above)\n");
+        status = 1;
+    }
+    if (report) {
+        FILE *f = fopen(report, "w");
+        if (!f) {
+            fprintf(stderr, "bgl-traffic: --report %s: %s\n", report, strerror(errno));
+            status = 2;
+        } else {
+            tsim_engine_report_json(e, &res, f);
+            if (fclose(f)) {
+                fprintf(stderr, "bgl-traffic: --report %s: %s\n", report, strerror(errno));
+                status = 2;
+            }
+        }
+    }
+    tsim_engine_free(e);
+    tsim_seg_destroy(seg);
+    tsim_traffic_free(t);
+    return status;
+}
