@@ -1,0 +1,197 @@
+/* Soak: random mixed traffic (deterministic + adaptive, 1..8 chunks) through
+ * the engine with the smallest buffers the bubble rule allows, on a torus and
+ * a mesh; every packet must arrive exactly once, intact, and the network must
+ * never deadlock. Plus the link-bandwidth check: a saturated link delivers a
+ * full packet every (256 + 14) * 4 = 1080 cycles.
+ *
+ * SOAK_PACKETS (env) sets packets per source for the soak runs; the default
+ * keeps `make check` at >= 10^6 packets in total. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "torus-sim/tsim.h"
+#include "torus-sim/tsim_traffic.h"
+
+static uint64_t soak_packets(void)
+{
+    const char *s = getenv("SOAK_PACKETS");
+    return s && atoll(s) > 0 ? (uint64_t)atoll(s) : 4000;
+}
+
+/* Runs one traffic configuration; returns the engine's status. */
+static int run_traffic(int torus, const tsim_params *prm, const tsim_traffic_cfg *cfg,
+                       tsim_traffic_stats *st, tsim_result *res)
+{
+    tsim_geom g = {{4, 4, 4}, {torus, torus, torus}, 1, 0, 0};
+    char err[256];
+    tsim_traffic *t = tsim_traffic_new(&g, prm, cfg, err, sizeof err);
+    ck_assert_msg(t, "%s", err);
+    tsim_seg *seg = tsim_seg_create(&g, prm, 0, err, sizeof err);
+    ck_assert_msg(seg, "%s", err);
+    tsim_engine *e = tsim_engine_new(seg);
+    ck_assert_ptr_nonnull(e);
+    tsim_traffic_attach(t, seg, e);
+    int rc = tsim_engine_run(e, res);
+    tsim_traffic_get_stats(t, st);
+    if (rc || tsim_traffic_ok(st)) { /* show what went wrong */
+        tsim_traffic_print(t, st, stdout);
+        if (res->deadlock) tsim_engine_print_deadlock(e, stdout);
+    }
+    tsim_engine_free(e);
+    tsim_seg_destroy(seg);
+    tsim_traffic_free(t);
+    return rc;
+}
+
+static void minimal_params(tsim_params *p)
+{
+    tsim_params_default(p);
+    p->vc_chunks = 2 * TSIM_MAX_CHUNKS; /* bubble: entering a ring needs two packets */
+    p->fifo_chunks = TSIM_MAX_CHUNKS;   /* one full packet */
+}
+
+static void soak(int torus, int pattern, uint64_t consume, uint64_t jitter, uint64_t seed)
+{
+    tsim_params prm;
+    minimal_params(&prm);
+    tsim_traffic_cfg c;
+    tsim_traffic_cfg_default(&c);
+    c.pattern = pattern;
+    c.nprocs = 64;
+    c.load = 0; /* saturate: everything offered at once, maximal pressure */
+    c.routing = TSIM_TRAFFIC_MIXED;
+    c.chunks = 0;
+    c.packets = soak_packets();
+    c.seed = seed;
+    c.consume_cycles = consume;
+    c.consume_jitter = jitter;
+    printf("soak: 4x4x4 %s, %s, det+adaptive, 1..8 chunks, vc_chunks %llu, fifo_chunks %llu, "
+           "consumer %llu+0..%llu cycles, %llu packets: none lost/duplicated/corrupted, "
+           "det order kept, no deadlock\n",
+           torus ? "torus" : "mesh", tsim_traffic_pattern_name(pattern),
+           (unsigned long long)prm.vc_chunks, (unsigned long long)prm.fifo_chunks,
+           (unsigned long long)consume, (unsigned long long)jitter,
+           (unsigned long long)(64 * c.packets));
+    tsim_traffic_stats st;
+    tsim_result res;
+    int rc = run_traffic(torus, &prm, &c, &st, &res);
+    ck_assert_int_eq(res.deadlock, 0);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_uint_eq(st.generated, 64 * c.packets);
+    ck_assert_uint_eq(st.delivered, st.generated);
+    ck_assert_uint_eq(res.packets_delivered, st.generated);
+    ck_assert_uint_eq(st.lost, 0);
+    ck_assert_uint_eq(st.duplicated, 0);
+    ck_assert_uint_eq(st.corrupted, 0);
+    ck_assert_uint_eq(st.misrouted, 0);
+    ck_assert_uint_eq(st.reordered_det, 0);
+}
+
+START_TEST(soak_torus_uniform) { soak(1, TSIM_TRAFFIC_UNIFORM, 0, 0, 11); }
+END_TEST
+START_TEST(soak_mesh_uniform) { soak(0, TSIM_TRAFFIC_UNIFORM, 0, 0, 12); }
+END_TEST
+/* A hotspot behind a slow, jittery consumer: reception backpressure builds
+ * a congestion tree back into the network, the classic deadlock trap. */
+START_TEST(soak_torus_hotspot_slow) { soak(1, TSIM_TRAFFIC_HOTSPOT, 100, 400, 13); }
+END_TEST
+START_TEST(soak_mesh_hotspot_slow) { soak(0, TSIM_TRAFFIC_HOTSPOT, 100, 400, 14); }
+END_TEST
+
+/* ---- bandwidth of one link -------------------------------------------- */
+#define BW_K 200
+typedef struct bw {
+    int sent, got, flags, dst_node;
+    uint64_t t[BW_K];
+    const tsim_geom *g;
+} bw;
+
+static int bw_next(void *ctx, int proc, uint64_t *t, tsim_pkt *k, int *fifo)
+{
+    bw *b = ctx;
+    if (proc != 0 || b->sent == BW_K) return 0;
+    int c[3];
+    tsim_coords(b->g, b->dst_node, c);
+    *k = (tsim_pkt){0};
+    for (int i = 0; i < 3; i++) k->hw.dst[i] = (uint8_t)c[i];
+    k->hw.chunks = TSIM_MAX_CHUNKS;
+    k->hw.flags = (uint8_t)b->flags;
+    b->sent++;
+    *t = 0; /* all offered at once: the link is the only limit */
+    *fifo = 0;
+    return 1;
+}
+
+static uint64_t bw_sink(void *ctx, int proc, int fifo, const tsim_meta *m, const tsim_pkt *k)
+{
+    (void)proc, (void)fifo, (void)k;
+    bw *b = ctx;
+    b->t[b->got++] = m->t_arrive;
+    return m->t_arrive;
+}
+
+static void link_bandwidth(int flags, int hops)
+{
+    tsim_geom g = {{8, 1, 1}, {0, 0, 0}, 1, 0, 0};
+    tsim_params prm;
+    tsim_params_default(&prm);
+    uint64_t ser = (TSIM_PKT_BYTES + prm.wire_overhead) * prm.link_cycles_per_byte; /* 1080 */
+    printf("bandwidth: %d full packets over %d hop(s) (%s): arrivals exactly %llu cycles apart, "
+           "first at %d x hop_latency + %llu; payload rate 0.25 x 240/270 B/cycle\n",
+           BW_K, hops, flags ? "adaptive" : "det", (unsigned long long)ser, hops,
+           (unsigned long long)ser);
+    char err[256];
+    tsim_seg *seg = tsim_seg_create(&g, &prm, 0, err, sizeof err);
+    ck_assert_msg(seg, "%s", err);
+    atomic_store(&seg->procs[0].state, TSIM_P_ENGINE);
+    atomic_store(&seg->procs[tsim_proc_index(hops, 0)].state, TSIM_P_ENGINE);
+    tsim_engine *e = tsim_engine_new(seg);
+    bw b = {0, 0, flags, hops, {0}, &seg->geom};
+    tsim_source src = {bw_next, bw_sink, &b};
+    tsim_engine_set_source(e, &src);
+    tsim_result res;
+    ck_assert_int_eq(tsim_engine_run(e, &res), 0);
+    ck_assert_int_eq(b.got, BW_K);
+    /* virtual cut-through: the head pays hop_latency per hop, the tail
+     * follows one serialization later */
+    ck_assert_uint_eq(b.t[0], hops * prm.hop_latency + ser);
+    for (int i = 1; i < BW_K; i++)
+        ck_assert_msg(b.t[i] == b.t[0] + (uint64_t)i * ser, "packet %d at %llu, want %llu", i,
+                      (unsigned long long)b.t[i], (unsigned long long)(b.t[0] + i * ser));
+    /* payload bytes per cycle on the saturated link, exactly 240/1080 */
+    uint64_t span = b.t[BW_K - 1] - b.t[0];
+    ck_assert_uint_eq((uint64_t)(BW_K - 1) * TSIM_PAYLOAD_MAX * 270 * 4, span * 240);
+    for (int n = 0; n < hops; n++) {
+        const tsim_link_stats *l = tsim_engine_link(e, n, TSIM_XP);
+        ck_assert_uint_eq(l->packets, BW_K);
+        ck_assert_uint_eq(l->busy_cycles, BW_K * ser);
+    }
+    tsim_engine_free(e);
+    tsim_seg_destroy(seg);
+}
+
+START_TEST(bandwidth_one_link_det) { link_bandwidth(0, 1); }
+END_TEST
+START_TEST(bandwidth_one_link_adaptive) { link_bandwidth(TSIM_F_DYNAMIC, 1); }
+END_TEST
+START_TEST(bandwidth_three_hops_det) { link_bandwidth(0, 3); }
+END_TEST
+
+Suite *soak_suite(void)
+{
+    Suite *s = suite_create("soak");
+    TCase *bwc = tcase_create("bandwidth");
+    tcase_add_test(bwc, bandwidth_one_link_det);
+    tcase_add_test(bwc, bandwidth_one_link_adaptive);
+    tcase_add_test(bwc, bandwidth_three_hops_det);
+    suite_add_tcase(s, bwc);
+    TCase *tc = tcase_create("soak");
+    tcase_set_timeout(tc, 240); /* shared 2-core hosts; normally seconds */
+    tcase_add_test(tc, soak_torus_uniform);
+    tcase_add_test(tc, soak_mesh_uniform);
+    tcase_add_test(tc, soak_torus_hotspot_slow);
+    tcase_add_test(tc, soak_mesh_hotspot_slow);
+    suite_add_tcase(s, tc);
+    return s;
+}
