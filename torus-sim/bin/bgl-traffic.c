@@ -177,6 +177,12 @@ int main(int argc, char **argv)
 
     tsim_traffic *t = tsim_traffic_new(&g, &prm, &cfg, err, sizeof err);
     if (!t) die("%s", err);
+    /* opened before the run: a bad path fails at once, not after the work */
+    FILE *rf = report ? fopen(report, "w") : NULL;
+    if (report && !rf) {
+        fprintf(stderr, "bgl-traffic: --report %s: %s\n", report, strerror(errno));
+        return 2;
+    }
     tsim_seg *seg = tsim_seg_create(&g, &prm, 0, err, sizeof err);
     if (!seg) die("%s", err);
     snprintf(seg->mapping, sizeof seg->mapping, "XYZT (bgl-traffic)");
@@ -207,17 +213,11 @@ int main(int argc, char **argv)
                         "order (see above)\n");
         status = 1;
     }
-    if (report) {
-        FILE *f = fopen(report, "w");
-        if (!f) {
+    if (rf) {
+        tsim_engine_report_json(e, &res, rf);
+        if (fclose(rf)) {
             fprintf(stderr, "bgl-traffic: --report %s: %s\n", report, strerror(errno));
             status = 2;
-        } else {
-            tsim_engine_report_json(e, &res, f);
-            if (fclose(f)) {
-                fprintf(stderr, "bgl-traffic: --report %s: %s\n", report, strerror(errno));
-                status = 2;
-            }
         }
     }
     tsim_engine_free(e);
