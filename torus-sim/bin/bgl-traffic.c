@@ -181,6 +181,7 @@ int main(int argc, char **argv)
     FILE *rf = report ? fopen(report, "w") : NULL;
     if (report && !rf) {
         fprintf(stderr, "bgl-traffic: --report %s: %s\n", report, strerror(errno));
+        tsim_traffic_free(t);
         return 2;
     }
     tsim_seg *seg = tsim_seg_create(&g, &prm, 0, err, sizeof err);
