@@ -70,7 +70,8 @@ static int parse_shape(const char *s, int dim[3])
     return 0;
 }
 
-/* Smallest node count >= n, then the most cubic (smallest largest side). */
+/* The most cubic shape holding n (smallest largest side), then the fewest
+ * nodes: 7 -> 2x2x2 rather than a 7-node ring. */
 static void default_shape(int n, int dim[3])
 {
     int best = 0, bestmax = 0;
@@ -78,8 +79,8 @@ static void default_shape(int n, int dim[3])
         for (int y = 1; y <= x; y++)
             for (int z = 1; z <= y; z++) {
                 int v = x * y * z;
-                if (v < n) continue;
-                if (!best || v < best || (v == best && x < bestmax)) {
+                if (v < n || v > TSIM_MAX_PROCS / TSIM_CPUS) continue;
+                if (!best || x < bestmax || (x == bestmax && v < best)) {
                     best = v;
                     bestmax = x;
                     dim[0] = x, dim[1] = y, dim[2] = z;
