@@ -30,7 +30,7 @@ struct tsim_traffic {
     uint64_t t_begin, t_end;
     tsrc *src;
     uint8_t *seen;       /* N * K bits: (src, seq) delivered */
-    uint32_t *last_det, *last_ad; /* per (src, dst): highest seq + 1, or NULL */
+    uint32_t *last_det, *last_ad, *last_hp; /* per (src, dst): highest seq + 1, or NULL */
     /* counters */
     uint64_t delivered, duplicated, corrupted, misrouted, reord_det, reord_ad;
     uint64_t payload, win_payload, win_wire, last_arrival;
@@ -139,6 +139,7 @@ tsim_traffic *tsim_traffic_new(const tsim_geom *g, const tsim_params *p,
     if (c->packets < 1 || c->packets > UINT32_MAX) FAIL("packets per source must be 1..%u", UINT32_MAX);
     if (!(c->warmup >= 0 && c->warmup < 0.5)) FAIL("warm-up must be in [0, 0.5)");
     if (!(c->hot_frac >= 0 && c->hot_frac <= 1)) FAIL("hotspot fraction must be in [0, 1]");
+    if (!(c->hp_frac >= 0 && c->hp_frac <= 1)) FAIL("high-priority fraction must be in [0, 1]");
     if (c->routing < TSIM_TRAFFIC_DET || c->routing > TSIM_TRAFFIC_MIXED) FAIL("unknown routing");
     if (c->arrivals != TSIM_TRAFFIC_BERNOULLI && c->arrivals != TSIM_TRAFFIC_EXPONENTIAL)
         FAIL("unknown arrival process");
@@ -190,8 +191,10 @@ tsim_traffic *tsim_traffic_new(const tsim_geom *g, const tsim_params *p,
     if (t->n <= 1024) { /* order tracking costs 8 N^2 bytes */
         t->last_det = calloc((size_t)t->n * t->n, sizeof *t->last_det);
         t->last_ad = calloc((size_t)t->n * t->n, sizeof *t->last_ad);
+        t->last_hp = calloc((size_t)t->n * t->n, sizeof *t->last_hp);
     }
-    if (!t->src || !t->seen || !t->hist || (t->n <= 1024 && (!t->last_det || !t->last_ad))) {
+    if (!t->src || !t->seen || !t->hist ||
+        (t->n <= 1024 && (!t->last_det || !t->last_ad || !t->last_hp))) {
         tsim_traffic_free(t);
         snprintf(err, errlen, "out of memory for %d x %llu packets", c->nprocs,
                  (unsigned long long)c->packets);
@@ -213,6 +216,7 @@ void tsim_traffic_free(tsim_traffic *t)
     free(t->big);
     free(t->last_det);
     free(t->last_ad);
+    free(t->last_hp);
     free(t);
 }
 
@@ -310,6 +314,10 @@ static int traffic_next(void *ctx, int proc, uint64_t *tp, tsim_pkt *k, int *fif
     unsigned flags = t->cfg.routing == TSIM_TRAFFIC_ADAPTIVE ? TSIM_F_DYNAMIC
                      : t->cfg.routing == TSIM_TRAFFIC_MIXED ? (below(s->rng, 2) ? TSIM_F_DYNAMIC : 0)
                                                             : 0;
+    /* drawn only when asked for, so hp_frac 0 leaves every other run's
+     * random stream (and output) unchanged */
+    if (t->cfg.hp_frac > 0 && (double)(tsim_traffic_rand(s->rng) >> 11) * 0x1.0p-53 < t->cfg.hp_frac)
+        flags = TSIM_F_HP;
     memset(&k->hw, 0, sizeof k->hw);
     int c[3];
     tsim_coords(&t->g, d, c);
@@ -327,7 +335,7 @@ static int traffic_next(void *ctx, int proc, uint64_t *tp, tsim_pkt *k, int *fif
     uint64_t sum = checksum(k);
     memcpy(k->payload, &sum, 8);
     /* one FIFO per destination class keeps each pair's packets in one queue */
-    *fifo = d % TSIM_INJ_HP;
+    *fifo = flags & TSIM_F_HP ? TSIM_INJ_HP : d % TSIM_INJ_HP;
     return 1;
 }
 
@@ -388,10 +396,11 @@ static uint64_t traffic_sink(void *ctx, int proc, int fifo, const tsim_meta *m, 
     int len = k->hw.chunks * TSIM_CHUNK - TSIM_HDR_BYTES;
     t->payload += (uint64_t)len;
     if (t->last_det) {
-        uint32_t *last = (k->hw.flags & TSIM_F_DYNAMIC) ? t->last_ad : t->last_det;
+        uint32_t *last = (k->hw.flags & TSIM_F_HP) ? t->last_hp
+                         : (k->hw.flags & TSIM_F_DYNAMIC) ? t->last_ad : t->last_det;
         uint32_t *l = &last[(size_t)src * t->n + me];
         if (seq + 1 < *l) {
-            if (k->hw.flags & TSIM_F_DYNAMIC) t->reord_ad++;
+            if ((k->hw.flags & (TSIM_F_DYNAMIC | TSIM_F_HP)) == TSIM_F_DYNAMIC) t->reord_ad++;
             else t->reord_det++;
         } else {
             *l = seq + 1;
@@ -508,9 +517,11 @@ void tsim_traffic_print(const tsim_traffic *t, const tsim_traffic_stats *s, FILE
     fprintf(f, "machine             %d processors on %dx%dx%d %s, CO (one per node)\n", t->n,
             t->g.dim[0], t->g.dim[1], t->g.dim[2],
             t->g.torus[0] || t->g.torus[1] || t->g.torus[2] ? "torus" : "mesh");
-    fprintf(f, "traffic             %s, routing %s, %llu packets of %s per source, %s arrivals, "
+    char hp[48] = "";
+    if (c->hp_frac > 0) snprintf(hp, sizeof hp, " + %g high-priority", c->hp_frac);
+    fprintf(f, "traffic             %s, routing %s%s, %llu packets of %s per source, %s arrivals, "
                "seed %llu\n",
-            tsim_traffic_pattern_name(c->pattern), rname[c->routing],
+            tsim_traffic_pattern_name(c->pattern), rname[c->routing], hp,
             (unsigned long long)c->packets, size,
             c->arrivals == TSIM_TRAFFIC_EXPONENTIAL ? "exponential" : "Bernoulli",
             (unsigned long long)c->seed);

@@ -49,6 +49,8 @@ typedef struct tsim_traffic_cfg {
     uint64_t packets;        /* per source */
     uint64_t seed;
     double hot_frac;         /* hotspot: share of packets sent to rank 0 */
+    double hp_frac;          /* share of packets on the high-priority VC (TSIM_F_HP,
+                              * injection FIFO 3); they are deterministic too */
     uint64_t consume_cycles; /* sink: a consumer holds each packet this long, in
                               * arrival order (0: frees the slot on arrival) */
     uint64_t consume_jitter; /* + uniform 0..jitter cycles per packet */
@@ -59,7 +61,8 @@ typedef struct tsim_traffic_cfg {
 typedef struct tsim_traffic_stats {
     uint64_t generated, delivered; /* delivered: distinct, valid packets */
     uint64_t lost, duplicated, corrupted, misrouted;
-    uint64_t reordered_det, reordered_adaptive; /* per (src, dst) pair */
+    uint64_t reordered_det, reordered_adaptive; /* per (src, dst) pair; det
+                                                 * includes high-priority */
     uint64_t payload_bytes;                     /* delivered payload */
     /* measurement window [t_begin, t_end) in simulated cycles */
     uint64_t t_begin, t_end, last_arrival;

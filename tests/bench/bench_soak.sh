@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The long soak: random mixed traffic (det + adaptive, 1..8 chunks) with the
-# smallest buffers the bubble rule allows (vc_chunks 16, fifo_chunks 8), on a
-# 4x4x4 torus and mesh, uniform and hotspot-with-slow-consumer. Every packet
+# The long soak: random mixed traffic (det + adaptive + 10% high-priority,
+# 1..8 chunks) with the smallest buffers the bubble rule allows (vc_chunks
+# 16, fifo_chunks 8), on a 4x4x4 torus and mesh, uniform and hotspot-with-slow-consumer. Every packet
 # is checked (lost, duplicated, corrupted, misrouted, det order) and the
 # engine must not deadlock. `make check` runs 10^6 packets of the same mix
 # (tests/unit/test_soak.c); this runs BENCH_SOAK_PACKETS in total, default
@@ -17,7 +17,7 @@ for conn in TORUS MESH; do
   for mode in uniform hotspot; do
     extra=(); [ $mode = hotspot ] && extra=(--consume 100)
     out=$($B -np 64 -shape 4x4x4 -connect $conn --pattern $mode --load sat --routing mixed \
-          --chunks mixed --packets "$K" --seed 1 "${small[@]}" "${extra[@]}" --timing 2>&1)
+          --chunks mixed --hp 0.1 --packets "$K" --seed 1 "${small[@]}" "${extra[@]}" --timing 2>&1)
     rc=$?
     n=$(sed -n 's/^packets  *[0-9]* generated, \([0-9]*\) delivered.*/\1/p' <<<"$out")
     pk=$((pk + ${n:-0}))

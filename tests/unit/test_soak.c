@@ -1,7 +1,7 @@
-/* Soak: random mixed traffic (deterministic + adaptive, 1..8 chunks) through
- * the engine with the smallest buffers the bubble rule allows, on a torus and
- * a mesh; every packet must arrive exactly once, intact, and the network must
- * never deadlock. Plus the link-bandwidth check: a saturated link delivers a
+/* Soak: random mixed traffic (deterministic + adaptive + some high-priority,
+ * 1..8 chunks) through the engine with the smallest buffers the bubble rule
+ * allows, on a torus and a mesh; every packet must arrive exactly once,
+ * intact, and the network must never deadlock. Plus the link-bandwidth check: a saturated link delivers a
  * full packet every (256 + 14) * 4 = 1080 cycles.
  *
  * SOAK_PACKETS (env) sets packets per source for the soak runs; the default
@@ -66,7 +66,8 @@ static void soak(int torus, int pattern, uint64_t consume, uint64_t jitter, uint
     c.seed = seed;
     c.consume_cycles = consume;
     c.consume_jitter = jitter;
-    printf("soak: 4x4x4 %s, %s, det+adaptive, 1..8 chunks, vc_chunks %llu, fifo_chunks %llu, "
+    c.hp_frac = 0.1; /* the high-priority VC has its own bubble: stress it too */
+    printf("soak: 4x4x4 %s, %s, det+adaptive+10%% high-priority, 1..8 chunks, vc_chunks %llu, fifo_chunks %llu, "
            "consumer %llu+0..%llu cycles, %llu packets: none lost/duplicated/corrupted, "
            "det order kept, no deadlock\n",
            torus ? "torus" : "mesh", tsim_traffic_pattern_name(pattern),

@@ -15,7 +15,7 @@ static const char usage[] =
     "usage: bgl-traffic -np N [-shape XxYxZ] [-connect TORUS|MESH]\n"
     "         --pattern uniform|transpose|bitrev|neighbor|hotspot|alltoall\n"
     "         [--load F|sat] [--routing det|adaptive|mixed] [--packets K] [--seed S]\n"
-    "         [--chunks 1..8|mixed] [--arrivals bernoulli|exponential] [--hot FRAC]\n"
+    "         [--chunks 1..8|mixed] [--arrivals bernoulli|exponential] [--hot FRAC] [--hp FRAC]\n"
     "         [--consume CYCLES] [--warmup FRAC] [-p name=value] [--params FILE]\n"
     "         [--report FILE] [--timing] [--help]\n"
     "\n"
@@ -26,6 +26,7 @@ static const char usage[] =
     "               'sat' generates every packet at cycle 0. Default 0.5\n"
     "  --packets K  packets per source (default 1000)\n"
     "  --hot FRAC   hotspot: share of packets sent to rank 0 (default 0.25)\n"
+    "  --hp FRAC    share of packets on the high-priority VC (default 0)\n"
     "  --consume C  each sink holds a packet C cycles before freeing it (default 0)\n"
     "  --warmup W   measure packets generated in [W, 1-W] x K/lambda (default 0.1)\n"
     "  --report F   write the engine's JSON report (params, per link, per processor)\n"
@@ -152,6 +153,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(o, "--hot")) {
             cfg.hot_frac = parse_double(o, TAKE());
             if (!(cfg.hot_frac >= 0 && cfg.hot_frac <= 1)) die("--hot %s out of range 0..1", v);
+        } else if (!strcmp(o, "--hp")) {
+            cfg.hp_frac = parse_double(o, TAKE());
+            if (!(cfg.hp_frac >= 0 && cfg.hp_frac <= 1)) die("--hp %s out of range 0..1", v);
         } else if (!strcmp(o, "--consume")) {
             cfg.consume_cycles = parse_u64(o, TAKE());
         } else if (!strcmp(o, "--warmup")) {
