@@ -18,51 +18,16 @@
 #define KEY_ENGINE 0ull
 #define KEY_PROC (1ull << 62)
 
-/* ---- event heap ordered by (t, key) ---------------------------------- */
-static inline int ev_less(const ev *a, const ev *b)
-{
-    return a->t < b->t || (a->t == b->t && a->key < b->key);
-}
-
 void ev_push_key(tsim_engine *e, uint64_t t, uint64_t key, uint32_t type, int a, int b,
                  uint32_t pkt)
 {
-    if (e->nheap == e->capheap) {
-        e->capheap = e->capheap ? e->capheap * 2 : 4096;
-        e->heap = realloc(e->heap, e->capheap * sizeof *e->heap);
-        if (!e->heap) abort();
-    }
     ev v = {t, key, type, a, b, pkt};
-    size_t i = e->nheap++;
-    while (i > 0) {
-        size_t up = (i - 1) / 2;
-        if (!ev_less(&v, &e->heap[up])) break;
-        e->heap[i] = e->heap[up];
-        i = up;
-    }
-    e->heap[i] = v;
+    evq_push(&e->q, &v);
 }
 
 void ev_push(tsim_engine *e, uint64_t t, uint32_t type, int a, int b, uint32_t pkt)
 {
     ev_push_key(e, t, KEY_ENGINE | e->next_key++, type, a, b, pkt);
-}
-
-static ev ev_pop(tsim_engine *e)
-{
-    ev top = e->heap[0], last = e->heap[--e->nheap];
-    size_t i = 0, n = e->nheap;
-    for (;;) {
-        size_t l = 2 * i + 1, m = i;
-        const ev *best = &last;
-        if (l < n && ev_less(&e->heap[l], best)) m = l, best = &e->heap[l];
-        if (l + 1 < n && ev_less(&e->heap[l + 1], best)) m = l + 1;
-        if (m == i) break;
-        e->heap[i] = e->heap[m];
-        i = m;
-    }
-    if (n) e->heap[i] = last;
-    return top;
 }
 
 static uint64_t proc_key(int proc, int ring, uint32_t seq)
@@ -124,9 +89,9 @@ void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
         uint64_t done = t;
         if (e->has_src && e->src.sink)
             done = e->src.sink(e->src.ctx, proc, fifo, &n->s.m, &n->s.p);
-        if (done < t) done = t;
-        ev_push(e, done, EV_REC_FREE, proc, fifo, (uint32_t)c);
         pkt_free(e, pk);
+        if (done <= t) net_rec_free(e, proc, fifo, c, t); /* an instant consumer */
+        else ev_push(e, done, EV_REC_FREE, proc, fifo, (uint32_t)c);
         return;
     }
     tsim_ring *r = &p->rec[fifo];
@@ -167,8 +132,11 @@ static void src_pull(tsim_engine *e, int proc)
     while (q->src_has) {
         int c = q->src_pkt.hw.chunks;
         if (q->inj_used[q->src_fifo] + c > (int)e->prm.fifo_chunks) return;
-        if (q->src_t > e->now) { /* not generated yet */
-            ev_push_key(e, q->src_t, proc_key(proc, 15, 0), EV_SRC, proc, 0, 0);
+        if (q->src_t > e->now) { /* not generated yet: one wake-up suffices */
+            if (q->src_armed != q->src_t) {
+                q->src_armed = q->src_t;
+                ev_push_key(e, q->src_t, proc_key(proc, 15, 0), EV_SRC, proc, 0, 0);
+            }
             return;
         }
         uint32_t pk = pkt_alloc(e);
@@ -329,14 +297,14 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
         e->woke_min = UINT64_MAX;
         for (int i = 0; i < e->nprocs; i++) wake_if_ready(e, i, atomic_load(&s->procs[i].vt));
         if (e->woke_min < h) h = e->woke_min;
-        while (e->nheap && e->heap[0].t < h) {
-            ev v = ev_pop(e);
+        ev v;
+        while (evq_pop_below(&e->q, h, &v)) {
             process(e, &v);
             progress = 1;
             if (e->woke_min < h) h = e->woke_min; /* a wake lowers the horizon */
         }
         if (h != UINT64_MAX) publish_done(e, h);
-        if (!e->nheap && !progress) {
+        if (!evq_count(&e->q) && !progress) {
             /* nothing can move: finished, or every live processor waits */
             horizon(e, &running, &blocked);
             if (!running && !drain(e)) {
@@ -402,7 +370,7 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
     e->rt = calloc((size_t)e->g.nnodes, sizeof *e->rt);
     e->ep = calloc((size_t)e->nprocs, sizeof *e->ep);
     e->freelist = NIL;
-    if (!e->rt || !e->ep) {
+    if (!e->rt || !e->ep || evq_init(&e->q) != 0) {
         tsim_engine_free(e);
         return NULL;
     }
@@ -413,8 +381,25 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
                 r->inq[port][v].head = r->inq[port][v].tail = NIL;
                 r->credits[port][v] = tsim_neighbor(&e->g, n, port) >= 0 ? (int32_t)e->prm.vc_chunks : 0;
             }
+        for (int port = 0; port < TSIM_NPORTS; port++) r->nbr[port] = tsim_neighbor(&e->g, n, port);
+        int c[3];
+        tsim_coords(&e->g, n, c);
+        for (int i = 0; i < 3; i++) r->coord[i] = (uint8_t)c[i];
         for (int c = 0; c < TSIM_CPUS; c++)
             for (int f = 0; f < TSIM_NINJ; f++) r->injq[c][f].head = r->injq[c][f].tail = NIL;
+    }
+    if (e->g.nnodes <= 1024) {
+        size_t nn = (size_t)e->g.nnodes;
+        e->route = malloc(nn * nn * sizeof *e->route);
+        for (size_t a = 0; e->route && a < nn; a++)
+            for (size_t b = 0; b < nn; b++) {
+                int c[3];
+                tsim_coords(&e->g, (int)b, c);
+                uint8_t d[3] = {(uint8_t)c[0], (uint8_t)c[1], (uint8_t)c[2]};
+                int det = tsim_route_det(&e->g, (int)a, d);
+                e->route[a * nn + b] = (uint16_t)((det < 0 ? 7 : det) |
+                                                  tsim_route_profitable(&e->g, (int)a, d) << 3);
+            }
     }
     return e;
 }
@@ -424,7 +409,8 @@ void tsim_engine_free(tsim_engine *e)
     if (!e) return;
     free(e->rt);
     free(e->ep);
-    free(e->heap);
+    evq_free(&e->q);
+    free(e->route);
     free(e->pool);
     free(e->deadlock_report);
     free(e);

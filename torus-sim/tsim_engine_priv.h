@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include "tsim.h"
+#include "tsim_evq.h"
 
 enum ev_type {
     EV_INJ,       /* a = proc, b = fifo: packet enters its injection FIFO's queue */
@@ -17,12 +18,6 @@ enum ev_type {
     EV_SRC,       /* a = proc: engine-side source generates its next packet */
 };
 
-typedef struct ev {
-    uint64_t t, key;
-    uint32_t type;
-    int32_t a, b;
-    uint32_t pkt;
-} ev;
 
 #define NIL UINT32_MAX
 
@@ -43,7 +38,18 @@ typedef struct pq {
     uint32_t head, tail;
 } pq;
 
+/* Credits on their way back to a router: applied once their time comes. */
+typedef struct credit_ret {
+    uint64_t t;
+    uint16_t port_vc;
+    uint16_t chunks;
+} credit_ret;
+#define TSIM_MAX_RET 128
+
 typedef struct router {
+    credit_ret ret[TSIM_MAX_RET];
+    uint32_t nret;
+    uint64_t ret_min;                       /* earliest pending credit return */
     uint64_t busy_until[TSIM_NPORTS];
     int32_t credits[TSIM_NPORTS][TSIM_NVC]; /* free chunks downstream */
     pq inq[TSIM_NPORTS][TSIM_NVC];
@@ -51,6 +57,11 @@ typedef struct router {
     uint64_t sp_busy[TSIM_CPUS];            /* scratchpad channel cpu -> other */
     int32_t rec_used[TSIM_CPUS][TSIM_NREC]; /* modelled reception occupancy */
     uint32_t waiting;                       /* packets queued here */
+    uint32_t inmask;                        /* nonempty inq, bit port * NVC + vc */
+    uint32_t injmask;                       /* nonempty injq, bit cpu * NINJ + fifo */
+    uint64_t armed;                         /* time of the queued EV_LINK_FREE, 0: none */
+    int32_t nbr[TSIM_NPORTS];               /* neighbour node per port, -1 at a mesh edge */
+    uint8_t coord[3];
     tsim_link_stats link[TSIM_NPORTS];
 } router;
 
@@ -62,6 +73,7 @@ typedef struct eproc {
     int src_has;      /* pending generated packet in src_pkt */
     int src_fifo;
     uint64_t src_t;
+    uint64_t src_armed; /* time of the EV_SRC already queued, or 0 */
     tsim_pkt src_pkt;
 } eproc;
 
@@ -72,9 +84,10 @@ struct tsim_engine {
     int nprocs;
     router *rt;
     eproc *ep;
-    /* event heap */
-    ev *heap;
-    size_t nheap, capheap;
+    evq q;
+    /* route[node * nnodes + dst]: det port (low 3 bits, 7: arrived) and
+     * profitable ports (bits 3..8); NULL on machines too large to tabulate */
+    uint16_t *route;
     uint64_t next_key;
     /* packet pool */
     npkt *pool;
@@ -96,6 +109,7 @@ struct tsim_engine {
 void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t);
 void net_event(tsim_engine *e, const ev *v);
 void net_arbitrate(tsim_engine *e, int node, uint64_t t);
+void net_rec_free(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t);
 uint32_t pkt_alloc(tsim_engine *e);
 void pkt_free(tsim_engine *e, uint32_t pk);
 

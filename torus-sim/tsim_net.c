@@ -43,6 +43,20 @@ static uint32_t q_pop(tsim_engine *e, pq *q)
     return pk;
 }
 
+/* Bit of queue q in its router's masks (input queues first). */
+static void q_mark(router *r, pq *q)
+{
+    if (q >= &r->inq[0][0] && q < &r->inq[0][0] + TSIM_NPORTS * TSIM_NVC) {
+        unsigned b = (unsigned)(q - &r->inq[0][0]);
+        if (q->head != NIL) r->inmask |= 1u << b;
+        else r->inmask &= ~(1u << b);
+    } else {
+        unsigned b = (unsigned)(q - &r->injq[0][0]);
+        if (q->head != NIL) r->injmask |= 1u << b;
+        else r->injmask &= ~(1u << b);
+    }
+}
+
 void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
 {
     npkt *p = &e->pool[pk];
@@ -56,8 +70,10 @@ void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
     p->dim = 3;
     p->s.m.hops = 0;
     e->ep[proc].inj_used[fifo] += p->s.p.hw.chunks;
-    e->rt[node].waiting++;
-    q_push(e, &e->rt[node].injq[cpu][fifo], pk);
+    router *r = &e->rt[node];
+    r->waiting++;
+    q_push(e, &r->injq[cpu][fifo], pk);
+    r->injmask |= 1u << (cpu * TSIM_NINJ + fifo);
     net_arbitrate(e, node, t);
 }
 
@@ -68,8 +84,19 @@ static void release_source(tsim_engine *e, int node, npkt *p, uint64_t t)
     if (p->in_port == TSIM_NPORTS) {
         ev_push(e, t, EV_INJ_FREE, p->proc, p->fifo, (uint32_t)c);
     } else {
-        int up = tsim_neighbor(&e->g, node, p->in_port ^ 1);
-        ev_push(e, t + e->prm.token_latency, EV_CREDIT, up, p->in_port << 4 | p->vc, (uint32_t)c);
+        int up = e->rt[node].nbr[p->in_port ^ 1];
+        router *u = &e->rt[up];
+        uint64_t at = t + e->prm.token_latency;
+        if (u->nret == TSIM_MAX_RET) { /* rare: fall back to an event */
+            ev_push(e, at, EV_CREDIT, up, p->in_port << 4 | p->vc, (uint32_t)c);
+            return;
+        }
+        u->ret[u->nret++] = (credit_ret){at, (uint16_t)(p->in_port * TSIM_NVC + p->vc), (uint16_t)c};
+        if (u->nret == 1 || at < u->ret_min) u->ret_min = at;
+        if (u->waiting && (u->armed <= e->now || at < u->armed)) {
+            u->armed = at;
+            ev_push(e, at, EV_LINK_FREE, up, 0, 0);
+        }
     }
 }
 
@@ -117,18 +144,36 @@ static int usable(const router *r, const tsim_engine *e, const npkt *p, int port
     return r->busy_until[port] <= t && r->credits[port][vc] >= need_chunks(e, p, port, vc);
 }
 
+static inline int dst_node(const tsim_engine *e, const tsim_hwhdr *hw)
+{
+    return hw->dst[0] + e->g.dim[0] * (hw->dst[1] + e->g.dim[1] * hw->dst[2]);
+}
+
+static inline int route_det(const tsim_engine *e, int node, const tsim_hwhdr *hw)
+{
+    if (!e->route) return tsim_route_det(&e->g, node, hw->dst);
+    int d = e->route[(size_t)node * (size_t)e->g.nnodes + (size_t)dst_node(e, hw)] & 7;
+    return d == 7 ? -1 : d;
+}
+
+static inline unsigned route_prof(const tsim_engine *e, int node, const tsim_hwhdr *hw)
+{
+    if (!e->route) return tsim_route_profitable(&e->g, node, hw->dst);
+    return e->route[(size_t)node * (size_t)e->g.nnodes + (size_t)dst_node(e, hw)] >> 3;
+}
+
 /* Picks the output of packet p at node: returns port and sets *vc, or -1. */
 static int choose_output(tsim_engine *e, int node, const npkt *p, uint64_t t, int *vc)
 {
     const router *r = &e->rt[node];
     const tsim_hwhdr *hw = &p->s.p.hw;
-    int det = tsim_route_det(&e->g, node, hw->dst);
+    int det = route_det(e, node, hw);
     if (hw->flags & TSIM_F_HP) {
         *vc = TSIM_VC_HP;
         return usable(r, e, p, det, TSIM_VC_HP, t) ? det : -1;
     }
     if ((hw->flags & TSIM_F_DYNAMIC) && !(hw->flags & TSIM_F_DEPOSIT)) {
-        unsigned prof = tsim_route_profitable(&e->g, node, hw->dst);
+        unsigned prof = route_prof(e, node, hw);
         if (hw->hints) prof &= hw->hints;
         int best = -1, bestvc = 0, bestfree = -1;
         for (int port = 0; port < TSIM_NPORTS; port++) {
@@ -168,8 +213,7 @@ static void send_on_link(tsim_engine *e, int node, uint32_t pk, int port, int vc
     p->in_port = (uint8_t)port;
     p->s.m.hops++;
     e->hops++;
-    ev_push(e, t + e->prm.hop_latency, EV_HEAD, tsim_neighbor(&e->g, node, port), port << 4 | vc, pk);
-    ev_push(e, t + ser, EV_LINK_FREE, node, port, 0);
+    ev_push(e, t + e->prm.hop_latency, EV_HEAD, r->nbr[port], port << 4 | vc, pk);
 }
 
 /* Tries to move packet pk (head of queue q at node) one step. */
@@ -187,6 +231,7 @@ static int try_move(tsim_engine *e, int node, pq *q, uint64_t t)
             return 0;
         uint64_t dur = e->prm.sp_cycles_per_byte * (uint64_t)c * TSIM_CHUNK;
         q_pop(e, q);
+        q_mark(r, q);
         r->waiting--;
         r->sp_busy[cpu] = t + dur;
         r->rec_used[other][TSIM_REC_SP] += c;
@@ -196,12 +241,13 @@ static int try_move(tsim_engine *e, int node, pq *q, uint64_t t)
         return 1;
     }
 
-    int dst = tsim_node_of(&e->g, hw->dst[0], hw->dst[1], hw->dst[2]);
+    int dst = dst_node(e, hw);
     if (dst == node) {
         if (!rec_room(e, node, p)) return 0;
         uint64_t at = p->t_head + ser_cycles(&e->prm, c);
         if (at < t) at = t;
         q_pop(e, q);
+        q_mark(r, q);
         r->waiting--;
         release_source(e, node, p, at);
         to_reception(e, node, pk, 0, at);
@@ -212,6 +258,7 @@ static int try_move(tsim_engine *e, int node, pq *q, uint64_t t)
     int vc, port = choose_output(e, node, p, t, &vc);
     if (port < 0) return 0;
     q_pop(e, q);
+    q_mark(r, q);
     r->waiting--;
     if (deposit) {
         uint64_t at = p->t_head + ser_cycles(&e->prm, c);
@@ -226,25 +273,51 @@ typedef struct cand {
     pq *q;
 } cand;
 
-/* Serves waiting packets oldest first until nothing more can move. */
+/* Earliest future time a busy link or scratchpad channel of r frees. */
+static uint64_t next_free(const router *r, uint64_t t)
+{
+    uint64_t m = r->nret ? r->ret_min : UINT64_MAX;
+    for (int port = 0; port < TSIM_NPORTS; port++)
+        if (r->busy_until[port] > t && r->busy_until[port] < m) m = r->busy_until[port];
+    for (int c = 0; c < TSIM_CPUS; c++)
+        if (r->sp_busy[c] > t && r->sp_busy[c] < m) m = r->sp_busy[c];
+    return m;
+}
+
+/* Serves waiting packets oldest first until nothing more can move. Packets
+ * left waiting for a busy link are retried when the first busy link frees;
+ * those waiting for credits or reception room are retried by the events
+ * that return them. */
 void net_arbitrate(tsim_engine *e, int node, uint64_t t)
 {
     router *r = &e->rt[node];
     cand c[TSIM_NPORTS * TSIM_NVC + TSIM_CPUS * TSIM_NINJ];
+    if (r->nret && r->ret_min <= t) { /* credits whose time has come */
+        uint64_t m = UINT64_MAX;
+        for (uint32_t i = 0; i < r->nret;) {
+            if (r->ret[i].t <= t) {
+                unsigned pv = r->ret[i].port_vc;
+                r->credits[pv / TSIM_NVC][pv % TSIM_NVC] += r->ret[i].chunks;
+                r->ret[i] = r->ret[--r->nret];
+            } else {
+                if (r->ret[i].t < m) m = r->ret[i].t;
+                i++;
+            }
+        }
+        r->ret_min = m;
+    }
     while (r->waiting) {
         int n = 0;
-        for (int port = 0; port < TSIM_NPORTS; port++)
-            for (int v = 0; v < TSIM_NVC; v++)
-                if (r->inq[port][v].head != NIL) c[n++] = (cand){0, 0, &r->inq[port][v]};
-        for (int cpu = 0; cpu < TSIM_CPUS; cpu++)
-            for (int f = 0; f < TSIM_NINJ; f++)
-                if (r->injq[cpu][f].head != NIL) c[n++] = (cand){0, 0, &r->injq[cpu][f]};
+        for (uint32_t m = r->inmask; m; m &= m - 1)
+            c[n++].q = &r->inq[0][0] + __builtin_ctz(m);
+        for (uint32_t m = r->injmask; m; m &= m - 1)
+            c[n++].q = &r->injq[0][0] + __builtin_ctz(m);
         for (int i = 0; i < n; i++) {
             const npkt *p = &e->pool[c[i].q->head];
             c[i].t = p->t_head;
             c[i].seq = p->seq;
         }
-        for (int i = 1; i < n; i++) { /* insertion sort: n is small */
+        for (int i = 1; i < n && n > 1; i++) { /* insertion sort: n is small */
             cand x = c[i];
             int j = i - 1;
             while (j >= 0 && (c[j].t > x.t || (c[j].t == x.t && c[j].seq > x.seq))) {
@@ -257,6 +330,20 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
         for (int i = 0; i < n; i++) moved |= try_move(e, node, c[i].q, t);
         if (!moved) break;
     }
+    if (r->waiting) {
+        uint64_t w = next_free(r, t);
+        if (w != UINT64_MAX && (r->armed <= t || w < r->armed)) {
+            r->armed = w;
+            ev_push(e, w, EV_LINK_FREE, node, 0, 0);
+        }
+    }
+}
+
+void net_rec_free(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t)
+{
+    router *r = &e->rt[proc / TSIM_CPUS];
+    r->rec_used[proc % TSIM_CPUS][fifo] -= chunks;
+    if (r->waiting) net_arbitrate(e, proc / TSIM_CPUS, t);
 }
 
 void net_event(tsim_engine *e, const ev *v)
@@ -268,22 +355,21 @@ void net_event(tsim_engine *e, const ev *v)
         p->t_head = v->t;
         r->waiting++;
         q_push(e, &r->inq[v->b >> 4][v->b & 15], v->pkt);
+        r->inmask |= 1u << ((v->b >> 4) * TSIM_NVC + (v->b & 15));
         net_arbitrate(e, v->a, v->t);
         break;
     }
     case EV_LINK_FREE:
+        if (e->rt[v->a].armed == v->t) e->rt[v->a].armed = 0;
         net_arbitrate(e, v->a, v->t);
         break;
     case EV_CREDIT:
         e->rt[v->a].credits[v->b >> 4][v->b & 15] += (int32_t)v->pkt;
-        net_arbitrate(e, v->a, v->t);
+        if (e->rt[v->a].waiting) net_arbitrate(e, v->a, v->t);
         break;
-    case EV_REC_FREE: {
-        int node = v->a / TSIM_CPUS, cpu = v->a % TSIM_CPUS;
-        e->rt[node].rec_used[cpu][v->b] -= (int32_t)v->pkt;
-        net_arbitrate(e, node, v->t);
+    case EV_REC_FREE:
+        net_rec_free(e, v->a, v->b, (int)v->pkt, v->t);
         break;
-    }
     default:
         abort();
     }

@@ -1,0 +1,144 @@
+/* Calendar event queue with a heap for far events (see tsim_evq.h). */
+#include "tsim_evq.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MASK (TSIM_EVQ_SPAN - 1)
+
+static inline int less(const ev *a, const ev *b)
+{
+    return a->t < b->t || (a->t == b->t && a->key < b->key);
+}
+
+int evq_init(evq *q)
+{
+    memset(q, 0, sizeof *q);
+    q->bk = calloc(TSIM_EVQ_SPAN, sizeof *q->bk);
+    return q->bk ? 0 : -1;
+}
+
+void evq_free(evq *q)
+{
+    if (q->bk)
+        for (unsigned i = 0; i < TSIM_EVQ_SPAN; i++) free(q->bk[i].v);
+    free(q->bk);
+    free(q->far);
+    memset(q, 0, sizeof *q);
+}
+
+static void far_push(evq *q, const ev *v)
+{
+    if (q->nfar == q->capfar) {
+        q->capfar = q->capfar ? q->capfar * 2 : 256;
+        q->far = realloc(q->far, q->capfar * sizeof *q->far);
+        if (!q->far) abort();
+    }
+    size_t i = q->nfar++;
+    while (i > 0) {
+        size_t up = (i - 1) / 2;
+        if (!less(v, &q->far[up])) break;
+        q->far[i] = q->far[up];
+        i = up;
+    }
+    q->far[i] = *v;
+}
+
+static ev far_pop(evq *q)
+{
+    ev top = q->far[0], last = q->far[--q->nfar];
+    size_t i = 0, n = q->nfar;
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        const ev *best = &last;
+        if (l < n && less(&q->far[l], best)) m = l, best = &q->far[l];
+        if (l + 1 < n && less(&q->far[l + 1], best)) m = l + 1;
+        if (m == i) break;
+        q->far[i] = q->far[m];
+        i = m;
+    }
+    if (n) q->far[i] = last;
+    return top;
+}
+
+static void cal_insert(evq *q, const ev *v)
+{
+    unsigned idx = (unsigned)(v->t & MASK);
+    evq_bucket *b = &q->bk[idx];
+    if (b->n == b->cap) {
+        if (b->pos > 0) { /* reclaim consumed room first */
+            memmove(b->v, b->v + b->pos, (b->n - b->pos) * sizeof *b->v);
+            b->n -= b->pos;
+            b->pos = 0;
+        }
+        if (b->n == b->cap) {
+            b->cap = b->cap ? b->cap * 2 : 8;
+            b->v = realloc(b->v, b->cap * sizeof *b->v);
+            if (!b->v) abort();
+        }
+    }
+    uint32_t i = b->n++; /* keys mostly arrive in order: insert from the end */
+    while (i > b->pos && b->v[i - 1].key > v->key) {
+        b->v[i] = b->v[i - 1];
+        i--;
+    }
+    b->v[i] = *v;
+    q->bits[idx / 64] |= 1ull << (idx % 64);
+    q->ncal++;
+}
+
+void evq_push(evq *q, const ev *v)
+{
+    if (v->t - q->cur < TSIM_EVQ_SPAN) cal_insert(q, v);
+    else far_push(q, v);
+}
+
+/* Moves far events that the calendar window [cur, cur + SPAN) now covers. */
+static void migrate(evq *q)
+{
+    while (q->nfar && q->far[0].t - q->cur < TSIM_EVQ_SPAN) {
+        ev v = far_pop(q);
+        cal_insert(q, &v);
+    }
+}
+
+/* Distance from cur to the first nonempty bucket (ncal > 0). */
+static uint64_t next_offset(const evq *q)
+{
+    unsigned start = (unsigned)(q->cur & MASK);
+    unsigned w = start / 64;
+    uint64_t m = q->bits[w] & (~0ull << (start % 64));
+    for (unsigned k = 0; k <= TSIM_EVQ_SPAN / 64; k++) {
+        if (m) {
+            unsigned idx = (w * 64 + (unsigned)__builtin_ctzll(m)) & MASK;
+            return (idx - start) & MASK;
+        }
+        w = (w + 1) % (TSIM_EVQ_SPAN / 64);
+        m = q->bits[w];
+    }
+    return 0; /* unreachable while ncal > 0 */
+}
+
+int evq_pop_below(evq *q, uint64_t h, ev *out)
+{
+    if (!q->ncal) {
+        if (!q->nfar || q->far[0].t >= h) return 0;
+        q->cur = q->far[0].t;
+        migrate(q);
+    }
+    uint64_t t = q->cur + next_offset(q);
+    if (t >= h) return 0;
+    if (t != q->cur) {
+        q->cur = t;
+        migrate(q);
+    }
+    unsigned idx = (unsigned)(t & MASK);
+    evq_bucket *b = &q->bk[idx];
+    *out = b->v[b->pos++];
+    if (b->pos == b->n) {
+        b->pos = b->n = 0;
+        q->bits[idx / 64] &= ~(1ull << (idx % 64));
+    }
+    q->ncal--;
+    return 1;
+}
