@@ -79,7 +79,7 @@ int pl_sync(pl_proc *pp)
         uint32_t b = atomic_load(&pp->p->bell);
         if (atomic_load(&s->done) >= pp->vt) break;
         if (pl_aborting(pp)) return -1;
-        tsim_futex_wait(&pp->p->bell, b, WAIT_MS);
+        tsim_wait_change(&pp->p->bell, b, WAIT_MS, tsim_spins());
     }
     atomic_store(&pp->p->sync_target, 0);
     return 0;
@@ -133,7 +133,7 @@ static int block_on(pl_proc *pp, unsigned mask, unsigned need, const char *why)
     tsim_kick(pp->seg);
     while (atomic_load(&p->state) == TSIM_P_BLOCKED) {
         if (pl_aborting(pp)) return -1;
-        tsim_futex_wait(&p->bell, b, WAIT_MS);
+        tsim_wait_change(&p->bell, b, WAIT_MS, tsim_spins());
         b = atomic_load(&p->bell);
     }
     pp->vt = atomic_load(&p->vt);

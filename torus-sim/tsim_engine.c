@@ -322,7 +322,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
         if (!progress) {
         sleep:
             atomic_store(&s->engine_idle, 1);
-            tsim_futex_wait(&s->engine_bell, bell, 100);
+            tsim_wait_change(&s->engine_bell, bell, 100, tsim_spins());
             atomic_store(&s->engine_idle, 0);
         }
     }

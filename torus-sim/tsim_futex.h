@@ -16,6 +16,31 @@ static inline void tsim_futex_wait(_Atomic uint32_t *w, uint32_t expect, int tim
     syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, expect, timeout_ms > 0 ? &ts : NULL, NULL, 0);
 }
 
+#include <stdlib.h>
+
+/* Spin iterations before sleeping: BGLEMU_SPIN, default 0 on one core. */
+static inline int tsim_spins(void)
+{
+    static int spins = -1;
+    if (spins < 0) {
+        const char *v = getenv("BGLEMU_SPIN");
+        spins = v ? atoi(v) : (sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 300 : 0);
+        if (spins < 0) spins = 0;
+    }
+    return spins;
+}
+
+/* Spins briefly (the waker is often just about to answer on the other
+ * core), then sleeps. Host-time tuning only: simulated time is unaffected. */
+static inline void tsim_wait_change(_Atomic uint32_t *w, uint32_t expect, int timeout_ms, int spins)
+{
+    for (int i = 0; i < spins; i++) {
+        if (atomic_load_explicit(w, memory_order_acquire) != expect) return;
+        __builtin_ia32_pause();
+    }
+    tsim_futex_wait(w, expect, timeout_ms);
+}
+
 static inline void tsim_futex_wake(_Atomic uint32_t *w)
 {
     syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
