@@ -20,6 +20,8 @@ enum ev_type {
 
 
 #define NIL UINT32_MAX
+#define WANT_LOCAL 0x80 /* reception at this node */
+#define WANT_SP 0x40    /* the VN scratchpad channel */
 
 /* A packet in flight, owned by the engine. */
 typedef struct npkt {
@@ -32,10 +34,18 @@ typedef struct npkt {
     uint8_t vc;      /* VC it occupies at this router */
     uint8_t fifo;    /* injection FIFO it came from */
     uint8_t dim;     /* dimension it travels in (3: none yet), for the bubble rule */
+    uint8_t want;    /* ports it could leave by here, WANT_LOCAL/WANT_SP: this node's FIFOs */
+    uint8_t fail_free; /* ports free when it last failed to move */
+    uint32_t fail_gen; /* router generation when it last failed to move */
 } npkt;
 
+/* A router queue. What arbitration needs of its head is cached here so a
+ * scan touches only the router, not the packets. */
 typedef struct pq {
     uint32_t head, tail;
+    uint64_t t_head, seq;
+    uint32_t fail_gen;
+    uint8_t want, fail_free;
 } pq;
 
 /* Credits on their way back to a router: applied once their time comes. */
@@ -57,6 +67,7 @@ typedef struct router {
     uint64_t sp_busy[TSIM_CPUS];            /* scratchpad channel cpu -> other */
     int32_t rec_used[TSIM_CPUS][TSIM_NREC]; /* modelled reception occupancy */
     uint32_t waiting;                       /* packets queued here */
+    uint32_t gen;                           /* bumped when tokens or reception room return */
     uint32_t inmask;                        /* nonempty inq, bit port * NVC + vc */
     uint32_t injmask;                       /* nonempty injq, bit cpu * NINJ + fifo */
     uint64_t armed;                         /* time of the queued EV_LINK_FREE, 0: none */

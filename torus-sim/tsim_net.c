@@ -27,11 +27,25 @@ void pkt_free(tsim_engine *e, uint32_t pk)
     e->freelist = pk;
 }
 
+static void q_cache_head(tsim_engine *e, pq *q)
+{
+    const npkt *p = &e->pool[q->head];
+    q->t_head = p->t_head;
+    q->seq = p->seq;
+    q->want = p->want;
+    q->fail_gen = p->fail_gen;
+    q->fail_free = p->fail_free;
+}
+
 static void q_push(tsim_engine *e, pq *q, uint32_t pk)
 {
     e->pool[pk].next = NIL;
-    if (q->head == NIL) q->head = pk;
-    else e->pool[q->tail].next = pk;
+    if (q->head == NIL) {
+        q->head = pk;
+        q_cache_head(e, q);
+    } else {
+        e->pool[q->tail].next = pk;
+    }
     q->tail = pk;
 }
 
@@ -40,6 +54,7 @@ static uint32_t q_pop(tsim_engine *e, pq *q)
     uint32_t pk = q->head;
     q->head = e->pool[pk].next;
     if (q->head == NIL) q->tail = NIL;
+    else q_cache_head(e, q);
     return pk;
 }
 
@@ -57,6 +72,8 @@ static void q_mark(router *r, pq *q)
     }
 }
 
+static void set_want(const tsim_engine *e, int node, npkt *p);
+
 void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
 {
     npkt *p = &e->pool[pk];
@@ -69,6 +86,7 @@ void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
     p->fifo = (uint8_t)fifo;
     p->dim = 3;
     p->s.m.hops = 0;
+    set_want(e, node, p);
     e->ep[proc].inj_used[fifo] += p->s.p.hw.chunks;
     router *r = &e->rt[node];
     r->waiting++;
@@ -149,14 +167,40 @@ static inline int dst_node(const tsim_engine *e, const tsim_hwhdr *hw)
     return hw->dst[0] + e->g.dim[0] * (hw->dst[1] + e->g.dim[1] * hw->dst[2]);
 }
 
-static inline int route_det(const tsim_engine *e, int node, const tsim_hwhdr *hw)
+static int route_det(const tsim_engine *e, int node, const tsim_hwhdr *hw);
+static unsigned route_prof(const tsim_engine *e, int node, const tsim_hwhdr *hw);
+
+/* The ports a packet queued at node could use: arbitration skips packets
+ * whose ports are all busy without evaluating them. */
+static void set_want(const tsim_engine *e, int node, npkt *p)
+{
+    const tsim_hwhdr *hw = &p->s.p.hw;
+    p->fail_gen = UINT32_MAX;
+    if (p->in_port == TSIM_NPORTS && p->fifo == TSIM_INJ_SP) {
+        p->want = WANT_SP;
+        return;
+    }
+    if (dst_node(e, hw) == node) {
+        p->want = WANT_LOCAL;
+        return;
+    }
+    unsigned w = 1u << route_det(e, node, hw);
+    if ((hw->flags & TSIM_F_DYNAMIC) && !(hw->flags & (TSIM_F_DEPOSIT | TSIM_F_HP))) {
+        unsigned prof = route_prof(e, node, hw);
+        if (hw->hints) prof &= hw->hints;
+        w |= prof;
+    }
+    p->want = (uint8_t)w;
+}
+
+static int route_det(const tsim_engine *e, int node, const tsim_hwhdr *hw)
 {
     if (!e->route) return tsim_route_det(&e->g, node, hw->dst);
     int d = e->route[(size_t)node * (size_t)e->g.nnodes + (size_t)dst_node(e, hw)] & 7;
     return d == 7 ? -1 : d;
 }
 
-static inline unsigned route_prof(const tsim_engine *e, int node, const tsim_hwhdr *hw)
+static unsigned route_prof(const tsim_engine *e, int node, const tsim_hwhdr *hw)
 {
     if (!e->route) return tsim_route_profitable(&e->g, node, hw->dst);
     return e->route[(size_t)node * (size_t)e->g.nnodes + (size_t)dst_node(e, hw)] >> 3;
@@ -284,6 +328,24 @@ static uint64_t next_free(const router *r, uint64_t t)
     return m;
 }
 
+static inline unsigned free_now(const router *r, uint64_t t)
+{
+    unsigned free = WANT_LOCAL;
+    for (int port = 0; port < TSIM_NPORTS; port++)
+        if (r->busy_until[port] <= t) free |= 1u << port;
+    if (r->sp_busy[0] <= t || r->sp_busy[1] <= t) free |= WANT_SP;
+    return free;
+}
+
+/* Could something this packet needs have appeared since it last failed?
+ * Only returned tokens or reception room (gen) or a newly free port can
+ * let it move; anything else it would fail again. */
+static inline int want_new(const router *r, const pq *q, unsigned free)
+{
+    if (!(q->want & free)) return 0;
+    return q->fail_gen != r->gen || (q->want & free & ~(unsigned)q->fail_free);
+}
+
 /* Serves waiting packets oldest first until nothing more can move. Packets
  * left waiting for a busy link are retried when the first busy link frees;
  * those waiting for credits or reception room are retried by the events
@@ -299,6 +361,7 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
                 unsigned pv = r->ret[i].port_vc;
                 r->credits[pv / TSIM_NVC][pv % TSIM_NVC] += r->ret[i].chunks;
                 r->ret[i] = r->ret[--r->nret];
+                r->gen++;
             } else {
                 if (r->ret[i].t < m) m = r->ret[i].t;
                 i++;
@@ -307,15 +370,15 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
         r->ret_min = m;
     }
     while (r->waiting) {
+        unsigned free = free_now(r, t);
         int n = 0;
-        for (uint32_t m = r->inmask; m; m &= m - 1)
-            c[n++].q = &r->inq[0][0] + __builtin_ctz(m);
-        for (uint32_t m = r->injmask; m; m &= m - 1)
-            c[n++].q = &r->injq[0][0] + __builtin_ctz(m);
-        for (int i = 0; i < n; i++) {
-            const npkt *p = &e->pool[c[i].q->head];
-            c[i].t = p->t_head;
-            c[i].seq = p->seq;
+        for (uint32_t m = r->inmask; m; m &= m - 1) {
+            pq *q = &r->inq[0][0] + __builtin_ctz(m);
+            if (want_new(r, q, free)) c[n++] = (cand){q->t_head, q->seq, q};
+        }
+        for (uint32_t m = r->injmask; m; m &= m - 1) {
+            pq *q = &r->injq[0][0] + __builtin_ctz(m);
+            if (want_new(r, q, free)) c[n++] = (cand){q->t_head, q->seq, q};
         }
         for (int i = 1; i < n && n > 1; i++) { /* insertion sort: n is small */
             cand x = c[i];
@@ -327,7 +390,14 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
             c[j + 1] = x;
         }
         int moved = 0;
-        for (int i = 0; i < n; i++) moved |= try_move(e, node, c[i].q, t);
+        for (int i = 0; i < n; i++) {
+            if (try_move(e, node, c[i].q, t)) {
+                moved = 1;
+            } else {
+                c[i].q->fail_gen = r->gen;
+                c[i].q->fail_free = (uint8_t)free_now(r, t); /* not `free`: earlier movers took some */
+            }
+        }
         if (!moved) break;
     }
     if (r->waiting) {
@@ -343,6 +413,7 @@ void net_rec_free(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t)
 {
     router *r = &e->rt[proc / TSIM_CPUS];
     r->rec_used[proc % TSIM_CPUS][fifo] -= chunks;
+    r->gen++;
     if (r->waiting) net_arbitrate(e, proc / TSIM_CPUS, t);
 }
 
@@ -353,6 +424,7 @@ void net_event(tsim_engine *e, const ev *v)
         router *r = &e->rt[v->a];
         npkt *p = &e->pool[v->pkt];
         p->t_head = v->t;
+        set_want(e, v->a, p);
         r->waiting++;
         q_push(e, &r->inq[v->b >> 4][v->b & 15], v->pkt);
         r->inmask |= 1u << ((v->b >> 4) * TSIM_NVC + (v->b & 15));
@@ -365,6 +437,7 @@ void net_event(tsim_engine *e, const ev *v)
         break;
     case EV_CREDIT:
         e->rt[v->a].credits[v->b >> 4][v->b & 15] += (int32_t)v->pkt;
+        e->rt[v->a].gen++;
         if (e->rt[v->a].waiting) net_arbitrate(e, v->a, v->t);
         break;
     case EV_REC_FREE:
