@@ -120,9 +120,12 @@ check-asan:
 	@$(MAKE) --no-print-directory check BUILD=build-asan PREFIX=$(CURDIR)/build-asan/install \
 	  OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
 
-check-tsan:
-	@$(MAKE) --no-print-directory check BUILD=build-tsan PREFIX=$(CURDIR)/build-tsan/install \
-	  OPT=-O1 SAN="-fsanitize=thread" TESTS_FILTER=engine
+# The engine and its clients under ThreadSanitizer: the suites where ranks
+# (threads) and the engine share the segment.
+TSAN_SUITES ?= engine determinism
+check-tsan: deps
+	@$(MAKE) --no-print-directory build-all BUILD=build-tsan OPT=-O1 SAN="-fsanitize=thread"
+	@for s in $(TSAN_SUITES); do CK_RUN_SUITE=$$s CK_VERBOSITY=verbose build-tsan/unit_tests || exit 1; done
 
 test: check
 

@@ -21,13 +21,15 @@ static inline void tsim_futex_wait(_Atomic uint32_t *w, uint32_t expect, int tim
 /* Spin iterations before sleeping: BGLEMU_SPIN, default 0 on one core. */
 static inline int tsim_spins(void)
 {
-    static int spins = -1;
-    if (spins < 0) {
+    static _Atomic int spins = -1; /* racing first calls compute the same value */
+    int s = atomic_load_explicit(&spins, memory_order_relaxed);
+    if (s < 0) {
         const char *v = getenv("BGLEMU_SPIN");
-        spins = v ? atoi(v) : (sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 300 : 0);
-        if (spins < 0) spins = 0;
+        s = v ? atoi(v) : (sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 300 : 0);
+        if (s < 0) s = 0;
+        atomic_store_explicit(&spins, s, memory_order_relaxed);
     }
-    return spins;
+    return s;
 }
 
 /* Spins briefly (the waker is often just about to answer on the other

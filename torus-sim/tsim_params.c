@@ -60,7 +60,7 @@ int tsim_params_set(tsim_params *p, const char *assignment, char *err, size_t er
         *(uint64_t *)((char *)p + descs[i].off) = v;
         return 0;
     }
-    snprintf(err, errlen, "unknown parameter '%s' (see mpirun --params-list)", name);
+    snprintf(err, errlen, "unknown parameter '%s'", name);
     return -1;
 }
 
