@@ -179,6 +179,7 @@ int main(int argc, char **argv)
     if (!have_shape) default_shape(np, g.dim);
     if (!np) np = g.dim[0] * g.dim[1] * g.dim[2];
     cfg.nprocs = np;
+    g.nranks = np; /* for the report: one rank per processor */
 
     tsim_traffic *t = tsim_traffic_new(&g, &prm, &cfg, err, sizeof err);
     if (!t) die("%s", err);
