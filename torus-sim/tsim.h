@@ -236,6 +236,9 @@ void tsim_engine_print_deadlock(tsim_engine *e, FILE *f);
 /* Machine-readable report: params, geometry, per processor and per link. */
 void tsim_engine_report_json(tsim_engine *e, const tsim_result *r, FILE *f);
 
+/* Text heatmap of link utilization, one grid per z plane. */
+void tsim_engine_heatmap(tsim_engine *e, const tsim_result *r, FILE *f);
+
 /* Per-link counters (node, port), valid after the run. */
 typedef struct tsim_link_stats {
     uint64_t packets, bytes, busy_cycles;

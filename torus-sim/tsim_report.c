@@ -106,3 +106,40 @@ void tsim_engine_report_json(tsim_engine *e, const tsim_result *r, FILE *f)
     }
     fprintf(f, "\n  ]\n}\n");
 }
+
+void tsim_engine_heatmap(tsim_engine *e, const tsim_result *r, FILE *f)
+{
+    const tsim_geom *g = &e->g;
+    const tsim_result *res = r ? r : &e->result;
+    double span = res->end_time ? (double)res->end_time : 1.0;
+    double dir_busy[TSIM_NPORTS] = {0};
+    int dir_links[TSIM_NPORTS] = {0};
+    fprintf(f, "link utilization: busiest outgoing link of each node, %% of %llu cycles\n",
+            (unsigned long long)res->end_time);
+    for (int z = 0; z < g->dim[2]; z++) {
+        fprintf(f, "z=%-3d", z);
+        for (int x = 0; x < g->dim[0]; x++) fprintf(f, " x=%-2d", x);
+        fputc('\n', f);
+        for (int y = g->dim[1] - 1; y >= 0; y--) {
+            fprintf(f, " y=%-2d", y);
+            for (int x = 0; x < g->dim[0]; x++) {
+                int n = tsim_node_of(g, x, y, z);
+                double best = 0;
+                for (int port = 0; port < TSIM_NPORTS; port++) {
+                    if (tsim_neighbor(g, n, port) < 0) continue;
+                    double u = (double)e->rt[n].link[port].busy_cycles / span;
+                    if (u > best) best = u;
+                    dir_busy[port] += u;
+                    dir_links[port]++;
+                }
+                fprintf(f, " %4.0f", best * 100.0);
+            }
+            fputc('\n', f);
+        }
+    }
+    fprintf(f, "mean by direction:");
+    for (int port = 0; port < TSIM_NPORTS; port++)
+        if (dir_links[port])
+            fprintf(f, " %s %.1f%%", port_name[port], 100.0 * dir_busy[port] / dir_links[port]);
+    fputc('\n', f);
+}
