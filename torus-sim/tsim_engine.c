@@ -382,9 +382,6 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
                 r->credits[port][v] = tsim_neighbor(&e->g, n, port) >= 0 ? (int32_t)e->prm.vc_chunks : 0;
             }
         for (int port = 0; port < TSIM_NPORTS; port++) r->nbr[port] = tsim_neighbor(&e->g, n, port);
-        int c[3];
-        tsim_coords(&e->g, n, c);
-        for (int i = 0; i < 3; i++) r->coord[i] = (uint8_t)c[i];
         for (int c = 0; c < TSIM_CPUS; c++)
             for (int f = 0; f < TSIM_NINJ; f++) r->injq[c][f].head = r->injq[c][f].tail = NIL;
     }

@@ -57,23 +57,24 @@ typedef struct credit_ret {
 #define TSIM_MAX_RET 128
 
 typedef struct router {
-    credit_ret ret[TSIM_MAX_RET];
-    uint32_t nret;
-    uint64_t ret_min;                       /* earliest pending credit return */
-    uint64_t busy_until[TSIM_NPORTS];
-    int32_t credits[TSIM_NPORTS][TSIM_NVC]; /* free chunks downstream */
-    pq inq[TSIM_NPORTS][TSIM_NVC];
-    pq injq[TSIM_CPUS][TSIM_NINJ];
-    uint64_t sp_busy[TSIM_CPUS];            /* scratchpad channel cpu -> other */
-    int32_t rec_used[TSIM_CPUS][TSIM_NREC]; /* modelled reception occupancy */
+    /* hot: read by every arbitration */
     uint32_t waiting;                       /* packets queued here */
     uint32_t gen;                           /* bumped when tokens or reception room return */
     uint32_t inmask;                        /* nonempty inq, bit port * NVC + vc */
     uint32_t injmask;                       /* nonempty injq, bit cpu * NINJ + fifo */
-    uint64_t armed;                         /* time of the queued EV_LINK_FREE, 0: none */
+    uint32_t nret;
     int32_t nbr[TSIM_NPORTS];               /* neighbour node per port, -1 at a mesh edge */
-    uint8_t coord[3];
+    uint64_t ret_min;                       /* earliest pending credit return */
+    uint64_t armed;                         /* time of the queued EV_LINK_FREE, 0: none */
+    uint64_t busy_until[TSIM_NPORTS];
+    uint64_t sp_busy[TSIM_CPUS];            /* scratchpad channel cpu -> other */
+    int32_t credits[TSIM_NPORTS][TSIM_NVC]; /* free chunks downstream */
+    int32_t rec_used[TSIM_CPUS][TSIM_NREC]; /* modelled reception occupancy */
+    pq inq[TSIM_NPORTS][TSIM_NVC];
+    pq injq[TSIM_CPUS][TSIM_NINJ];
+    /* cold */
     tsim_link_stats link[TSIM_NPORTS];
+    credit_ret ret[TSIM_MAX_RET];
 } router;
 
 typedef struct eproc {
