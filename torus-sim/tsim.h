@@ -158,6 +158,7 @@ typedef struct tsim_seg {
     _Atomic uint32_t engine_idle;  /* 1 while the engine sleeps */
     _Atomic uint32_t abort;        /* nonzero: the job is failing, stop */
     _Atomic uint32_t deadlock;     /* set by the engine before aborting */
+    uint32_t progress_secs;        /* nonzero: engine reports progress this often */
     int32_t rank_proc[TSIM_MAX_PROCS]; /* rank -> processor index */
     char mapping[256];             /* how ranks were mapped, for reports */
     tsim_proc procs[];             /* nnodes * TSIM_CPUS */

@@ -280,10 +280,22 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Long runs say how far simulated time has got (stderr, host-timed). */
+static void report_progress(tsim_engine *e, double t0, double *next)
+{
+    double t = now_s();
+    if (t < *next) return;
+    *next = t + e->seg->progress_secs;
+    fprintf(stderr, "bglemu: %.0f s: simulated %llu cycles (%.1f us), %llu packets delivered\n",
+            t - t0, (unsigned long long)e->now, (double)e->now / (double)e->prm.clock_mhz,
+            (unsigned long long)e->delivered);
+}
+
 int tsim_engine_run(tsim_engine *e, tsim_result *res)
 {
     tsim_seg *s = e->seg;
     double t0 = now_s();
+    double next_progress = t0 + s->progress_secs;
     start_sources(e);
     for (;;) {
         uint32_t bell = atomic_load(&s->engine_bell);
@@ -300,6 +312,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
         ev v;
         while (evq_pop_below(&e->q, h, &v)) {
             process(e, &v);
+            if (s->progress_secs && !(e->events & 0xffff)) report_progress(e, t0, &next_progress);
             progress = 1;
             if (e->woke_min < h) h = e->woke_min; /* a wake lowers the horizon */
         }
@@ -321,6 +334,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
         }
         if (!progress) {
         sleep:
+            if (s->progress_secs) report_progress(e, t0, &next_progress);
             atomic_store(&s->engine_idle, 1);
             tsim_wait_change(&s->engine_bell, bell, 100, tsim_spins());
             atomic_store(&s->engine_idle, 0);
