@@ -1,0 +1,211 @@
+/* mpirun: validates the job, builds the machine (named segment + engine
+ * thread), runs the ranks, reports, and removes everything it created on
+ * every exit path. See docs/mpirun.md. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mpirun.h"
+
+/* PROGRAM as execve needs it: a path, searched in PATH when it has no '/'. */
+static char *resolve(const char *prog)
+{
+    struct stat st;
+    if (strchr(prog, '/')) {
+        if (stat(prog, &st) != 0) mpirun_die("%s: %s", prog, strerror(errno));
+        if (!S_ISREG(st.st_mode) || access(prog, X_OK) != 0)
+            mpirun_die("%s: not an executable file", prog);
+        return strdup(prog);
+    }
+    const char *path = getenv("PATH");
+    if (!path) path = "/usr/local/bin:/usr/bin:/bin";
+    while (*path) {
+        size_t n = strcspn(path, ":");
+        char *cand = malloc(n + strlen(prog) + 3);
+        if (!cand) mpirun_die("out of memory");
+        sprintf(cand, "%.*s/%s", (int)n, n ? path : ".", prog);
+        if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0) return cand;
+        free(cand);
+        path += n + (path[n] == ':');
+    }
+    mpirun_die("%s: command not found in PATH", prog);
+}
+
+/* The mapping as the JSON report shows it: no quote, backslash or control
+ * character can break the report. */
+static void copy_mapping(char *dst, size_t len, const char *spec)
+{
+    size_t i = 0;
+    for (; spec[i] && i + 1 < len; i++) {
+        unsigned char c = (unsigned char)spec[i];
+        dst[i] = (c < 32 || c == '"' || c == '\\' || c == 127) ? '?' : (char)c;
+    }
+    dst[i] = '\0';
+}
+
+static void describe_status(int st, char *buf, size_t len)
+{
+    if (WIFSIGNALED(st))
+        snprintf(buf, len, "was killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+    else
+        snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
+}
+
+static void report(const mpirun_job *j, FILE *f)
+{
+    const tsim_geom *g = &j->g;
+    const tsim_params *p = &j->o->params;
+    fprintf(f, "mpirun: %d rank%s on %dx%dx%d %s, %s mode, mapping %s\n", g->nranks,
+            g->nranks == 1 ? "" : "s", g->dim[0], g->dim[1], g->dim[2],
+            g->torus[0] ? "torus" : "mesh", g->cpus == 2 ? "VN" : "CO", j->seg->mapping);
+    fprintf(f, "mpirun: simulated time %llu cycles = %.3f us at %llu MHz; %llu packets delivered, "
+               "%llu packet-hops; %.2f s wall\n",
+            (unsigned long long)j->res.end_time, (double)j->res.end_time / (double)p->clock_mhz,
+            (unsigned long long)p->clock_mhz, (unsigned long long)j->res.packets_delivered,
+            (unsigned long long)j->res.packet_hops, j->res.wall_seconds);
+}
+
+int main(int argc, char **argv)
+{
+    mpirun_opts o;
+    mpirun_parse(argc, argv, &o);
+    mpirun_job j;
+    memset(&j, 0, sizeof j);
+    j.o = &o;
+    j.failed_rank = -1;
+    j.path = resolve(o.argv[0]);
+
+    /* ---- validate the machine and the mapping ---- */
+    tsim_geom *g = &j.g;
+    g->cpus = o.cpus;
+    if (o.have_shape) {
+        memcpy(g->dim, o.dim, sizeof g->dim);
+    } else if (ml_shape_default(o.np, o.cpus, g->dim) != 0) {
+        mpirun_die("-np %d: too many ranks for the largest machine (%d processors)", o.np,
+                   TSIM_MAX_PROCS / TSIM_CPUS * o.cpus);
+    }
+    for (int i = 0; i < 3; i++) g->torus[i] = o.torus;
+    g->nnodes = g->dim[0] * g->dim[1] * g->dim[2];
+    g->nranks = o.np;
+    if (g->nnodes * TSIM_CPUS > TSIM_MAX_PROCS)
+        mpirun_die("-shape %dx%dx%d: too large (at most %d nodes)", g->dim[0], g->dim[1],
+                   g->dim[2], TSIM_MAX_PROCS / TSIM_CPUS);
+    if (o.np > g->nnodes * o.cpus)
+        mpirun_die("-np %d does not fit -shape %dx%dx%d in %s mode (%d processors)", o.np,
+                   g->dim[0], g->dim[1], g->dim[2], o.cpus == 2 ? "VN" : "CO",
+                   g->nnodes * o.cpus);
+    char err[1024];
+    if (ml_map_build(&j.map, o.mapspec, g, err, sizeof err) != 0) mpirun_die("%s", err);
+    FILE *rep = NULL;
+    if (o.report && !(rep = fopen(o.report, "w")))
+        mpirun_die("--report %s: cannot open: %s", o.report, strerror(errno));
+
+    /* ---- from here on, everything created is removed on every path ---- */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGCHLD);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigprocmask(SIG_BLOCK, &block, &old); /* before the engine thread: it inherits the mask */
+
+    int rc = MPIRUN_OK;
+    j.seg = tsim_seg_create(g, &o.params, 1, err, sizeof err);
+    if (!j.seg) {
+        fprintf(stderr, "mpirun: cannot create the machine: %s\n", err);
+        if (rep) fclose(rep), unlink(o.report);
+        return MPIRUN_RANK_FAILED;
+    }
+    tsim_seg *s = j.seg;
+    s->geom.nranks = o.np;
+    copy_mapping(s->mapping, sizeof s->mapping, o.mapspec);
+    for (int r = 0; r < o.np; r++) {
+        int p = j.map.proc[r];
+        s->rank_proc[r] = p;
+        s->procs[p].rank = r;
+        atomic_store(&s->procs[p].vt, 0);
+        /* RUNNING before the engine starts: it must wait for every rank */
+        atomic_store(&s->procs[p].state, TSIM_P_RUNNING);
+    }
+    j.pid = calloc((size_t)o.np, sizeof *j.pid);
+    j.status = calloc((size_t)o.np, sizeof *j.status);
+    j.reaped = calloc((size_t)o.np, sizeof *j.reaped);
+    j.eng = tsim_engine_new(s);
+    if (!j.pid || !j.status || !j.reaped || !j.eng) {
+        fprintf(stderr, "mpirun: out of memory\n");
+        rc = MPIRUN_RANK_FAILED;
+        goto out;
+    }
+    if (tsim_engine_start(j.eng) != 0) {
+        fprintf(stderr, "mpirun: cannot start the engine thread\n");
+        rc = MPIRUN_RANK_FAILED;
+        goto out;
+    }
+    j.engine_started = 1;
+    if (mpirun_spawn(&j) != 0) {
+        atomic_store(&s->abort, 1);
+        tsim_kick(s);
+        j.failed_rank = -2; /* launch failure, already reported */
+    }
+    mpirun_wait(&j);
+
+    /* every rank is gone: no processor may hold the engine back */
+    for (int r = 0; r < o.np; r++) {
+        tsim_proc *p = &s->procs[j.map.proc[r]];
+        if (atomic_load(&p->state) != TSIM_P_EXITED) atomic_store(&p->state, TSIM_P_EXITED);
+    }
+    tsim_kick(s);
+    tsim_engine_join(j.eng, &j.res);
+    j.engine_started = 0;
+    if (j.res.deadlock) j.deadlock = 1;
+
+    report(&j, stderr);
+    if (rep) {
+        tsim_engine_report_json(j.eng, &j.res, rep);
+        if (fclose(rep) != 0) fprintf(stderr, "mpirun: --report %s: write failed\n", o.report);
+        rep = NULL;
+    }
+    char why[128];
+    if (j.signal_received) {
+        rc = 128 + j.signal_received;
+    } else if (j.timed_out) {
+        rc = MPIRUN_TIMEOUT;
+    } else if (j.deadlock) {
+        tsim_engine_print_deadlock(j.eng, stderr);
+        fprintf(stderr, "mpirun: job failed: application deadlock\n");
+        rc = MPIRUN_DEADLOCK;
+    } else if (j.failed_rank >= 0) {
+        int r = j.failed_rank, c[4];
+        ml_map_coords(&j.map, g, r, c);
+        describe_status(j.status[r], why, sizeof why);
+        fprintf(stderr, "mpirun: job failed: rank %d <%d,%d,%d,%d> (pid %d) %s\n", r, c[0], c[1],
+                c[2], c[3], (int)j.pid[r], why);
+        rc = MPIRUN_RANK_FAILED;
+    } else if (j.failed_rank == -2) {
+        rc = MPIRUN_RANK_FAILED;
+    } else {
+        for (int r = 0; r < o.np; r++)
+            if (!WIFEXITED(j.status[r]) || WEXITSTATUS(j.status[r]) != 0) rc = MPIRUN_RANK_FAILED;
+    }
+out:
+    if (j.engine_started) { /* only on a launch failure before any rank ran */
+        atomic_store(&s->abort, 1);
+        tsim_kick(s);
+        tsim_engine_join(j.eng, NULL);
+    }
+    if (rep) fclose(rep), unlink(o.report);
+    tsim_engine_free(j.eng);
+    tsim_seg_destroy(s); /* unlinks again: harmless if already gone */
+    ml_map_free(&j.map);
+    free(j.pid);
+    free(j.status);
+    free(j.reaped);
+    free((char *)j.path);
+    free(o.env);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}

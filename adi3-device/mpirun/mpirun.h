@@ -1,0 +1,70 @@
+/* mpirun: the launcher that owns the emulated machine for one job. */
+#ifndef MPIRUN_H
+#define MPIRUN_H
+
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "messagelayer/ml_map.h"
+#include "torus-sim/tsim.h"
+
+/* Exit statuses (docs/mpirun.md). */
+enum {
+    MPIRUN_OK = 0,
+    MPIRUN_RANK_FAILED = 1, /* a rank exited non-zero or was killed */
+    MPIRUN_USAGE = 2,       /* bad options or mapping: nothing was launched */
+    MPIRUN_DEADLOCK = 3,
+    MPIRUN_TIMEOUT = 124,   /* as timeout(1) */
+};
+
+typedef struct mpirun_opts {
+    int np;
+    int cpus;             /* 1 CO, 2 VN */
+    int dim[3], have_shape;
+    int torus;
+    const char *mapspec;  /* order or file; "XYZT" by default */
+    char **env;           /* -env NAME=VALUE, in order */
+    int nenv;
+    tsim_params params;
+    const char *report;
+    double timeout;       /* wall-clock seconds, 0: none */
+    char **argv;          /* PROGRAM ARGS... */
+} mpirun_opts;
+
+/* Parses the command line; prints one "mpirun: ..." line and exits
+ * MPIRUN_USAGE on a bad option, prints the help and exits 0 on --help. */
+void mpirun_parse(int argc, char **argv, mpirun_opts *o);
+void mpirun_usage(FILE *f);
+/* Prints "mpirun: <fmt>" and exits MPIRUN_USAGE (only before launching). */
+void mpirun_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* One job: the machine segment, the engine, the rank processes. */
+typedef struct mpirun_job {
+    const mpirun_opts *o;
+    const char *path;     /* resolved program path */
+    ml_map map;
+    tsim_geom g;
+    tsim_seg *seg;
+    tsim_engine *eng;
+    tsim_result res;
+    int engine_started;
+    pid_t *pid;           /* per rank, 0 once reaped or never started */
+    int *status;          /* per rank wait status */
+    int *reaped;
+    int live;             /* started and not yet reaped */
+    int unlinked;         /* shm name removed (every rank attached) */
+    /* how the job ended */
+    int failed_rank;      /* first rank that failed, -1 */
+    int signal_received;  /* SIGINT/SIGTERM/SIGHUP to mpirun, 0 */
+    int timed_out;
+    int deadlock;
+} mpirun_job;
+
+/* Starts every rank; returns 0, or -1 after printing why (the ranks started
+ * so far are then torn down by mpirun_wait). */
+int mpirun_spawn(mpirun_job *j);
+/* Waits for the ranks, handling crashes, signals, deadlock and the timeout;
+ * returns when every started rank has been reaped. */
+void mpirun_wait(mpirun_job *j);
+
+#endif

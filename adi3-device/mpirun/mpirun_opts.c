@@ -1,0 +1,148 @@
+/* mpirun's command line, BG/L style: single-dash options; the long ones
+ * also take two dashes. Every mistake is one line and exit status 2, before
+ * anything is created. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpirun.h"
+
+void mpirun_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("mpirun: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(MPIRUN_USAGE);
+}
+
+void mpirun_usage(FILE *f)
+{
+    fputs("usage: mpirun -np N [options] PROGRAM [ARGS...]\n"
+          "Runs N ranks of PROGRAM on an emulated Blue Gene/L torus (see docs/mpirun.md).\n"
+          "  -np N              number of ranks (required)\n"
+          "  -mode CO|VN        coprocessor (1 rank per node, default) or virtual node (2)\n"
+          "  -shape XxYxZ       torus shape (default: the most cubic shape holding the ranks)\n"
+          "  -connect TORUS|MESH  wrap-around links or not (default TORUS)\n"
+          "  -mapfile FILE|ORDER  rank placement: a file of 'x y z t' lines, one per rank,\n"
+          "                     or a permutation of XYZT, first letter fastest (default XYZT)\n"
+          "  -env NAME=VALUE    set in every rank's environment (repeatable)\n"
+          "  --params FILE      engine parameters, one 'name = value' per line\n"
+          "  -p name=value      one engine parameter (repeatable, applied in order)\n"
+          "  --report FILE      write the engine's JSON report (per processor, per link)\n"
+          "  --timeout SECONDS  wall-clock limit, then the job is killed (default 600, 0: none)\n"
+          "  --help             this text\n"
+          "Ranks get BGLEMU_SEG, BGLEMU_RANK, BGLEMU_NRANKS and BGLMPI_MAPPING.\n"
+          "Exit status: 0 all ranks exited 0; 1 a rank failed; 2 bad options; 3 deadlock;\n"
+          "124 timeout; 128+signal if mpirun was interrupted.\n",
+          f);
+}
+
+static long parse_int(const char *opt, const char *v, long lo, long hi)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || end == v || *end || n < lo || n > hi)
+        mpirun_die("%s '%s': want an integer %ld..%ld", opt, v, lo, hi);
+    return n;
+}
+
+static void parse_shape(const char *v, int dim[3])
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *c = buf; *c; c++)
+        if (*c == 'X') *c = 'x';
+    char tail;
+    if (sscanf(buf, "%dx%dx%d%c", &dim[0], &dim[1], &dim[2], &tail) != 3)
+        mpirun_die("-shape '%s': want XxYxZ, e.g. 4x4x2", v);
+    for (int i = 0; i < 3; i++)
+        if (dim[i] < 1 || dim[i] > TSIM_MAX_DIM)
+            mpirun_die("-shape '%s': each side must be 1..%d", v, TSIM_MAX_DIM);
+}
+
+static int eq(const char *a, const char *b)
+{
+    return strcasecmp(a, b) == 0;
+}
+
+void mpirun_parse(int argc, char **argv, mpirun_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->cpus = 1;
+    o->torus = 1;
+    o->mapspec = "XYZT";
+    o->timeout = 600;
+    tsim_params_default(&o->params);
+    o->env = calloc((size_t)argc, sizeof *o->env);
+    if (!o->env) mpirun_die("out of memory");
+    char err[512];
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-') break;
+        if (!strcmp(a, "--")) {
+            i++;
+            break;
+        }
+        /* --name and -name are the same option */
+        const char *n = a[1] == '-' ? a + 2 : a + 1;
+        if (!strcmp(n, "help") || !strcmp(n, "h")) {
+            mpirun_usage(stdout);
+            exit(0);
+        }
+        static const char *const with_value[] = {"np", "mode", "shape", "connect", "mapfile",
+                                                   "env", "params", "p", "report", "timeout"};
+        int known = 0;
+        for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
+            known |= !strcmp(n, with_value[k]);
+        if (!known) mpirun_die("unknown option '%s' (see mpirun --help)", a);
+        if (i + 1 >= argc) mpirun_die("option %s needs a value", a);
+        const char *v = argv[++i];
+        if (!strcmp(n, "np")) {
+            o->np = (int)parse_int(a, v, 1, TSIM_MAX_PROCS);
+        } else if (!strcmp(n, "mode")) {
+            if (eq(v, "CO")) o->cpus = 1;
+            else if (eq(v, "VN")) o->cpus = 2;
+            else mpirun_die("-mode '%s': want CO or VN", v);
+        } else if (!strcmp(n, "shape")) {
+            parse_shape(v, o->dim);
+            o->have_shape = 1;
+        } else if (!strcmp(n, "connect")) {
+            if (eq(v, "TORUS")) o->torus = 1;
+            else if (eq(v, "MESH")) o->torus = 0;
+            else mpirun_die("-connect '%s': want TORUS or MESH", v);
+        } else if (!strcmp(n, "mapfile")) {
+            if (!*v) mpirun_die("-mapfile needs a file or an order such as XYZT");
+            o->mapspec = v;
+        } else if (!strcmp(n, "env")) {
+            const char *eqs = strchr(v, '=');
+            size_t len = eqs ? (size_t)(eqs - v) : 0;
+            int ok = len > 0 && strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                          "0123456789_") == len && !(v[0] >= '0' && v[0] <= '9');
+            if (!ok) mpirun_die("-env '%s': want NAME=VALUE", v);
+            o->env[o->nenv++] = (char *)v;
+        } else if (!strcmp(n, "params")) {
+            if (tsim_params_load(&o->params, v, err, sizeof err) != 0) mpirun_die("%s", err);
+        } else if (!strcmp(n, "p")) {
+            if (tsim_params_set(&o->params, v, err, sizeof err) != 0)
+                mpirun_die("-p %s: %s", v, err);
+        } else if (!strcmp(n, "report")) {
+            o->report = v;
+        } else if (!strcmp(n, "timeout")) {
+            char *end;
+            errno = 0;
+            o->timeout = strtod(v, &end);
+            if (errno || end == v || *end || !(o->timeout >= 0) || o->timeout > 1e9)
+                mpirun_die("--timeout '%s': want seconds >= 0 (0: no limit)", v);
+        }
+    }
+    if (i >= argc) mpirun_die("no PROGRAM to run (see mpirun --help)");
+    if (!o->np) mpirun_die("-np N is required");
+    o->argv = argv + i;
+}

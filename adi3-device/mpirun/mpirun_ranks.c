@@ -1,0 +1,211 @@
+/* Rank processes: start them, reap them, and tear the job down on a crash,
+ * a signal to mpirun, a deadlock or the timeout. mpirun's signals are
+ * blocked in every thread and taken synchronously here (sigtimedwait), so
+ * teardown runs in ordinary code, never in a handler. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mpirun.h"
+
+extern char **environ;
+
+#define GRACE_S 2.0 /* SIGTERM, then SIGKILL after this long */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int name_matches(const char *entry, const char *assignment)
+{
+    size_t n = strcspn(assignment, "=");
+    return !strncmp(entry, assignment, n) && entry[n] == '=';
+}
+
+/* environ without the names we set, then ours; rank_var is rewritten per
+ * rank. Built before fork: the child only calls async-signal-safe code. */
+static char **build_env(mpirun_job *j, char *seg_var, char *np_var, char *map_var,
+                        char *rank_var)
+{
+    size_t n = 0;
+    while (environ[n]) n++;
+    char **env = calloc(n + (size_t)j->o->nenv + 5, sizeof *env);
+    if (!env) return NULL;
+    char *ours[4] = {seg_var, np_var, map_var, "BGLEMU_RANK="};
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        int drop = 0;
+        for (int q = 0; q < 4; q++) drop |= name_matches(environ[i], ours[q]);
+        for (int q = 0; q < j->o->nenv; q++) drop |= name_matches(environ[i], j->o->env[q]);
+        if (!drop) env[k++] = environ[i];
+    }
+    for (int q = 0; q < j->o->nenv; q++) { /* a later -env NAME wins */
+        int later = 0;
+        for (int r = q + 1; r < j->o->nenv; r++) later |= name_matches(j->o->env[r], j->o->env[q]);
+        if (!later) env[k++] = j->o->env[q];
+    }
+    env[k++] = seg_var;
+    env[k++] = np_var;
+    env[k++] = map_var;
+    env[k++] = rank_var;
+    env[k] = NULL;
+    return env;
+}
+
+int mpirun_spawn(mpirun_job *j)
+{
+    int n = j->g.nranks;
+    static char seg_var[96], np_var[32], map_var[4200], rank_var[32];
+    snprintf(seg_var, sizeof seg_var, "BGLEMU_SEG=%s", j->seg->name);
+    snprintf(np_var, sizeof np_var, "BGLEMU_NRANKS=%d", n);
+    snprintf(map_var, sizeof map_var, "BGLMPI_MAPPING=%s", j->o->mapspec);
+    char **env = build_env(j, seg_var, np_var, map_var, rank_var);
+    if (!env) {
+        fprintf(stderr, "mpirun: out of memory\n");
+        return -1;
+    }
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    sigset_t none;
+    sigemptyset(&none);
+    pid_t me = getpid();
+    int rc = 0;
+    for (int r = 0; r < n; r++) {
+        snprintf(rank_var, sizeof rank_var, "BGLEMU_RANK=%d", r);
+        pid_t pid = fork();
+        if (pid < 0) {
+            fprintf(stderr, "mpirun: cannot start rank %d: fork: %s\n", r, strerror(errno));
+            rc = -1;
+            break;
+        }
+        if (pid == 0) {
+            /* ranks die with mpirun, even if it is SIGKILLed */
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != me) _exit(127);
+            if (r > 0 && devnull >= 0) dup2(devnull, 0); /* stdin goes to rank 0 only */
+            sigprocmask(SIG_SETMASK, &none, NULL);
+            execve(j->path, j->o->argv, env);
+            static const char msg[] = "mpirun: exec of the rank program failed\n";
+            ssize_t w = write(2, msg, sizeof msg - 1);
+            (void)w;
+            _exit(127);
+        }
+        j->pid[r] = pid;
+        j->live++;
+    }
+    if (devnull >= 0) close(devnull);
+    free(env);
+    return rc;
+}
+
+static int rank_of_pid(const mpirun_job *j, pid_t pid)
+{
+    for (int r = 0; r < j->g.nranks; r++)
+        if (j->pid[r] == pid) return r;
+    return -1;
+}
+
+static void abort_job(mpirun_job *j)
+{
+    atomic_store(&j->seg->abort, 1);
+    tsim_kick(j->seg);
+}
+
+static void signal_live(mpirun_job *j, int sig)
+{
+    for (int r = 0; r < j->g.nranks; r++)
+        if (j->pid[r] > 0 && !j->reaped[r]) kill(j->pid[r], sig);
+}
+
+/* Once every rank has attached (pl_open stores its pid) or exited, nobody
+ * needs the name: remove it so even a SIGKILLed mpirun leaves nothing. */
+static void unlink_when_attached(mpirun_job *j)
+{
+    if (j->unlinked) return;
+    for (int r = 0; r < j->g.nranks; r++) {
+        if (j->pid[r] <= 0) continue;
+        if (!j->reaped[r] && j->seg->procs[j->map.proc[r]].pid == 0) return;
+    }
+    shm_unlink(j->seg->name);
+    j->unlinked = 1;
+}
+
+static void reap(mpirun_job *j, pid_t pid, int st, int *failing)
+{
+    int r = rank_of_pid(j, pid);
+    if (r < 0) return; /* not ours (cannot happen: we fork nothing else) */
+    j->reaped[r] = 1;
+    j->status[r] = st;
+    j->live--;
+    tsim_proc *p = &j->seg->procs[j->map.proc[r]];
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+        /* exited without pl_close: it will never act again */
+        uint32_t s = atomic_load(&p->state);
+        if (s == TSIM_P_RUNNING || s == TSIM_P_BLOCKED) {
+            atomic_store(&p->state, TSIM_P_EXITED);
+            tsim_kick(j->seg);
+        }
+        return;
+    }
+    if (atomic_load(&j->seg->deadlock)) return; /* released by the engine: expected */
+    if (j->failed_rank < 0 && !j->signal_received && !j->timed_out) j->failed_rank = r;
+    if (!*failing) {
+        *failing = 1;
+        abort_job(j);
+    }
+}
+
+void mpirun_wait(mpirun_job *j)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    double deadline = j->o->timeout > 0 ? now_s() + j->o->timeout : 0;
+    double kill_at = 0;   /* nonzero: SIGKILL whatever lives at this time */
+    int failing = 0, termed = 0;
+    while (j->live > 0) {
+        struct timespec ts = {0, 50 * 1000000L};
+        siginfo_t si;
+        int sig = sigtimedwait(&set, &si, &ts);
+        if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && !j->signal_received) {
+            j->signal_received = sig;
+            fprintf(stderr, "mpirun: received %s: killing the job\n", strsignal(sig));
+            failing = 1;
+            abort_job(j);
+        }
+        int st;
+        pid_t pid;
+        while ((pid = waitpid(-1, &st, WNOHANG)) > 0) reap(j, pid, st, &failing);
+        unlink_when_attached(j);
+        if (!j->deadlock && atomic_load(&j->seg->deadlock)) {
+            /* the engine released every waiter; give them time to exit */
+            j->deadlock = 1;
+            if (!kill_at) kill_at = now_s() + GRACE_S;
+        }
+        if (deadline && !j->timed_out && now_s() > deadline) {
+            j->timed_out = 1;
+            fprintf(stderr, "mpirun: timeout after %g s: killing the job\n", j->o->timeout);
+            failing = 1;
+            abort_job(j);
+        }
+        if (failing && !termed) {
+            signal_live(j, SIGTERM);
+            termed = 1;
+            if (!kill_at) kill_at = now_s() + GRACE_S;
+        }
+        if (kill_at && now_s() > kill_at) signal_live(j, SIGKILL);
+    }
+    unlink_when_attached(j);
+}
