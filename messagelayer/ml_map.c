@@ -54,6 +54,27 @@ void ml_map_free(ml_map *m)
     m->proc = m->rank = NULL;
 }
 
+int ml_map_from_seg(ml_map *m, const tsim_seg *seg)
+{
+    if (alloc_map(m, &seg->geom) != 0) {
+        ml_map_free(m);
+        return -1;
+    }
+    for (int r = 0; r < seg->geom.nranks; r++) {
+        int p = seg->rank_proc[r];
+        if (p < 0 || p >= m->nprocs) {
+            ml_map_free(m);
+            return -1;
+        }
+        m->proc[r] = p;
+        m->rank[p] = r;
+    }
+    int perm[4];
+    if (ml_map_parse_order(seg->mapping, perm))
+        for (int k = 0; k < 4; k++) m->order[k] = DIMS[perm[k]];
+    return 0;
+}
+
 static void place(ml_map *m, const tsim_geom *g, int r, const int c[4])
 {
     int p = tsim_proc_index(tsim_node_of(g, c[0], c[1], c[2]), c[3]);

@@ -27,6 +27,9 @@ typedef struct ml_map {
  * number of ranks (g->nranks). Returns 0, or -1 with one line in err. */
 int ml_map_build(ml_map *m, const char *spec, const tsim_geom *g, char *err, size_t errlen);
 void ml_map_free(ml_map *m);
+/* The map mpirun stored in the machine segment (seg->rank_proc), for a rank
+ * that is already attached: no need to parse BGLMPI_MAPPING again. */
+int ml_map_from_seg(ml_map *m, const tsim_seg *seg);
 
 /* 1 if spec is a valid order; fills perm[k] = dimension (0 x, 1 y, 2 z,
  * 3 t) that varies k-th fastest. */

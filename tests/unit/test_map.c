@@ -106,6 +106,30 @@ START_TEST(order_fewer_ranks)
 }
 END_TEST
 
+START_TEST(from_seg)
+{
+    printf("map: a rank rebuilds the map mpirun stored in the segment (rank_proc, mapping)\n");
+    tsim_geom g = geom(2, 2, 1, 2, 6);
+    tsim_params p;
+    tsim_params_default(&p);
+    char err[256];
+    tsim_seg *seg = tsim_seg_create(&g, &p, 0, err, sizeof err);
+    ck_assert_ptr_nonnull(seg);
+    ml_map a, b;
+    ck_assert_int_eq(ml_map_build(&a, "tzyx", &g, err, sizeof err), 0);
+    for (int r = 0; r < 6; r++) seg->rank_proc[r] = a.proc[r];
+    strcpy(seg->mapping, "tzyx");
+    ck_assert_int_eq(ml_map_from_seg(&b, seg), 0);
+    ck_assert_str_eq(b.order, "TZYX");
+    ck_assert_int_eq(b.nranks, 6);
+    for (int r = 0; r < 6; r++) ck_assert_int_eq(b.proc[r], a.proc[r]);
+    for (int q = 0; q < a.nprocs; q++) ck_assert_int_eq(b.rank[q], a.rank[q]);
+    ml_map_free(&a);
+    ml_map_free(&b);
+    tsim_seg_destroy(seg);
+}
+END_TEST
+
 START_TEST(order_bad)
 {
     printf("map: bad orders (XXYZ, XYZ, XYZTT, ABCD) get one line naming the order\n");
@@ -252,6 +276,7 @@ Suite *map_suite(void)
     tcase_add_test(tc, order_txyz_and_zyxt);
     tcase_add_test(tc, order_fewer_ranks);
     tcase_add_test(tc, order_bad);
+    tcase_add_test(tc, from_seg);
     tcase_add_test(tc, order_too_many_ranks);
     tcase_add_test(tc, file_good);
     tcase_add_test(tc, file_too_few);
