@@ -100,9 +100,14 @@ int main(int argc, char **argv)
                    g->nnodes * o.cpus);
     char err[1024];
     if (ml_map_build(&j.map, o.mapspec, g, err, sizeof err) != 0) mpirun_die("%s", err);
-    FILE *rep = NULL;
+    FILE *rep = NULL, *heat = NULL;
     if (o.report && !(rep = fopen(o.report, "w")))
         mpirun_die("--report %s: cannot open: %s", o.report, strerror(errno));
+    if (o.heatmap && strcmp(o.heatmap, "-") && !(heat = fopen(o.heatmap, "w"))) {
+        if (rep) fclose(rep), unlink(o.report);
+        mpirun_die("--heatmap %s: cannot open: %s", o.heatmap, strerror(errno));
+    }
+    if (o.heatmap && !heat) heat = stderr;
 
     /* ---- from here on, everything created is removed on every path ---- */
     sigset_t block, old;
@@ -118,10 +123,12 @@ int main(int argc, char **argv)
     if (!j.seg) {
         fprintf(stderr, "mpirun: cannot create the machine: %s\n", err);
         if (rep) fclose(rep), unlink(o.report);
+        if (heat && heat != stderr) fclose(heat), unlink(o.heatmap);
         return MPIRUN_RANK_FAILED;
     }
     tsim_seg *s = j.seg;
     s->geom.nranks = o.np;
+    s->progress_secs = (uint32_t)o.progress;
     copy_mapping(s->mapping, sizeof s->mapping, o.mapspec);
     for (int r = 0; r < o.np; r++) {
         int p = j.map.proc[r];
@@ -169,10 +176,18 @@ int main(int argc, char **argv)
         if (fclose(rep) != 0) fprintf(stderr, "mpirun: --report %s: write failed\n", o.report);
         rep = NULL;
     }
+    if (heat) {
+        tsim_engine_heatmap(j.eng, &j.res, heat);
+        if (heat != stderr && fclose(heat) != 0)
+            fprintf(stderr, "mpirun: --heatmap %s: write failed\n", o.heatmap);
+        heat = NULL;
+    }
     char why[128];
     if (j.signal_received) {
+        fprintf(stderr, "mpirun: job killed: mpirun received %s\n", strsignal(j.signal_received));
         rc = 128 + j.signal_received;
     } else if (j.timed_out) {
+        fprintf(stderr, "mpirun: job killed: wall-clock timeout of %g s\n", o.timeout);
         rc = MPIRUN_TIMEOUT;
     } else if (j.deadlock) {
         tsim_engine_print_deadlock(j.eng, stderr);
@@ -190,6 +205,7 @@ int main(int argc, char **argv)
     } else {
         for (int r = 0; r < o.np; r++)
             if (!WIFEXITED(j.status[r]) || WEXITSTATUS(j.status[r]) != 0) rc = MPIRUN_RANK_FAILED;
+        if (rc == MPIRUN_OK) fprintf(stderr, "mpirun: all %d ranks exited 0\n", o.np);
     }
 out:
     if (j.engine_started) { /* only on a launch failure before any rank ran */
@@ -198,6 +214,7 @@ out:
         tsim_engine_join(j.eng, NULL);
     }
     if (rep) fclose(rep), unlink(o.report);
+    if (heat && heat != stderr) fclose(heat), unlink(o.heatmap);
     tsim_engine_free(j.eng);
     tsim_seg_destroy(s); /* unlinks again: harmless if already gone */
     ml_map_free(&j.map);

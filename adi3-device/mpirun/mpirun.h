@@ -27,6 +27,8 @@ typedef struct mpirun_opts {
     int nenv;
     tsim_params params;
     const char *report;
+    const char *heatmap;  /* link-utilization text heatmap, "-" for stderr */
+    int progress;         /* engine progress line every this many wall seconds, 0: off */
     double timeout;       /* wall-clock seconds, 0: none */
     char **argv;          /* PROGRAM ARGS... */
 } mpirun_opts;

@@ -34,6 +34,9 @@ void mpirun_usage(FILE *f)
           "  --params FILE      engine parameters, one 'name = value' per line\n"
           "  -p name=value      one engine parameter (repeatable, applied in order)\n"
           "  --report FILE      write the engine's JSON report (per processor, per link)\n"
+          "  --heatmap FILE     write a text heatmap of link utilization ('-': stderr)\n"
+          "  --progress SECONDS a progress line on stderr this often in long runs\n"
+          "                     (default 30, 0: off)\n"
           "  --timeout SECONDS  wall-clock limit, then the job is killed (default 600, 0: none)\n"
           "  --help             this text\n"
           "Ranks get BGLEMU_SEG, BGLEMU_RANK, BGLEMU_NRANKS and BGLMPI_MAPPING.\n"
@@ -78,6 +81,7 @@ void mpirun_parse(int argc, char **argv, mpirun_opts *o)
     o->torus = 1;
     o->mapspec = "XYZT";
     o->timeout = 600;
+    o->progress = 30;
     tsim_params_default(&o->params);
     o->env = calloc((size_t)argc, sizeof *o->env);
     if (!o->env) mpirun_die("out of memory");
@@ -97,7 +101,8 @@ void mpirun_parse(int argc, char **argv, mpirun_opts *o)
             exit(0);
         }
         static const char *const with_value[] = {"np", "mode", "shape", "connect", "mapfile",
-                                                   "env", "params", "p", "report", "timeout"};
+                                                   "env", "params", "p", "report", "timeout",
+                                                   "heatmap", "progress"};
         int known = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
             known |= !strcmp(n, with_value[k]);
@@ -134,6 +139,10 @@ void mpirun_parse(int argc, char **argv, mpirun_opts *o)
                 mpirun_die("-p %s: %s", v, err);
         } else if (!strcmp(n, "report")) {
             o->report = v;
+        } else if (!strcmp(n, "heatmap")) {
+            o->heatmap = v;
+        } else if (!strcmp(n, "progress")) {
+            o->progress = (int)parse_int(a, v, 0, 1000000);
         } else if (!strcmp(n, "timeout")) {
             char *end;
             errno = 0;

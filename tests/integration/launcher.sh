@@ -72,6 +72,8 @@ usage_error "program not found" "no_such_prog_xyz: command not found" -np 2 no_s
 usage_error "program not executable" "not an executable file"     -np 2 "$MAPS/README.md"
 usage_error "-np beyond shape"  "-np 9 does not fit -shape 2x2x2 in CO mode (8 processors)" -np 9 -shape 2x2x2 tp_pingpong
 usage_error "-np beyond VN shape" "-np 17 does not fit -shape 2x2x2 in VN mode (16 processors)" -np 17 -mode VN -shape 2x2x2 tp_pingpong
+usage_error "--heatmap unwritable" "--heatmap $tmp/no/dir/h.txt: cannot open" -np 2 --heatmap "$tmp/no/dir/h.txt" tp_pingpong
+usage_error "--progress x"      "--progress 'x': want an integer" -np 2 --progress x tp_pingpong
 usage_error "--report unwritable" "--report $tmp/no/dir/r.json: cannot open" -np 2 --report "$tmp/no/dir/r.json" tp_pingpong
 
 # ---- bad mapping files: FILE:LINE: reason -----------------------------------
@@ -115,6 +117,20 @@ good "64 ranks grid2d on 4x4x4"          -np 64 -shape 4x4x4 -mapfile "$MAPS/gri
 good "mesh, order ZYXT, -p"              -np 4 -shape 2x2x1 -connect MESH -mapfile zyxt -p hop_latency=100 tp_pingpong 10
 printf 'hop_latency = 32\n' >"$tmp/ok.params"
 good "--params file"                     -np 2 --params "$tmp/ok.params" tp_pingpong 10
+
+# heatmap and progress lines
+run mpirun -np 8 -shape 2x2x2 --heatmap "$tmp/heat.txt" tp_pingpong 10
+if [ "$rc" -eq 0 ] && grep -q '^link utilization' "$tmp/heat.txt" && grep -q '^mean by direction: x+ [1-9]' "$tmp/heat.txt"; then
+  ok "--heatmap FILE: link utilization written, x+ links busy"
+else
+  bad "--heatmap: exit $rc: $out $(cat "$tmp/heat.txt" 2>/dev/null)"
+fi
+run mpirun -np 2 --progress 1 tp_idle 1.6
+if [ "$rc" -eq 0 ] && grep -q '^bglemu: 1 s: simulated' <<<"$out"; then
+  ok "--progress 1: a progress line after one second"
+else
+  bad "--progress: exit $rc: $out"
+fi
 
 # the order decides placement: ranks 0 and 1 one hop apart (XYZT) or on one node (TXYZ)
 mpirun -np 4 -mode VN -shape 2x1x1 -mapfile XYZT --report "$tmp/x.json" tp_pingpong 10 >/dev/null 2>&1
