@@ -24,6 +24,16 @@ run() {
   wait $pid; rc=$?
   out=$(cat "$tmp/out")
 }
+# Waits (up to 20 s) until mpirun $1 runs $2 ranks that have all attached
+# (the shm name is unlinked then), so a signal hits a job in full flight.
+started() {
+  for _ in $(seq 200); do
+    if [ "$(pgrep -P "$1" | wc -l)" -eq "$2" ] &&
+       ! ls /dev/shm 2>/dev/null | grep -q "^bglemu\.$(id -u)\.$1\."; then return 0; fi
+    sleep 0.1
+  done
+  return 1
+}
 leftovers() { # shm objects or rank processes of mpirun $1
   ls /dev/shm 2>/dev/null | grep "^bglemu\.$(id -u)\.$1\." || true
   pgrep -P "$1" 2>/dev/null || true
@@ -204,7 +214,7 @@ sigtest() { # signal, expected exit
   local sig=$1 want=$2
   mpirun -np 3 tp_idle 60 >"$tmp/out" 2>&1 &
   pid=$!
-  sleep 0.5
+  started $pid 3
   kill -"$sig" $pid
   wait $pid; rc=$?
   sleep 0.2
@@ -221,7 +231,7 @@ sigtest TERM 143
 # and the ranks die with their parent (PR_SET_PDEATHSIG)
 mpirun -np 3 tp_idle 60 >/dev/null 2>&1 &
 pid=$!
-sleep 0.5
+started $pid 3
 kids=$(pgrep -P $pid | tr '\n' ' ')
 kill -KILL $pid; wait $pid 2>/dev/null
 sleep 0.3
