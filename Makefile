@@ -29,7 +29,7 @@ LAYERS   := torus-sim packetlayer messagelayer collectives
 LIB_SRCS := $(foreach d,$(LAYERS),$(wildcard $(d)/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libbglemu.a
-HDRS     := $(wildcard */*.h */*.def)
+HDRS     := $(wildcard */*.h */*.def */*/*.h)
 
 BIN_SRCS := $(wildcard $(addsuffix /bin/*.c,$(LAYERS) adi3-device tests))
 BINS     := $(foreach s,$(BIN_SRCS),$(BUILD)/bin/$(basename $(notdir $(s))))
@@ -109,8 +109,8 @@ install: deps
 	@mkdir -p $(PREFIX)/bin $(PREFIX)/lib $(PREFIX)/include/bglemu $(PREFIX)/share/bglemu/mapfiles
 	cp $(BINS) $(MPIRUN) $(PREFIX)/bin/
 	cp $(LIB) $(PREFIX)/lib/
-	cp torus-sim/*.h torus-sim/*.def packetlayer/*.h $(PREFIX)/include/bglemu/ 2>/dev/null || true
-	@for d in messagelayer collectives; do ls $$d/*.h >/dev/null 2>&1 && cp $$d/*.h $(PREFIX)/include/bglemu/ || true; done
+	@for d in $(LAYERS); do mkdir -p $(PREFIX)/include/bglemu/$$d; \
+	  for h in $$d/*.h $$d/*.def; do [ -e "$$h" ] && cp "$$h" $(PREFIX)/include/bglemu/$$d/ || true; done; done
 	cp mapfiles/* $(PREFIX)/share/bglemu/mapfiles/ 2>/dev/null || true
 
 check: install
@@ -137,3 +137,6 @@ demo: install
 
 clean:
 	rm -rf build build-asan build-tsan install
+
+# Keep program objects between builds (they are intermediates of pattern rules).
+.SECONDARY:

@@ -52,15 +52,28 @@ void tsim_engine_print_deadlock(tsim_engine *e, FILE *f)
     else print_waiters(e, f);
 }
 
+/* A JSON string body: quotes, backslashes and control bytes escaped. */
+static void json_str(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+}
+
 void tsim_engine_report_json(tsim_engine *e, const tsim_result *r, FILE *f)
 {
     tsim_seg *s = e->seg;
     const tsim_geom *g = &e->g;
     const tsim_result *res = r ? r : &e->result;
     fprintf(f, "{\n  \"machine\": {\"shape\": [%d, %d, %d], \"torus\": [%d, %d, %d], "
-               "\"cpus_per_node\": %d, \"ranks\": %d, \"mapping\": \"%s\"},\n",
+               "\"cpus_per_node\": %d, \"ranks\": %d, \"mapping\": \"",
             g->dim[0], g->dim[1], g->dim[2], g->torus[0], g->torus[1], g->torus[2], g->cpus,
-            g->nranks, s->mapping);
+            g->nranks);
+    json_str(f, s->mapping);
+    fprintf(f, "\"},\n");
     fprintf(f, "  \"params\": ");
     tsim_params_json(&e->prm, f);
     fprintf(f, ",\n  \"result\": {\"end_cycles\": %llu, \"end_us\": %.3f, \"deadlock\": %d, "
