@@ -450,6 +450,7 @@ void tsim_traffic_get_stats(const tsim_traffic *t, tsim_traffic_stats *s)
 {
     memset(s, 0, sizeof *s);
     for (int r = 0; r < t->n; r++) s->generated += t->src[r].seq;
+    s->expected = (uint64_t)t->n * t->cfg.packets;
     s->delivered = t->delivered;
     s->lost = s->generated > t->delivered ? s->generated - t->delivered : 0;
     s->duplicated = t->duplicated;
@@ -504,7 +505,12 @@ void tsim_traffic_get_stats(const tsim_traffic *t, tsim_traffic_stats *s)
 
 int tsim_traffic_ok(const tsim_traffic_stats *s)
 {
-    return s->lost || s->duplicated || s->corrupted || s->misrouted || s->reordered_det ? -1 : 0;
+    /* a source that stopped early (engine ended, deadlock) fails too: an
+     * empty run must not pass as "nothing lost" */
+    return s->generated != s->expected || s->lost || s->duplicated || s->corrupted ||
+                   s->misrouted || s->reordered_det
+               ? -1
+               : 0;
 }
 
 void tsim_traffic_print(const tsim_traffic *t, const tsim_traffic_stats *s, FILE *f)
@@ -543,6 +549,9 @@ void tsim_traffic_print(const tsim_traffic *t, const tsim_traffic_stats *s, FILE
             (unsigned long long)s->generated, (unsigned long long)s->delivered,
             (unsigned long long)s->lost, (unsigned long long)s->duplicated,
             (unsigned long long)s->corrupted, (unsigned long long)s->misrouted);
+    if (s->generated != s->expected)
+        fprintf(f, "sources             stopped early: %llu of %llu packets generated\n",
+                (unsigned long long)s->generated, (unsigned long long)s->expected);
     fprintf(f, "order               %llu det out of order (must be 0), %llu adaptive out of "
                "order\n",
             (unsigned long long)s->reordered_det, (unsigned long long)s->reordered_adaptive);

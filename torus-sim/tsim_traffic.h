@@ -59,6 +59,7 @@ typedef struct tsim_traffic_cfg {
 } tsim_traffic_cfg;
 
 typedef struct tsim_traffic_stats {
+    uint64_t expected;             /* N x K: what the sources must generate */
     uint64_t generated, delivered; /* delivered: distinct, valid packets */
     uint64_t lost, duplicated, corrupted, misrouted;
     uint64_t reordered_det, reordered_adaptive; /* per (src, dst) pair; det
@@ -94,8 +95,8 @@ void tsim_traffic_source(tsim_traffic *t, tsim_source *src);
 
 /* Counts after the run. */
 void tsim_traffic_get_stats(const tsim_traffic *t, tsim_traffic_stats *s);
-/* 0 when every generated packet arrived once, intact, where it should, and
- * deterministic pairs kept their order. */
+/* 0 when every source generated all its packets, each arrived once, intact,
+ * where it should, and deterministic pairs kept their order. */
 int tsim_traffic_ok(const tsim_traffic_stats *s);
 /* The human report (simulated quantities only: reproducible bytes). */
 void tsim_traffic_print(const tsim_traffic *t, const tsim_traffic_stats *s, FILE *f);
