@@ -20,8 +20,9 @@ enum ev_type {
 
 
 #define NIL UINT32_MAX
-#define WANT_LOCAL 0x80 /* reception at this node */
+#define WANT_LOCAL 0x80 /* reception at this node, from a link */
 #define WANT_SP 0x40    /* the VN scratchpad channel */
+#define WANT_LOOP 0x100 /* the loopback path: a packet to its own node */
 
 /* A packet in flight, owned by the engine. */
 typedef struct npkt {
@@ -34,8 +35,8 @@ typedef struct npkt {
     uint8_t vc;      /* VC it occupies at this router */
     uint8_t fifo;    /* injection FIFO it came from */
     uint8_t dim;     /* dimension it travels in (3: none yet), for the bubble rule */
-    uint8_t want;    /* ports it could leave by here, WANT_LOCAL/WANT_SP: this node's FIFOs */
-    uint8_t fail_free; /* ports free when it last failed to move */
+    uint16_t want;      /* ports it could leave by here, or WANT_*: this node's FIFOs */
+    uint16_t fail_free; /* ports free when it last failed to move */
     uint32_t fail_gen; /* router generation when it last failed to move */
 } npkt;
 
@@ -45,7 +46,7 @@ typedef struct pq {
     uint32_t head, tail;
     uint64_t t_head, seq;
     uint32_t fail_gen;
-    uint8_t want, fail_free;
+    uint16_t want, fail_free;
 } pq;
 
 /* Credits on their way back to a router: applied once their time comes. */
@@ -68,6 +69,7 @@ typedef struct router {
     uint64_t armed;                         /* time of the queued EV_LINK_FREE, 0: none */
     uint64_t busy_until[TSIM_NPORTS];
     uint64_t sp_busy[TSIM_CPUS];            /* scratchpad channel cpu -> other */
+    uint64_t loop_busy;                     /* loopback path into own reception FIFOs */
     int32_t credits[TSIM_NPORTS][TSIM_NVC]; /* free chunks downstream */
     int32_t rec_used[TSIM_CPUS][TSIM_NREC]; /* modelled reception occupancy */
     pq inq[TSIM_NPORTS][TSIM_NVC];

@@ -181,7 +181,7 @@ static void set_want(const tsim_engine *e, int node, npkt *p)
         return;
     }
     if (dst_node(e, hw) == node) {
-        p->want = WANT_LOCAL;
+        p->want = p->in_port == TSIM_NPORTS ? WANT_LOOP : WANT_LOCAL;
         return;
     }
     unsigned w = 1u << route_det(e, node, hw);
@@ -190,7 +190,7 @@ static void set_want(const tsim_engine *e, int node, npkt *p)
         if (hw->hints) prof &= hw->hints;
         w |= prof;
     }
-    p->want = (uint8_t)w;
+    p->want = (uint16_t)w;
 }
 
 static int route_det(const tsim_engine *e, int node, const tsim_hwhdr *hw)
@@ -287,9 +287,16 @@ static int try_move(tsim_engine *e, int node, pq *q, uint64_t t)
 
     int dst = dst_node(e, hw);
     if (dst == node) {
-        if (!rec_room(e, node, p)) return 0;
+        /* a packet to its own node streams through the loopback path at link
+         * speed, one at a time: that keeps order and bounds its bandwidth */
+        int loop = p->in_port == TSIM_NPORTS;
+        if (!rec_room(e, node, p) || (loop && r->loop_busy > t)) return 0;
         uint64_t at = p->t_head + ser_cycles(&e->prm, c);
         if (at < t) at = t;
+        if (loop) {
+            at = t + ser_cycles(&e->prm, c);
+            r->loop_busy = at;
+        }
         q_pop(e, q);
         q_mark(r, q);
         r->waiting--;
@@ -325,6 +332,7 @@ static uint64_t next_free(const router *r, uint64_t t)
         if (r->busy_until[port] > t && r->busy_until[port] < m) m = r->busy_until[port];
     for (int c = 0; c < TSIM_CPUS; c++)
         if (r->sp_busy[c] > t && r->sp_busy[c] < m) m = r->sp_busy[c];
+    if (r->loop_busy > t && r->loop_busy < m) m = r->loop_busy;
     return m;
 }
 
@@ -334,6 +342,7 @@ static inline unsigned free_now(const router *r, uint64_t t)
     for (int port = 0; port < TSIM_NPORTS; port++)
         if (r->busy_until[port] <= t) free |= 1u << port;
     if (r->sp_busy[0] <= t || r->sp_busy[1] <= t) free |= WANT_SP;
+    if (r->loop_busy <= t) free |= WANT_LOOP;
     return free;
 }
 
@@ -395,7 +404,7 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
                 moved = 1;
             } else {
                 c[i].q->fail_gen = r->gen;
-                c[i].q->fail_free = (uint8_t)free_now(r, t); /* not `free`: earlier movers took some */
+                c[i].q->fail_free = (uint16_t)free_now(r, t); /* not `free`: earlier movers took some */
             }
         }
         if (!moved) break;

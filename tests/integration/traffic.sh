@@ -44,11 +44,9 @@ fi
 # ---- every pattern, torus and mesh: all packets arrive once, intact -------
 for conn in TORUS MESH; do
   for p in uniform transpose bitrev neighbor hotspot alltoall; do
-    # transpose and bitrev have fixed points (packets to self); the engine
-    # does not serialize local delivery, so a later, smaller deterministic
-    # packet to self overtakes a larger one (docs/traffic.md, known issues):
-    # full-size packets only there until that is fixed.
-    size=mixed; case $p in transpose|bitrev) size=8;; esac
+    # transpose and bitrev have fixed points (packets to self): mixed sizes
+    # there check that the loopback path keeps deterministic order.
+    size=mixed
     out=$("$BIN" -np 64 -shape 4x4x4 -connect $conn --pattern $p --load 0.5 --packets 60 \
           --routing mixed --chunks $size 2>&1); rc=$?
     if [ $rc -eq 0 ] && grep -q '3840 generated, 3840 delivered, 0 lost, 0 duplicated, 0 corrupted, 0 misrouted' <<<"$out" \
