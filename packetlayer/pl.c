@@ -143,7 +143,12 @@ static int block_on(pl_proc *pp, unsigned mask, unsigned need, const char *why)
 
 int pl_block(pl_proc *pp, unsigned mask, const char *why)
 {
-    return block_on(pp, mask, 0, why);
+    return block_on(pp, mask & ~0xff00u, 0, why);
+}
+
+int pl_block_need(pl_proc *pp, unsigned mask, unsigned need, const char *why)
+{
+    return block_on(pp, mask, need, why);
 }
 
 void pl_inject_wait(pl_proc *pp, int fifo, const tsim_hwhdr *hw, const void *sw8,

@@ -68,6 +68,8 @@ void pl_consume(pl_proc *pp, int f);
  * vt becomes max(vt, time of the waking event). `why` is shown in a
  * deadlock report. Returns -1 if the job is aborting. */
 int pl_block(pl_proc *pp, unsigned mask, const char *why);
+/* Same, where TSIM_WAKE_INJ bits wait for `need` free chunks. */
+int pl_block_need(pl_proc *pp, unsigned mask, unsigned need, const char *why);
 /* Waits until the engine has finished every event before vt. */
 int pl_sync(pl_proc *pp);
 

@@ -1,0 +1,116 @@
+/* messagelayer: BG/L active messages over the packet layer.
+ *
+ * A send is an ml_msg the caller owns (it can live inside an MPI request)
+ * until its done callback runs. A message's arrival at its receiver raises
+ * the receive upcall with the sender's header; the upcall says where the
+ * data goes and which callback completes it. Upcalls between one pair of
+ * ranks run in send order, whatever protocols the messages used. Nothing
+ * happens outside ml_advance (and the helpers that call it), which may be
+ * called from any progress loop and re-entered from callbacks.
+ *
+ * Protocols (docs/messagelayer.md): one-packet, eager (deterministic, one
+ * injection FIFO per destination), adaptive eager (dynamic packets,
+ * confirmed at match), rendezvous (deterministic scout, grant, dynamic data
+ * carrying offsets; received by the coprocessor in CO mode when it runs),
+ * and the VN protocol between the two cpus of a node (address passing and a
+ * direct copy). */
+#ifndef ML_H
+#define ML_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../packetlayer/pl.h"
+#include "ml_map.h"
+
+#define ML_HDR_MAX 64 /* largest user header carried with a message */
+
+typedef enum ml_proto {
+    ML_AUTO = 0, /* choose by size and peer (thresholds are parameters) */
+    ML_ONEPKT,
+    ML_EAGER,
+    ML_ADAPTIVE,
+    ML_RZV,
+    ML_VN,
+    ML_NPROTO
+} ml_proto;
+
+typedef enum ml_mode { ML_MODE_CO, ML_MODE_VN, ML_MODE_HEATER } ml_mode;
+
+typedef struct ml_ctx ml_ctx;
+typedef void (*ml_done_fn)(ml_ctx *ml, void *arg);
+
+/* A message being sent. Fill the public fields (or use ml_send), keep it
+ * alive and unchanged until done runs. */
+typedef struct ml_msg {
+    int dst;                 /* destination rank */
+    const void *hdr;         /* user header, <= ML_HDR_MAX bytes */
+    size_t hdrlen;
+    const void *buf;         /* data, any alignment */
+    size_t len;
+    ml_proto proto;          /* ML_AUTO or a forced protocol */
+    ml_done_fn done;         /* the buffer may be reused */
+    void *arg;
+    /* private */
+    struct ml_msg *next;
+    size_t off;              /* bytes packetized so far */
+    uint16_t seq, id;
+    uint8_t state, used;
+} ml_msg;
+
+/* Where an arriving message goes, filled in by the upcall. Data beyond cap
+ * is dropped (the upcall sees len and can report truncation). */
+typedef struct ml_recv {
+    void *buf;
+    size_t cap;
+    ml_done_fn done;
+    void *arg;
+} ml_recv;
+
+/* Called, in per-pair send order, when a message from rank src arrives. */
+typedef void (*ml_upcall_fn)(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t len,
+                             ml_recv *out, void *uarg);
+
+/* Opens the message layer on an open processor of seg (rank `rank`).
+ * mode CO starts the coprocessor thread on cpu 1 of the node. */
+ml_ctx *ml_init(pl_proc *pp, int rank, ml_mode mode, ml_upcall_fn upcall, void *uarg);
+/* For a rank started by mpirun: attach from the environment (BGLEMU_*),
+ * mode from BGLEMU_MODE (CO, VN or HEATER; default by the machine). */
+ml_ctx *ml_init_env(ml_upcall_fn upcall, void *uarg, char *err, size_t errlen);
+/* Waits for outstanding sends, stops the coprocessor, closes. */
+void ml_finalize(ml_ctx *ml);
+
+int ml_rank(const ml_ctx *ml);
+int ml_nranks(const ml_ctx *ml);
+pl_proc *ml_proc(ml_ctx *ml);
+const ml_map *ml_get_map(const ml_ctx *ml);
+/* The protocol ML_AUTO picks for len bytes with an hdrlen header to dst. */
+ml_proto ml_choose(const ml_ctx *ml, int dst, size_t hdrlen, size_t len);
+const char *ml_proto_name(ml_proto p);
+/* Parses a protocol name (one-packet, eager, adaptive-eager, rendezvous, vn,
+ * auto); -1 if unknown. */
+int ml_proto_parse(const char *name);
+
+/* Posts a send; returns 0, or -1 for a bad destination or header. */
+int ml_send(ml_ctx *ml, ml_msg *m);
+/* Makes progress: injects queued packets, dispatches arrived ones.
+ * Returns the number of packets moved. */
+int ml_advance(ml_ctx *ml);
+/* Advances until *flag becomes nonzero, blocking in simulated time while
+ * nothing can move. Returns -1 if the job aborts. */
+int ml_wait(ml_ctx *ml, volatile int *flag);
+
+/* Transient coprocessor work unit (CO mode): fn runs on the coprocessor's
+ * own clock, starting no earlier than the caller's; ml_cojoin waits for it
+ * and moves the caller's clock to its end. */
+typedef void (*ml_cowork_fn)(pl_proc *co, void *arg);
+int ml_costart(ml_ctx *ml, ml_cowork_fn fn, void *arg);
+int ml_cojoin(ml_ctx *ml);
+
+/* Counters: messages sent per protocol, packets sent and received. */
+typedef struct ml_stats {
+    uint64_t msgs[ML_NPROTO], pkts_sent, pkts_recv, reordered;
+} ml_stats;
+const ml_stats *ml_get_stats(const ml_ctx *ml);
+
+#endif

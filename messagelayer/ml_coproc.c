@@ -1,0 +1,90 @@
+/* The coprocessor (CO mode): a second thread on cpu 1 of the node with its
+ * own clock. Its permanent work unit receives rendezvous data sent to its
+ * FIFO group; transient units come from ml_costart. It talks to the main
+ * processor only through the scratchpad FIFOs, so every hand-over is timed
+ * and deterministic. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ml_internal.h"
+
+static void co_send(ml_ctx *ml, uint8_t type, uint16_t id)
+{
+    ml_sw sw = {type, 0, id, 0};
+    tsim_hwhdr hw;
+    pl_header(&ml->co, &hw, ml->pp->index, 0, 0);
+    pl_inject_wait(&ml->co, TSIM_INJ_SP, &hw, &sw, NULL, 0);
+}
+
+static void *co_main(void *arg)
+{
+    ml_ctx *ml = arg;
+    pl_proc *co = &ml->co;
+    for (;;) {
+        int f = pl_poll(co, TSIM_WAKE_REC_ALL);
+        if (f < 0) {
+            if (pl_block(co, TSIM_WAKE_REC_ALL, "coprocessor idle") != 0) break;
+            continue;
+        }
+        tsim_slot s = *pl_peek(co, f);
+        pl_consume(co, f);
+        ml_sw sw;
+        memcpy(&sw, s.p.sw, sizeof sw);
+        pl_charge(co, ml->prm->ml_dispatch_cycles);
+        if (sw.type == T_CO_STOP) break;
+        if (sw.type == T_CO_WORK) {
+            ml->co_fn(co, ml->co_arg);
+            co_send(ml, T_CO_DONE, 0);
+        } else if (sw.type == T_RZV_DATA) {
+            /* the slot was set up by the main processor before its grant */
+            ml_rx *rx = &ml->slots[sw.id];
+            ml_rx_write(ml, rx, sw.w, s.p.payload,
+                        rx->len - sw.w < TSIM_PAYLOAD_MAX ? rx->len - sw.w : TSIM_PAYLOAD_MAX);
+            if (rx->got >= rx->len) co_send(ml, T_CO_RZV_DONE, sw.id);
+        }
+    }
+    return NULL;
+}
+
+int ml_coproc_start(ml_ctx *ml)
+{
+    int idx = ml->pp->node * TSIM_CPUS + 1;
+    if (atomic_load(&ml->pp->seg->procs[idx].state) != TSIM_P_ABSENT) return 0; /* taken: no coprocessor */
+    pl_open(&ml->co, ml->pp->seg, idx, ml->pp->vt);
+    ml->co.p->rank = ml->rank;
+    if (pthread_create(&ml->co_thread, NULL, co_main, ml) != 0) {
+        pl_close(&ml->co, 1);
+        return -1;
+    }
+    ml->co_running = 1;
+    return 0;
+}
+
+void ml_coproc_stop(ml_ctx *ml)
+{
+    if (!ml->co_running) return;
+    ml_sw sw = {T_CO_STOP, 0, 0, 0};
+    tsim_hwhdr hw;
+    pl_header(ml->pp, &hw, ml->co.index, 0, 0);
+    pl_inject_wait(ml->pp, TSIM_INJ_SP, &hw, &sw, NULL, 0);
+    pthread_join(ml->co_thread, NULL);
+    pl_close(&ml->co, 0);
+    ml->co_running = 0;
+}
+
+int ml_costart(ml_ctx *ml, ml_cowork_fn fn, void *arg)
+{
+    if (!ml->co_running) return -1;
+    ml->co_fn = fn;
+    ml->co_arg = arg;
+    ml->co_done = 0;
+    ml_sw sw = {T_CO_WORK, 0, 0, 0};
+    ml_inject(ml, ml->co.index, TSIM_INJ_SP, 0, 0, &sw, NULL, 0, NULL, 0);
+    return 0;
+}
+
+int ml_cojoin(ml_ctx *ml)
+{
+    if (!ml->co_running) return -1;
+    return ml_wait(ml, &ml->co_done);
+}

@@ -1,0 +1,156 @@
+/* Message layer: setup, protocol choice, the advance loop and waiting. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "ml_internal.h"
+
+static const char *const proto_names[ML_NPROTO] = {"auto", "one-packet", "eager",
+                                                    "adaptive-eager", "rendezvous", "vn"};
+
+const char *ml_proto_name(ml_proto p) { return (unsigned)p < ML_NPROTO ? proto_names[p] : "?"; }
+
+int ml_proto_parse(const char *name)
+{
+    for (int i = 0; i < ML_NPROTO; i++)
+        if (strcmp(name, proto_names[i]) == 0) return i;
+    return -1;
+}
+
+int ml_rank(const ml_ctx *ml) { return ml->rank; }
+int ml_nranks(const ml_ctx *ml) { return ml->map.nranks; }
+pl_proc *ml_proc(ml_ctx *ml) { return ml->pp; }
+const ml_map *ml_get_map(const ml_ctx *ml) { return &ml->map; }
+const ml_stats *ml_get_stats(const ml_ctx *ml) { return &ml->st; }
+
+ml_proto ml_choose(const ml_ctx *ml, int dst, size_t hdrlen, size_t len)
+{
+    if (ml->map.proc[dst] / TSIM_CPUS == ml->pp->node && ml->map.proc[dst] != ml->pp->index)
+        return ML_VN; /* the other cpu of this node */
+    if (hdrlen + len <= TSIM_PAYLOAD_MAX) return ML_ONEPKT;
+    if (len <= ml->prm->ml_eager_max) return ml->prm->ml_adaptive_auto ? ML_ADAPTIVE : ML_EAGER;
+    return ML_RZV;
+}
+
+/* Can this process read another's memory directly? (ptrace rules apply.) */
+static int probe_vm_copy(void)
+{
+    if (getenv("BGLEMU_VN_NOCOPY")) return 0;
+    char a = 1, b = 0;
+    struct iovec l = {&b, 1}, r = {&a, 1};
+    return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == 1 && b == 1;
+}
+
+ml_ctx *ml_init(pl_proc *pp, int rank, ml_mode mode, ml_upcall_fn upcall, void *uarg)
+{
+    ml_ctx *ml = calloc(1, sizeof *ml);
+    if (!ml) return NULL;
+    ml->pp = pp;
+    ml->rank = rank;
+    ml->mode = mode;
+    ml->prm = &pp->seg->params;
+    ml->upcall = upcall;
+    ml->uarg = uarg;
+    if (ml_map_from_seg(&ml->map, pp->seg) != 0) {
+        free(ml);
+        return NULL;
+    }
+    ml->peer = calloc((size_t)ml->map.nranks, sizeof *ml->peer);
+    ml->ring = calloc((size_t)ml->map.nranks, sizeof *ml->ring);
+    if (!ml->peer || !ml->ring) {
+        ml_finalize(ml);
+        return NULL;
+    }
+    ml->vn_copy_ok = probe_vm_copy();
+    if (mode == ML_MODE_CO && ml_coproc_start(ml) != 0) {
+        ml_finalize(ml);
+        return NULL;
+    }
+    return ml;
+}
+
+ml_ctx *ml_init_env(ml_upcall_fn upcall, void *uarg, char *err, size_t errlen)
+{
+    pl_proc *pp = calloc(1, sizeof *pp);
+    if (!pp || pl_attach_env(pp, err, errlen) != 0) {
+        free(pp);
+        return NULL;
+    }
+    const char *m = getenv("BGLEMU_MODE");
+    ml_mode mode = pp->seg->geom.cpus == 2 ? ML_MODE_VN : ML_MODE_CO;
+    if (m && strcmp(m, "HEATER") == 0) mode = ML_MODE_HEATER;
+    ml_ctx *ml = ml_init(pp, atoi(getenv("BGLEMU_RANK")), mode, upcall, uarg);
+    if (!ml) {
+        snprintf(err, errlen, "message layer: cannot read the rank map from the machine");
+        pl_close(pp, 1);
+        free(pp);
+        return NULL;
+    }
+    ml->owns_pp = 1;
+    return ml;
+}
+
+int ml_advance(ml_ctx *ml)
+{
+    ml->depth++;
+    int moved = ml_send_progress(ml);
+    for (int i = 0; i < 64; i++) {
+        int f = pl_poll(ml->pp, TSIM_WAKE_REC_ALL);
+        if (f < 0) break;
+        tsim_slot s = *pl_peek(ml->pp, f); /* handlers may re-enter advance */
+        pl_consume(ml->pp, f);
+        ml_dispatch(ml, &s);
+        moved++;
+    }
+    if (moved) moved += ml_send_progress(ml);
+    ml->depth--;
+    return moved;
+}
+
+int ml_wait(ml_ctx *ml, volatile int *flag)
+{
+    while (!*flag) {
+        if (ml_advance(ml)) continue;
+        if (*flag) break;
+        char why[96];
+        snprintf(why, sizeof why, "rank %d: message layer waits (%d sends outstanding)", ml->rank,
+                 ml->outstanding);
+        if (pl_block_need(ml->pp, TSIM_WAKE_REC_ALL | ml->inj_full, TSIM_MAX_CHUNKS, why) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int no_outstanding(ml_ctx *ml)
+{
+    return ml->outstanding == 0 && !ml->ctl_head;
+}
+
+void ml_finalize(ml_ctx *ml)
+{
+    if (!ml) return;
+    if (ml->peer) {
+        while (!no_outstanding(ml)) {
+            if (ml_advance(ml)) continue;
+            if (pl_block_need(ml->pp, TSIM_WAKE_REC_ALL | ml->inj_full, TSIM_MAX_CHUNKS,
+                              "message layer finalize: sends outstanding") != 0)
+                break;
+        }
+    }
+    ml_coproc_stop(ml);
+    for (int i = 0; ml->peer && i < ml->map.nranks; i++) {
+        for (ml_stash *e = ml->peer[i].stash, *n; e; e = n) n = e->next, free(e);
+        for (ml_stash *e = ml->peer[i].ae_early, *n; e; e = n) n = e->next, free(e);
+    }
+    free(ml->peer);
+    free(ml->ring);
+    ml_map_free(&ml->map);
+    if (ml->owns_pp) {
+        pl_close(ml->pp, 0);
+        tsim_seg_detach(ml->pp->seg);
+        free(ml->pp);
+    }
+    free(ml);
+}

@@ -1,0 +1,115 @@
+/* Message-layer internals: packet types, per-peer state, tables. */
+#ifndef ML_INTERNAL_H
+#define ML_INTERNAL_H
+
+#include <pthread.h>
+
+#include "ml.h"
+
+/* Software header (8 bytes): type, a byte, a 16-bit id, a 32-bit word.
+ *   first packets (ONE, EAGER, AE, SCOUT, VN_ADDR): b = header length,
+ *     id = per-pair sequence number, w = message length
+ *   data packets (EAGER_DATA, AE_DATA, RZV_DATA, VN_DATA): w = offset,
+ *     id = receiver slot (RZV, VN)
+ *   control (AE_CONFIRM, GRANT, VN_ACK, VN_NACK, CO_*): id = sender's
+ *     message id; GRANT/NACK: w = receiver slot, b = receiving cpu */
+enum ml_type {
+    T_ONE = 1,
+    T_EAGER, T_EAGER_DATA,
+    T_AE, T_AE_DATA, T_AE_CONFIRM,
+    T_SCOUT, T_GRANT, T_RZV_DATA,
+    T_VN_ADDR, T_VN_ACK, T_VN_NACK, T_VN_DATA,
+    T_CO_WORK, T_CO_DONE, T_CO_RZV_DONE, T_CO_STOP,
+};
+
+typedef struct ml_sw {
+    uint8_t type, b;
+    uint16_t id;
+    uint32_t w;
+} ml_sw;
+
+enum ml_state {
+    S_QUEUED,    /* waiting for its turn to this peer */
+    S_SENDING,   /* packets going out */
+    S_WAIT,      /* all sent, waiting for a confirmation, grant or ack */
+    S_DATA,      /* rendezvous / VN fallback data going out */
+};
+
+/* A message arriving: where its bytes go. */
+typedef struct ml_rx {
+    ml_recv r;
+    size_t len, got;
+    int src;
+    uint16_t seq;          /* the message's per-pair sequence number */
+    uint8_t used, cpu;
+} ml_rx;
+
+/* A packet kept for later (out-of-order first packets, early AE data). */
+typedef struct ml_stash {
+    struct ml_stash *next;
+    tsim_slot s;
+} ml_stash;
+
+typedef struct ml_peer {
+    /* sending */
+    ml_msg *head, *tail;   /* queue in send order */
+    uint16_t tx_seq;
+    uint8_t active;        /* in the ring of peers with work */
+    uint8_t blocked;       /* head waits for a confirmation before the next */
+    /* receiving */
+    uint16_t rx_seq;       /* next first packet expected */
+    ml_rx eager, ae;       /* message being received by eager / adaptive */
+    ml_stash *stash, **stash_tail; /* held in arrival order */
+    ml_stash *ae_early;    /* adaptive data that overtook its first packet */
+} ml_peer;
+
+#define ML_MAX_IDS 4096
+
+struct ml_ctl;
+
+struct ml_ctx {
+    pl_proc *pp;
+    struct ml_ctl *ctl_head, *ctl_tail; /* control packets waiting for room */
+    ml_msg *data_head;          /* rendezvous / VN fallback data going out */
+    unsigned inj_full;          /* TSIM_WAKE_INJ bits of FIFOs found full */
+    int owns_pp;
+    int rank;
+    ml_mode mode;
+    ml_map map;
+    const tsim_params *prm;
+    ml_upcall_fn upcall;
+    void *uarg;
+    ml_peer *peer;
+    int *ring, nring, ring_pos; /* peers with queued sends, round robin */
+    ml_msg *ids[ML_MAX_IDS];    /* sends waiting for the other side */
+    uint16_t next_id;
+    ml_rx slots[ML_MAX_IDS];    /* rendezvous / VN receptions */
+    int depth;                  /* advance re-entry */
+    int outstanding;            /* sends not yet done */
+    ml_stats st;
+    /* coprocessor (CO mode) */
+    pl_proc co;
+    pthread_t co_thread;
+    int co_running;
+    ml_cowork_fn co_fn;
+    void *co_arg;
+    volatile int co_done;
+    int vn_copy_ok;             /* process_vm_readv usable */
+};
+
+/* ml_send.c */
+int ml_send_progress(ml_ctx *ml);
+void ml_inject(ml_ctx *ml, int dst_proc, int fifo, unsigned flags, unsigned group,
+               const ml_sw *sw, const void *a, size_t alen, const void *b, size_t blen);
+void ml_msg_finished(ml_ctx *ml, ml_msg *m);
+int ml_fifo_for(int dst_rank);
+/* ml_recv.c */
+void ml_dispatch(ml_ctx *ml, const tsim_slot *s);
+void ml_rx_write(ml_ctx *ml, ml_rx *rx, size_t off, const void *data, size_t n);
+/* ml_coproc.c */
+int ml_coproc_start(ml_ctx *ml);
+void ml_coproc_stop(ml_ctx *ml);
+
+static inline void ml_charge(ml_ctx *ml, uint64_t cycles) { pl_charge(ml->pp, cycles); }
+
+#endif

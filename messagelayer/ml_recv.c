@@ -1,0 +1,280 @@
+/* Receiving: dispatch by software header, per-pair matching order, the
+ * protocols' receive sides. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "ml_internal.h"
+
+static int rank_of(const ml_ctx *ml, const tsim_slot *s)
+{
+    return ml->map.rank[s->m.src];
+}
+
+static ml_sw sw_of(const tsim_slot *s)
+{
+    ml_sw sw;
+    memcpy(&sw, s->p.sw, sizeof sw);
+    return sw;
+}
+
+/* Bytes of payload a packet carries (its chunks minus the header). */
+static size_t payload_of(const tsim_slot *s)
+{
+    return (size_t)s->p.hw.chunks * TSIM_CHUNK - TSIM_HDR_BYTES;
+}
+
+void ml_rx_write(ml_ctx *ml, ml_rx *rx, size_t off, const void *data, size_t n)
+{
+    (void)ml;
+    if (off < rx->r.cap) memcpy((char *)rx->r.buf + off, data, off + n <= rx->r.cap ? n : rx->r.cap - off);
+    rx->got += n;
+}
+
+static void rx_complete(ml_ctx *ml, ml_rx *rx)
+{
+    ml_recv r = rx->r;
+    rx->used = 0;
+    ml_charge(ml, ml->prm->ml_callback_cycles);
+    if (r.done) r.done(ml, r.arg);
+}
+
+static void upcall(ml_ctx *ml, int src, const uint8_t *hdr, size_t hl, size_t len, ml_rx *rx)
+{
+    memset(rx, 0, sizeof *rx);
+    ml_charge(ml, ml->prm->ml_callback_cycles);
+    ml->upcall(ml, src, hdr, hl, len, &rx->r, ml->uarg);
+    rx->len = len;
+    rx->src = src;
+    rx->used = 1;
+}
+
+static uint16_t slot_alloc(ml_ctx *ml)
+{
+    for (uint16_t i = 0; i < ML_MAX_IDS; i++)
+        if (!ml->slots[i].used) return i;
+    abort(); /* more than ML_MAX_IDS receptions in flight */
+}
+
+static void stash(ml_peer *p, const tsim_slot *s)
+{
+    ml_stash *st = malloc(sizeof *st);
+    if (!st) abort();
+    st->s = *s;
+    st->next = NULL;
+    if (!p->stash) p->stash_tail = &p->stash;
+    *p->stash_tail = st;
+    p->stash_tail = &st->next;
+}
+
+static void send_ctl(ml_ctx *ml, int src, int fifo, uint8_t type, uint8_t b, uint16_t id, uint32_t w)
+{
+    ml_sw sw = {type, b, id, w};
+    ml_inject(ml, ml->map.proc[src], fifo, 0, 0, &sw, NULL, 0, NULL, 0);
+}
+
+/* The first packet of a message, in per-pair order. */
+static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
+{
+    ml_peer *p = &ml->peer[src];
+    const uint8_t *pl = s->p.payload;
+    size_t hl = sw.b, len = sw.w, room = payload_of(s) - hl;
+    switch (sw.type) {
+    case T_ONE:
+    case T_EAGER:
+    case T_AE: {
+        ml_rx *rx = sw.type == T_ONE ? &(ml_rx){0} : sw.type == T_EAGER ? &p->eager : &p->ae;
+        ml_charge(ml, sw.type == T_EAGER ? ml->prm->ml_eager_cycles
+                      : sw.type == T_AE  ? ml->prm->ml_adaptive_cycles : 0);
+        upcall(ml, src, pl, hl, len, rx);
+        rx->seq = sw.id;
+        ml_rx_write(ml, rx, 0, pl + hl, len < room ? len : room);
+        if (sw.type == T_AE) {
+            send_ctl(ml, src, ml_fifo_for(ml->rank), T_AE_CONFIRM, 0, 0, 0);
+            for (ml_stash **pe = &p->ae_early; *pe;) { /* data that overtook this packet */
+                ml_stash *e = *pe;
+                ml_sw d = sw_of(&e->s);
+                if (d.id != sw.id) {
+                    pe = &e->next;
+                    continue;
+                }
+                *pe = e->next;
+                size_t n = len - d.w < TSIM_PAYLOAD_MAX ? len - d.w : TSIM_PAYLOAD_MAX;
+                ml_rx_write(ml, rx, d.w, e->s.p.payload, n);
+                free(e);
+            }
+        }
+        if (rx->got >= len) rx_complete(ml, rx);
+        break;
+    }
+    case T_SCOUT: {
+        uint16_t id;
+        memcpy(&id, pl + hl, sizeof id);
+        ml_charge(ml, ml->prm->ml_rzv_cycles);
+        uint16_t k = slot_alloc(ml);
+        ml_rx *rx = &ml->slots[k];
+        upcall(ml, src, pl, hl, len, rx);
+        /* cache-line-aligned contiguous data is received by the coprocessor */
+        uint8_t cpu = ml->co_running && ml->prm->ml_coproc_align &&
+                      (uintptr_t)rx->r.buf % ml->prm->ml_coproc_align == 0 && rx->r.cap >= len;
+        rx->cpu = cpu;
+        send_ctl(ml, src, ml_fifo_for(ml->rank), T_GRANT, cpu, id, k);
+        if (len == 0) rx_complete(ml, rx);
+        break;
+    }
+    case T_VN_ADDR: {
+        struct {
+            int32_t pid;
+            uint16_t id;
+            uint16_t pad;
+            uint64_t addr;
+        } a;
+        memcpy(&a, pl + hl, sizeof a);
+        ml_charge(ml, ml->prm->ml_vn_cycles);
+        ml_rx tmp, *rx = &tmp;
+        upcall(ml, src, pl, hl, len, rx);
+        size_t n = len < rx->r.cap ? len : rx->r.cap;
+        int ok = 1;
+        if (n) {
+            if (a.pid == (int32_t)getpid()) {
+                memcpy(rx->r.buf, (const void *)(uintptr_t)a.addr, n);
+            } else if (ml->vn_copy_ok) {
+                struct iovec l = {rx->r.buf, n}, r = {(void *)(uintptr_t)a.addr, n};
+                ok = process_vm_readv(a.pid, &l, 1, &r, 1, 0) == (ssize_t)n;
+            } else {
+                ok = 0;
+            }
+        }
+        if (ok) {
+            ml_charge(ml, (uint64_t)n * ml->prm->ml_copy_cycles_per_kb / 1024);
+            rx->got = len;
+            send_ctl(ml, src, TSIM_INJ_SP, T_VN_ACK, 0, a.id, 0);
+            rx_complete(ml, rx);
+        } else { /* no direct copy: the sender streams it over the scratchpad */
+            uint16_t k = slot_alloc(ml);
+            ml->slots[k] = *rx;
+            send_ctl(ml, src, TSIM_INJ_SP, T_VN_NACK, 0, a.id, k);
+        }
+        break;
+    }
+    default:
+        abort();
+    }
+}
+
+static int is_first(uint8_t t)
+{
+    return t == T_ONE || t == T_EAGER || t == T_AE || t == T_SCOUT || t == T_VN_ADDR;
+}
+
+static void dispatch(ml_ctx *ml, const tsim_slot *s, int replay);
+
+/* Re-dispatches held packets in arrival order until no more can go. */
+static void replay_stash(ml_ctx *ml, ml_peer *p)
+{
+    uint16_t before;
+    do {
+        before = p->rx_seq;
+        ml_stash *list = p->stash;
+        p->stash = NULL;
+        while (list) {
+            ml_stash *e = list;
+            list = e->next;
+            dispatch(ml, &e->s, 1);
+            free(e);
+        }
+    } while (p->stash && p->rx_seq != before);
+}
+
+static void dispatch(ml_ctx *ml, const tsim_slot *s, int replay)
+{
+    ml_sw sw = sw_of(s);
+    int src = rank_of(ml, s);
+    ml_peer *p = src >= 0 ? &ml->peer[src] : NULL;
+    if (!replay) ml_charge(ml, ml->prm->ml_dispatch_cycles);
+    if (is_first(sw.type)) {
+        if (sw.id != p->rx_seq) {
+            stash(p, s);
+            ml->st.reordered++;
+            return;
+        }
+        p->rx_seq++;
+        first(ml, src, s, sw);
+        if (p->stash && !replay) replay_stash(ml, p);
+        return;
+    }
+    switch (sw.type) {
+    case T_EAGER_DATA:
+        if (!p->eager.used || p->eager.seq != sw.id) { /* its first packet is held */
+            stash(p, s);
+            return;
+        }
+        ml_rx_write(ml, &p->eager, sw.w, s->p.payload,
+                    p->eager.len - sw.w < TSIM_PAYLOAD_MAX ? p->eager.len - sw.w : TSIM_PAYLOAD_MAX);
+        if (p->eager.got >= p->eager.len) rx_complete(ml, &p->eager);
+        break;
+    case T_AE_DATA:
+        if (!p->ae.used || p->ae.seq != sw.id) {
+            ml_stash *e = malloc(sizeof *e);
+            if (!e) abort();
+            e->s = *s;
+            e->next = p->ae_early;
+            p->ae_early = e;
+            ml->st.reordered++;
+            return;
+        }
+        ml_rx_write(ml, &p->ae, sw.w, s->p.payload,
+                    p->ae.len - sw.w < TSIM_PAYLOAD_MAX ? p->ae.len - sw.w : TSIM_PAYLOAD_MAX);
+        if (p->ae.got >= p->ae.len) rx_complete(ml, &p->ae);
+        break;
+    case T_AE_CONFIRM:
+        p->blocked = 0;
+        break;
+    case T_GRANT:
+    case T_VN_NACK: {
+        ml_msg *m = ml->ids[sw.id];
+        ml->ids[sw.id] = NULL;
+        if (sw.type == T_GRANT) ml_charge(ml, ml->prm->ml_rzv_cycles);
+        if (m->len == 0) {
+            ml_msg_finished(ml, m);
+            break;
+        }
+        m->seq = (uint16_t)sw.w; /* the receiver's slot */
+        m->used = sw.b;          /* the receiving cpu */
+        m->off = 0;
+        m->state = S_DATA;
+        m->next = ml->data_head;
+        ml->data_head = m;
+        break;
+    }
+    case T_RZV_DATA:
+    case T_VN_DATA: {
+        ml_rx *rx = &ml->slots[sw.id];
+        ml_rx_write(ml, rx, sw.w, s->p.payload,
+                    rx->len - sw.w < TSIM_PAYLOAD_MAX ? rx->len - sw.w : TSIM_PAYLOAD_MAX);
+        if (rx->got >= rx->len) rx_complete(ml, rx);
+        break;
+    }
+    case T_CO_RZV_DONE:
+        rx_complete(ml, &ml->slots[sw.id]);
+        break;
+    case T_VN_ACK: {
+        ml_msg *m = ml->ids[sw.id];
+        ml->ids[sw.id] = NULL;
+        ml_msg_finished(ml, m);
+        break;
+    }
+    case T_CO_DONE:
+        ml->co_done = 1;
+        break;
+    default:
+        abort();
+    }
+}
+
+void ml_dispatch(ml_ctx *ml, const tsim_slot *s)
+{
+    ml->st.pkts_recv++;
+    dispatch(ml, s, 0);
+}

@@ -1,0 +1,256 @@
+/* Sending: per-peer queues in send order, packetizing per protocol, and a
+ * control queue for confirmations, grants and acks. Injection never blocks
+ * here: a full FIFO just ends the round, so the advance loop can keep
+ * draining reception FIFOs (two ranks flooding each other can't deadlock). */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ml_internal.h"
+
+int ml_fifo_for(int dst_rank) { return dst_rank % 3; } /* FIFO pinning per destination */
+
+static int try_inject(ml_ctx *ml, int dst_proc, int fifo, unsigned flags, unsigned group,
+                      const ml_sw *sw, const void *a, size_t alen, const void *b, size_t blen)
+{
+    uint8_t buf[TSIM_PAYLOAD_MAX];
+    tsim_hwhdr hw;
+    if (alen) memcpy(buf, a, alen);
+    if (blen) memcpy(buf + alen, b, blen); /* realigns any user buffer */
+    pl_header(ml->pp, &hw, dst_proc, alen + blen, flags);
+    if (group) hw.group = (uint8_t)group; /* else the destination cpu */
+    if (pl_inject(ml->pp, fifo, &hw, sw, buf, alen + blen) != 0) {
+        ml->inj_full |= TSIM_WAKE_INJ(fifo);
+        return -1;
+    }
+    ml->st.pkts_sent++;
+    return 0;
+}
+
+/* Control packets are small and queued so that handlers never block. */
+typedef struct ml_ctl {
+    struct ml_ctl *next;
+    int dst_proc, fifo;
+    unsigned flags, group;
+    ml_sw sw;
+    size_t len;
+    uint8_t data[32];
+} ml_ctl;
+
+void ml_inject(ml_ctx *ml, int dst_proc, int fifo, unsigned flags, unsigned group,
+               const ml_sw *sw, const void *a, size_t alen, const void *b, size_t blen)
+{
+    if (!ml->ctl_head && try_inject(ml, dst_proc, fifo, flags, group, sw, a, alen, b, blen) == 0)
+        return;
+    ml_ctl *c = calloc(1, sizeof *c);
+    if (!c) abort();
+    *c = (ml_ctl){NULL, dst_proc, fifo, flags, group, *sw, alen + blen, {0}};
+    if (alen) memcpy(c->data, a, alen);
+    if (blen) memcpy(c->data + alen, b, blen);
+    if (ml->ctl_tail) ml->ctl_tail->next = c;
+    else ml->ctl_head = c;
+    ml->ctl_tail = c;
+}
+
+static int ctl_progress(ml_ctx *ml)
+{
+    int moved = 0;
+    while (ml->ctl_head) {
+        ml_ctl *c = ml->ctl_head;
+        if (try_inject(ml, c->dst_proc, c->fifo, c->flags, c->group, &c->sw, c->data, c->len, NULL,
+                       0) != 0)
+            break;
+        ml->ctl_head = c->next;
+        if (!ml->ctl_head) ml->ctl_tail = NULL;
+        free(c);
+        moved++;
+    }
+    return moved;
+}
+
+void ml_msg_finished(ml_ctx *ml, ml_msg *m)
+{
+    m->state = S_WAIT + 10; /* finished: no longer touched by the layer */
+    ml->outstanding--;
+    ml_charge(ml, ml->prm->ml_callback_cycles);
+    if (m->done) m->done(ml, m->arg);
+}
+
+static uint16_t new_id(ml_ctx *ml, ml_msg *m)
+{
+    for (int i = 0; i < ML_MAX_IDS; i++) {
+        uint16_t id = (uint16_t)((ml->next_id + i) % ML_MAX_IDS);
+        if (!ml->ids[id]) {
+            ml->ids[id] = m;
+            ml->next_id = (uint16_t)(id + 1);
+            return id;
+        }
+    }
+    abort(); /* more than ML_MAX_IDS rendezvous in flight */
+}
+
+static void pop_head(ml_peer *p)
+{
+    p->head = p->head->next;
+    if (!p->head) p->tail = NULL;
+}
+
+/* Sends one packet of peer's head message; 1 if a packet went out. */
+static int step(ml_ctx *ml, int dst)
+{
+    ml_peer *p = &ml->peer[dst];
+    ml_msg *m = p->head;
+    if (!m || p->blocked) return 0;
+    int dproc = ml->map.proc[dst], fifo = ml_fifo_for(dst);
+    size_t hl = m->hdrlen;
+    const uint8_t *data = m->buf;
+    if (m->state == S_QUEUED) {
+        m->seq = p->tx_seq++;
+        m->state = S_SENDING;
+        m->off = 0;
+        const uint64_t extra[ML_NPROTO] = {0, 0, ml->prm->ml_eager_cycles,
+                                           ml->prm->ml_adaptive_cycles, ml->prm->ml_rzv_cycles,
+                                           ml->prm->ml_vn_cycles};
+        ml_charge(ml, extra[m->proto]);
+    }
+    ml_sw sw = {0, (uint8_t)hl, m->seq, (uint32_t)m->len};
+    switch (m->proto) {
+    case ML_ONEPKT:
+        sw.type = T_ONE;
+        if (try_inject(ml, dproc, fifo, 0, 0, &sw, m->hdr, hl, data, m->len)) return 0;
+        pop_head(p);
+        ml_msg_finished(ml, m);
+        return 1;
+    case ML_EAGER:
+    case ML_ADAPTIVE: {
+        int ae = m->proto == ML_ADAPTIVE;
+        unsigned fl = ae ? TSIM_F_DYNAMIC : 0;
+        if (m->off == 0 && m->used == 0) { /* first packet: header + data */
+            size_t n = m->len < TSIM_PAYLOAD_MAX - hl ? m->len : TSIM_PAYLOAD_MAX - hl;
+            sw.type = ae ? T_AE : T_EAGER;
+            if (try_inject(ml, dproc, fifo, fl, 0, &sw, m->hdr, hl, data, n)) return 0;
+            m->off = n;
+            m->used = 1;
+        } else {
+            size_t n = m->len - m->off < TSIM_PAYLOAD_MAX ? m->len - m->off : TSIM_PAYLOAD_MAX;
+            ml_sw d = {ae ? T_AE_DATA : T_EAGER_DATA, 0, m->seq, (uint32_t)m->off};
+            if (try_inject(ml, dproc, fifo, fl, 0, &d, data + m->off, n, NULL, 0)) return 0;
+            m->off += n;
+        }
+        if (m->off >= m->len) {
+            pop_head(p);
+            if (ae) p->blocked = 1; /* until the receiver confirms the match */
+            ml_msg_finished(ml, m);
+        }
+        return 1;
+    }
+    case ML_RZV: {
+        uint16_t id = new_id(ml, m);
+        sw.type = T_SCOUT;
+        if (try_inject(ml, dproc, fifo, 0, 0, &sw, m->hdr, hl, &id, sizeof id)) {
+            ml->ids[id] = NULL;
+            return 0;
+        }
+        m->id = id;
+        m->state = S_WAIT;
+        pop_head(p);
+        return 1;
+    }
+    case ML_VN: {
+        uint16_t id = new_id(ml, m);
+        struct {
+            int32_t pid;
+            uint16_t id;
+            uint16_t pad;
+            uint64_t addr;
+        } a = {(int32_t)getpid(), id, 0, (uint64_t)(uintptr_t)m->buf};
+        sw.type = T_VN_ADDR;
+        if (try_inject(ml, dproc, TSIM_INJ_SP, 0, 0, &sw, m->hdr, hl, &a, sizeof a)) {
+            ml->ids[id] = NULL;
+            return 0;
+        }
+        m->id = id;
+        m->state = S_WAIT;
+        pop_head(p);
+        return 1;
+    }
+    default:
+        abort();
+    }
+}
+
+/* Rendezvous (and VN fallback) data after the grant: one packet per call. */
+static int data_step(ml_ctx *ml, ml_msg *m)
+{
+    size_t n = m->len - m->off < TSIM_PAYLOAD_MAX ? m->len - m->off : TSIM_PAYLOAD_MAX;
+    ml_sw d = {m->proto == ML_VN ? T_VN_DATA : T_RZV_DATA, 0, m->seq, (uint32_t)m->off};
+    int vn = m->proto == ML_VN;
+    int dproc = ml->map.proc[m->dst];
+    /* m->seq holds the receiver's slot, m->used the receiving cpu */
+    if (try_inject(ml, dproc, vn ? TSIM_INJ_SP : ml_fifo_for(m->dst), vn ? 0 : TSIM_F_DYNAMIC,
+                   vn ? (unsigned)dproc % TSIM_CPUS : m->used, &d, (const uint8_t *)m->buf + m->off,
+                   n, NULL, 0))
+        return 0;
+    m->off += n;
+    return 1;
+}
+
+int ml_send_progress(ml_ctx *ml)
+{
+    ml->inj_full = 0;
+    int moved = ctl_progress(ml), round;
+    do {
+        round = 0;
+        for (int i = 0; i < ml->nring; i++) {
+            int dst = ml->ring[(ml->ring_pos + i) % ml->nring];
+            round += step(ml, dst);
+        }
+        for (ml_msg **pm = &ml->data_head; *pm;) {
+            ml_msg *m = *pm;
+            round += data_step(ml, m);
+            if (m->off >= m->len) {
+                *pm = m->next;
+                ml_msg_finished(ml, m);
+            } else {
+                pm = &m->next;
+            }
+        }
+        moved += round;
+        /* drop peers with nothing left to send from the ring */
+        int k = 0;
+        for (int i = 0; i < ml->nring; i++) {
+            int dst = ml->ring[i];
+            if (ml->peer[dst].head) ml->ring[k++] = dst;
+            else ml->peer[dst].active = 0;
+        }
+        ml->nring = k;
+        ml->ring_pos = k ? (ml->ring_pos + 1) % k : 0;
+    } while (round);
+    return moved;
+}
+
+int ml_send(ml_ctx *ml, ml_msg *m)
+{
+    if (m->dst < 0 || m->dst >= ml->map.nranks || m->hdrlen > ML_HDR_MAX ||
+        m->len > UINT32_MAX || (unsigned)m->proto >= ML_NPROTO)
+        return -1;
+    ml_charge(ml, ml->prm->ml_post_cycles);
+    if (m->proto == ML_AUTO) m->proto = ml_choose(ml, m->dst, m->hdrlen, m->len);
+    if (m->proto == ML_ONEPKT && m->hdrlen + m->len > TSIM_PAYLOAD_MAX) return -1;
+    if (m->proto == ML_VN && ml->map.proc[m->dst] / TSIM_CPUS != ml->pp->node) return -1;
+    ml->st.msgs[m->proto]++;
+    m->state = S_QUEUED;
+    m->used = 0;
+    m->off = 0;
+    m->next = NULL;
+    ml->outstanding++;
+    ml_peer *p = &ml->peer[m->dst];
+    if (p->tail) p->tail->next = m;
+    else p->head = m;
+    p->tail = m;
+    if (!p->active) {
+        p->active = 1;
+        ml->ring[ml->nring++] = m->dst;
+    }
+    return 0;
+}
