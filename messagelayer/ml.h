@@ -100,6 +100,12 @@ int ml_advance(ml_ctx *ml);
  * nothing can move. Returns -1 if the job aborts. */
 int ml_wait(ml_ctx *ml, volatile int *flag);
 
+/* After an ml_advance that moved nothing: blocks in simulated time until a
+ * packet arrives or a full injection FIFO this rank waits on has room.
+ * Returns -1 if the job aborts. A progress loop is
+ *     while (!done) if (!ml_advance(ml) && ml_idle(ml, "why") != 0) break; */
+int ml_idle(ml_ctx *ml, const char *why);
+
 /* Transient coprocessor work unit (CO mode): fn runs on the coprocessor's
  * own clock, starting no earlier than the caller's; ml_cojoin waits for it
  * and moves the caller's clock to its end. */

@@ -31,7 +31,10 @@ static void *co_main(void *arg)
         ml_sw sw;
         memcpy(&sw, s.p.sw, sizeof sw);
         pl_charge(co, ml->prm->ml_dispatch_cycles);
-        if (sw.type == T_CO_STOP) break;
+        if (sw.type == T_CO_STOP) { /* say so, then leave the simulation */
+            co_send(ml, T_CO_DONE, 0);
+            break;
+        }
         if (sw.type == T_CO_WORK) {
             ml->co_fn(co, ml->co_arg);
             co_send(ml, T_CO_DONE, 0);
@@ -43,6 +46,7 @@ static void *co_main(void *arg)
             if (rx->got >= rx->len) co_send(ml, T_CO_RZV_DONE, sw.id);
         }
     }
+    pl_close(co, 0);
     return NULL;
 }
 
@@ -60,15 +64,16 @@ int ml_coproc_start(ml_ctx *ml)
     return 0;
 }
 
+/* The main processor waits for the coprocessor's answer in simulated time
+ * (a host-level join alone would hold the engine's horizon at its clock). */
 void ml_coproc_stop(ml_ctx *ml)
 {
     if (!ml->co_running) return;
     ml_sw sw = {T_CO_STOP, 0, 0, 0};
-    tsim_hwhdr hw;
-    pl_header(ml->pp, &hw, ml->co.index, 0, 0);
-    pl_inject_wait(ml->pp, TSIM_INJ_SP, &hw, &sw, NULL, 0);
+    ml->co_done = 0;
+    ml_inject(ml, ml->co.index, TSIM_INJ_SP, 0, 0, &sw, NULL, 0, NULL, 0);
+    ml_wait(ml, &ml->co_done);
     pthread_join(ml->co_thread, NULL);
-    pl_close(&ml->co, 0);
     ml->co_running = 0;
 }
 

@@ -109,16 +109,19 @@ int ml_advance(ml_ctx *ml)
     return moved;
 }
 
+int ml_idle(ml_ctx *ml, const char *why)
+{
+    char buf[112];
+    snprintf(buf, sizeof buf, "rank %d: %s (%d sends outstanding)", ml->rank,
+             why ? why : "message layer waits", ml->outstanding);
+    return pl_block_need(ml->pp, TSIM_WAKE_REC_ALL | ml->inj_full, TSIM_MAX_CHUNKS, buf);
+}
+
 int ml_wait(ml_ctx *ml, volatile int *flag)
 {
     while (!*flag) {
-        if (ml_advance(ml)) continue;
-        if (*flag) break;
-        char why[96];
-        snprintf(why, sizeof why, "rank %d: message layer waits (%d sends outstanding)", ml->rank,
-                 ml->outstanding);
-        if (pl_block_need(ml->pp, TSIM_WAKE_REC_ALL | ml->inj_full, TSIM_MAX_CHUNKS, why) != 0)
-            return -1;
+        if (ml_advance(ml) || *flag) continue;
+        if (ml_idle(ml, NULL) != 0) return -1;
     }
     return 0;
 }
@@ -134,9 +137,7 @@ void ml_finalize(ml_ctx *ml)
     if (ml->peer) {
         while (!no_outstanding(ml)) {
             if (ml_advance(ml)) continue;
-            if (pl_block_need(ml->pp, TSIM_WAKE_REC_ALL | ml->inj_full, TSIM_MAX_CHUNKS,
-                              "message layer finalize: sends outstanding") != 0)
-                break;
+            if (ml_idle(ml, "finalize") != 0) break;
         }
     }
     ml_coproc_stop(ml);

@@ -55,7 +55,7 @@ typedef struct ml_peer {
     ml_msg *head, *tail;   /* queue in send order */
     uint16_t tx_seq;
     uint8_t active;        /* in the ring of peers with work */
-    uint8_t blocked;       /* head waits for a confirmation before the next */
+    uint8_t ae_wait;       /* adaptive messages not yet confirmed: the next waits */
     /* receiving */
     uint16_t rx_seq;       /* next first packet expected */
     ml_rx eager, ae;       /* message being received by eager / adaptive */

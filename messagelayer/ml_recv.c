@@ -229,7 +229,7 @@ static void dispatch(ml_ctx *ml, const tsim_slot *s, int replay)
         if (p->ae.got >= p->ae.len) rx_complete(ml, &p->ae);
         break;
     case T_AE_CONFIRM:
-        p->blocked = 0;
+        p->ae_wait--;
         break;
     case T_GRANT:
     case T_VN_NACK: {

@@ -100,7 +100,7 @@ static int step(ml_ctx *ml, int dst)
 {
     ml_peer *p = &ml->peer[dst];
     ml_msg *m = p->head;
-    if (!m || p->blocked) return 0;
+    if (!m || (m->state == S_QUEUED && p->ae_wait)) return 0;
     int dproc = ml->map.proc[dst], fifo = ml_fifo_for(dst);
     size_t hl = m->hdrlen;
     const uint8_t *data = m->buf;
@@ -131,6 +131,7 @@ static int step(ml_ctx *ml, int dst)
             if (try_inject(ml, dproc, fifo, fl, 0, &sw, m->hdr, hl, data, n)) return 0;
             m->off = n;
             m->used = 1;
+            if (ae) p->ae_wait++; /* the confirmation may come before the last packet leaves */
         } else {
             size_t n = m->len - m->off < TSIM_PAYLOAD_MAX ? m->len - m->off : TSIM_PAYLOAD_MAX;
             ml_sw d = {ae ? T_AE_DATA : T_EAGER_DATA, 0, m->seq, (uint32_t)m->off};
@@ -139,7 +140,6 @@ static int step(ml_ctx *ml, int dst)
         }
         if (m->off >= m->len) {
             pop_head(p);
-            if (ae) p->blocked = 1; /* until the receiver confirms the match */
             ml_msg_finished(ml, m);
         }
         return 1;
