@@ -137,13 +137,13 @@ static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
         size_t n = len < rx->r.cap ? len : rx->r.cap;
         int ok = 1;
         if (n) {
-            if (a.pid == (int32_t)getpid()) {
+            if (!ml->vn_copy_ok) {
+                ok = 0;
+            } else if (a.pid == (int32_t)getpid()) {
                 memcpy(rx->r.buf, (const void *)(uintptr_t)a.addr, n);
-            } else if (ml->vn_copy_ok) {
+            } else {
                 struct iovec l = {rx->r.buf, n}, r = {(void *)(uintptr_t)a.addr, n};
                 ok = process_vm_readv(a.pid, &l, 1, &r, 1, 0) == (ssize_t)n;
-            } else {
-                ok = 0;
             }
         }
         if (ok) {
