@@ -113,7 +113,9 @@ typedef void (*ml_cowork_fn)(pl_proc *co, void *arg);
 int ml_costart(ml_ctx *ml, ml_cowork_fn fn, void *arg);
 int ml_cojoin(ml_ctx *ml);
 
-/* Counters: messages sent per protocol, packets sent and received. */
+/* Counters: messages sent per protocol, packets sent and received, packets
+ * that arrived out of order (data behind a later offset, or ahead of its
+ * message's first packet). */
 typedef struct ml_stats {
     uint64_t msgs[ML_NPROTO], pkts_sent, pkts_recv, reordered;
 } ml_stats;

@@ -144,6 +144,7 @@ void ml_finalize(ml_ctx *ml)
     for (int i = 0; ml->peer && i < ml->map.nranks; i++) {
         for (ml_stash *e = ml->peer[i].stash, *n; e; e = n) n = e->next, free(e);
         for (ml_stash *e = ml->peer[i].ae_early, *n; e; e = n) n = e->next, free(e);
+        for (ml_rx *e = ml->peer[i].ae, *n; e; e = n) n = e->next, free(e);
     }
     free(ml->peer);
     free(ml->ring);

@@ -37,8 +37,10 @@ enum ml_state {
 
 /* A message arriving: where its bytes go. */
 typedef struct ml_rx {
+    struct ml_rx *next;    /* adaptive receptions of one peer */
     ml_recv r;
     size_t len, got;
+    size_t hi;             /* highest offset seen: a lower one arrived out of order */
     int src;
     uint16_t seq;          /* the message's per-pair sequence number */
     uint8_t used, cpu;
@@ -58,7 +60,9 @@ typedef struct ml_peer {
     uint8_t ae_wait;       /* adaptive messages not yet confirmed: the next waits */
     /* receiving */
     uint16_t rx_seq;       /* next first packet expected */
-    ml_rx eager, ae;       /* message being received by eager / adaptive */
+    ml_rx eager;           /* message being received by eager (one at a time) */
+    ml_rx *ae;             /* adaptive messages being received: a confirmation
+                              goes at the match, so several can be incomplete */
     ml_stash *stash, **stash_tail; /* held in arrival order */
     ml_stash *ae_early;    /* adaptive data that overtook its first packet */
 } ml_peer;

@@ -27,7 +27,8 @@ static size_t payload_of(const tsim_slot *s)
 
 void ml_rx_write(ml_ctx *ml, ml_rx *rx, size_t off, const void *data, size_t n)
 {
-    (void)ml;
+    if (off < rx->hi) ml->st.reordered++;
+    else rx->hi = off;
     if (off < rx->r.cap) memcpy((char *)rx->r.buf + off, data, off + n <= rx->r.cap ? n : rx->r.cap - off);
     rx->got += n;
 }
@@ -84,7 +85,11 @@ static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
     case T_ONE:
     case T_EAGER:
     case T_AE: {
-        ml_rx *rx = sw.type == T_ONE ? &(ml_rx){0} : sw.type == T_EAGER ? &p->eager : &p->ae;
+        ml_rx one = {0}, *rx = sw.type == T_ONE ? &one : &p->eager;
+        if (sw.type == T_AE) {
+            rx = malloc(sizeof *rx);
+            if (!rx) abort();
+        }
         ml_charge(ml, sw.type == T_EAGER ? ml->prm->ml_eager_cycles
                       : sw.type == T_AE  ? ml->prm->ml_adaptive_cycles : 0);
         upcall(ml, src, pl, hl, len, rx);
@@ -105,7 +110,17 @@ static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
                 free(e);
             }
         }
-        if (rx->got >= len) rx_complete(ml, rx);
+        if (sw.type == T_AE) {
+            if (rx->got >= len) {
+                rx_complete(ml, rx);
+                free(rx);
+            } else {
+                rx->next = p->ae;
+                p->ae = rx;
+            }
+        } else if (rx->got >= len) {
+            rx_complete(ml, rx);
+        }
         break;
     }
     case T_SCOUT: {
@@ -214,8 +229,10 @@ static void dispatch(ml_ctx *ml, const tsim_slot *s, int replay)
                     p->eager.len - sw.w < TSIM_PAYLOAD_MAX ? p->eager.len - sw.w : TSIM_PAYLOAD_MAX);
         if (p->eager.got >= p->eager.len) rx_complete(ml, &p->eager);
         break;
-    case T_AE_DATA:
-        if (!p->ae.used || p->ae.seq != sw.id) {
+    case T_AE_DATA: {
+        ml_rx **pr = &p->ae;
+        while (*pr && (*pr)->seq != sw.id) pr = &(*pr)->next;
+        if (!*pr) { /* overtook its first packet */
             ml_stash *e = malloc(sizeof *e);
             if (!e) abort();
             e->s = *s;
@@ -224,10 +241,16 @@ static void dispatch(ml_ctx *ml, const tsim_slot *s, int replay)
             ml->st.reordered++;
             return;
         }
-        ml_rx_write(ml, &p->ae, sw.w, s->p.payload,
-                    p->ae.len - sw.w < TSIM_PAYLOAD_MAX ? p->ae.len - sw.w : TSIM_PAYLOAD_MAX);
-        if (p->ae.got >= p->ae.len) rx_complete(ml, &p->ae);
+        ml_rx *rx = *pr;
+        ml_rx_write(ml, rx, sw.w, s->p.payload,
+                    rx->len - sw.w < TSIM_PAYLOAD_MAX ? rx->len - sw.w : TSIM_PAYLOAD_MAX);
+        if (rx->got >= rx->len) {
+            *pr = rx->next;
+            rx_complete(ml, rx);
+            free(rx);
+        }
         break;
+    }
     case T_AE_CONFIRM:
         p->ae_wait--;
         break;
