@@ -111,6 +111,8 @@ int ml_idle(ml_ctx *ml, const char *why);
  * and moves the caller's clock to its end. */
 typedef void (*ml_cowork_fn)(pl_proc *co, void *arg);
 int ml_costart(ml_ctx *ml, ml_cowork_fn fn, void *arg);
+/* 1 if the coprocessor thread runs (CO mode with cpu 1 free). */
+int ml_coproc_running(const ml_ctx *ml);
 int ml_cojoin(ml_ctx *ml);
 
 /* Counters: messages sent per protocol, packets sent and received, packets

@@ -60,7 +60,8 @@ int ml_bench_send(ml_ctx *ml, ml_bench *b, int dst, ml_proto proto, size_t size)
 
 int ml_bench_recv(ml_ctx *ml, ml_bench *b, int n)
 {
-    return wait_count(ml, &b->received, b->received + n);
+    b->expected += n;
+    return wait_count(ml, &b->received, b->expected);
 }
 
 uint64_t ml_pingpong(ml_ctx *ml, ml_bench *b, int peer, int initiator, ml_proto proto, size_t size,

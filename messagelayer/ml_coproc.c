@@ -93,3 +93,5 @@ int ml_cojoin(ml_ctx *ml)
     if (!ml->co_running) return -1;
     return ml_wait(ml, &ml->co_done);
 }
+
+int ml_coproc_running(const ml_ctx *ml) { return ml->co_running; }
