@@ -28,6 +28,14 @@ typedef struct ml_sw {
     uint32_t w;
 } ml_sw;
 
+/* What a VN address packet carries after the user header. */
+typedef struct ml_vn_addr {
+    int32_t pid;
+    uint16_t id; /* sender's message id */
+    uint16_t pad;
+    uint64_t addr;
+} ml_vn_addr;
+
 enum ml_state {
     S_QUEUED,    /* waiting for its turn to this peer */
     S_SENDING,   /* packets going out */

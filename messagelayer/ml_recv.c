@@ -139,12 +139,7 @@ static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
         break;
     }
     case T_VN_ADDR: {
-        struct {
-            int32_t pid;
-            uint16_t id;
-            uint16_t pad;
-            uint64_t addr;
-        } a;
+        ml_vn_addr a;
         memcpy(&a, pl + hl, sizeof a);
         ml_charge(ml, ml->prm->ml_vn_cycles);
         ml_rx tmp, *rx = &tmp;

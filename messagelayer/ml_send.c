@@ -2,6 +2,7 @@
  * control queue for confirmations, grants and acks. Injection never blocks
  * here: a full FIFO just ends the round, so the advance loop can keep
  * draining reception FIFOs (two ranks flooding each other can't deadlock). */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -95,6 +96,25 @@ static void pop_head(ml_peer *p)
     if (!p->head) p->tail = NULL;
 }
 
+/* The one packet of a message that then waits for the receiver's answer:
+ * the header, then the id the answer will name (alone, or inside the VN
+ * address block `extra`). */
+static int send_with_id(ml_ctx *ml, ml_peer *p, ml_msg *m, int dproc, int fifo, const ml_sw *sw,
+                        void *extra, size_t extralen)
+{
+    uint16_t id = new_id(ml, m);
+    if (extra) memcpy((char *)extra + offsetof(ml_vn_addr, id), &id, sizeof id);
+    if (try_inject(ml, dproc, fifo, 0, 0, sw, m->hdr, m->hdrlen, extra ? extra : (void *)&id,
+                   extra ? extralen : sizeof id)) {
+        ml->ids[id] = NULL;
+        return 0;
+    }
+    m->id = id;
+    m->state = S_WAIT;
+    pop_head(p);
+    return 1;
+}
+
 /* Sends one packet of peer's head message; 1 if a packet went out. */
 static int step(ml_ctx *ml, int dst)
 {
@@ -144,35 +164,14 @@ static int step(ml_ctx *ml, int dst)
         }
         return 1;
     }
-    case ML_RZV: {
-        uint16_t id = new_id(ml, m);
+    case ML_RZV: { /* scout: header + our id; the data waits for the grant */
         sw.type = T_SCOUT;
-        if (try_inject(ml, dproc, fifo, 0, 0, &sw, m->hdr, hl, &id, sizeof id)) {
-            ml->ids[id] = NULL;
-            return 0;
-        }
-        m->id = id;
-        m->state = S_WAIT;
-        pop_head(p);
-        return 1;
+        return send_with_id(ml, p, m, dproc, fifo, &sw, NULL, 0);
     }
-    case ML_VN: {
-        uint16_t id = new_id(ml, m);
-        struct {
-            int32_t pid;
-            uint16_t id;
-            uint16_t pad;
-            uint64_t addr;
-        } a = {(int32_t)getpid(), id, 0, (uint64_t)(uintptr_t)m->buf};
+    case ML_VN: { /* our buffer's address, for the receiver to copy from */
+        ml_vn_addr a = {(int32_t)getpid(), 0, 0, (uint64_t)(uintptr_t)m->buf};
         sw.type = T_VN_ADDR;
-        if (try_inject(ml, dproc, TSIM_INJ_SP, 0, 0, &sw, m->hdr, hl, &a, sizeof a)) {
-            ml->ids[id] = NULL;
-            return 0;
-        }
-        m->id = id;
-        m->state = S_WAIT;
-        pop_head(p);
-        return 1;
+        return send_with_id(ml, p, m, dproc, TSIM_INJ_SP, &sw, &a, sizeof a);
     }
     default:
         abort();
