@@ -1,5 +1,7 @@
 /* What a run leaves behind: the JSON report and the deadlock report.
  * Both contain simulated quantities only, so equal runs give equal bytes. */
+#include <string.h>
+
 #include "tsim_engine_priv.h"
 
 static const char *const port_name[TSIM_NPORTS] = {"x+", "x-", "y+", "y-", "z+", "z-"};
@@ -23,10 +25,15 @@ static const char *state_name(uint32_t st)
 static void print_waiters(tsim_engine *e, FILE *f)
 {
     tsim_seg *s = e->seg;
+    int idle = 0;
     fprintf(f, "bglemu: deadlock: every processor waits and no packet is in flight\n");
     for (int i = 0; i < e->nprocs; i++) {
         tsim_proc *p = &s->procs[i];
         if (atomic_load(&p->state) != TSIM_P_BLOCKED) continue;
+        if (strcmp(p->waiting_on, "coprocessor idle") == 0) { /* waits for work: not a cause */
+            idle++;
+            continue;
+        }
         int c[3];
         tsim_coords(&e->g, i / TSIM_CPUS, c);
         uint32_t mask = atomic_load(&p->wake_mask);
@@ -35,6 +42,7 @@ static void print_waiters(tsim_engine *e, FILE *f)
                 (mask & 0xff) ? "a packet" : "FIFO room",
                 p->waiting_on[0] ? ": " : "", p->waiting_on);
     }
+    if (idle) fprintf(f, "  (and %d idle coprocessor%s)\n", idle, idle > 1 ? "s" : "");
 }
 
 void report_snapshot_deadlock(tsim_engine *e)
