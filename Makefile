@@ -7,6 +7,7 @@
 #   make bench    wall-clock and simulated-time measurements
 #   make check-asan / check-tsan   the fast tier under sanitizers
 #   make deps     install the Debian packages the build needs
+#   make mpich    build MPICH with the ch4:bgl netmod (cached outside the clone)
 #
 # Sources are found by layout, so adding a file needs no Makefile edit:
 #   <layer>/*.c            -> libbglemu (torus-sim, packetlayer, messagelayer, collectives)
@@ -134,6 +135,8 @@ bench: install
 
 demo: install
 	@PREFIX=$(PREFIX) tests/demo.sh
+
+include adi3-device/mpich/mpich.mk
 
 clean:
 	rm -rf build build-asan build-tsan install
