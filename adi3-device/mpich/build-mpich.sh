@@ -21,7 +21,7 @@ NICE="nice -n 10"
 
 CONFIG_FLAGS="--with-device=ch4:bgl --with-ch4-shmmods=none --enable-fortran=all --disable-f08
 --disable-cxx --disable-doc --enable-fast=O2 --with-hwloc=/usr --with-datatype-engine=dataloop
---enable-g=none --disable-dependency-tracking"
+--enable-g=none --disable-dependency-tracking FFLAGS=-fallow-argument-mismatch FCFLAGS=-fallow-argument-mismatch"
 CONFIG_FLAGS=$(echo $CONFIG_FLAGS)
 
 CACHE=${BGLEMU_CACHE:-/var/cache/bglemu}
