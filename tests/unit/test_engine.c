@@ -137,6 +137,36 @@ START_TEST(single_packet_time)
 }
 END_TEST
 
+START_TEST(report_json_and_heatmap)
+{
+    printf("engine: the JSON report escapes the mapping string and counts the links used; "
+           "the heatmap shows the busy links\n");
+    job *j = job_new(4, 1, 1, 0, 1);
+    snprintf(j->seg->mapping, sizeof j->seg->mapping, "odd \"name\" \\ here");
+    g_dst = proc_at(j->seg, 3, 0, 0, 0);
+    job_add(j, proc_at(j->seg, 0, 0, 0, 0), send_one);
+    job_add(j, g_dst, recv_one);
+    ck_assert_int_eq(job_run(j), 0);
+    char *buf;
+    size_t len;
+    FILE *f = open_memstream(&buf, &len);
+    tsim_engine_report_json(j->eng, &j->res, f);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "\"mapping\": \"odd \\\"name\\\" \\\\ here\""));
+    int used = 0;
+    for (char *q = buf; (q = strstr(q, "\"packets\": 1,")); q++) used++;
+    ck_assert_int_eq(used, 3); /* x+ links of nodes 0, 1, 2 on the mesh line */
+    free(buf);
+    f = open_memstream(&buf, &len);
+    tsim_engine_heatmap(j->eng, &j->res, f);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "link utilization"));
+    ck_assert_ptr_nonnull(strstr(buf, "mean by direction: x+"));
+    free(buf);
+    job_free(j);
+}
+END_TEST
+
 /* ---- deposit bit ------------------------------------------------------ */
 static void send_deposit(job *j, pl_proc *pp)
 {
@@ -438,6 +468,7 @@ Suite *engine_suite(void)
     TCase *tc = tcase_create("engine");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, single_packet_time);
+    tcase_add_test(tc, report_json_and_heatmap);
     tcase_add_test(tc, deposit_bit_line);
     tcase_add_test(tc, vn_scratchpad);
     tcase_add_test(tc, backpressure_full_reception);
