@@ -1,5 +1,5 @@
 /* bglemu CH4 netmod "bgl": the per-object state CH4 embeds in its requests,
- * communicators, datatypes, ops, windows and addresses. The message layer's
+ * communicators, datatypes, ops, windows, addresses and partitioned requests. The message layer's
  * message objects (ml_msg) will live in MPIDI_BGL_request_t. */
 #ifndef BGL_PRE_H_INCLUDED
 #define BGL_PRE_H_INCLUDED
@@ -31,5 +31,9 @@ typedef struct {
 typedef struct {
     int dummy;
 } MPIDI_BGL_addr_t;
+
+typedef struct {
+    int dummy;
+} MPIDI_BGL_part_t;
 
 #endif /* BGL_PRE_H_INCLUDED */
