@@ -41,7 +41,7 @@ static void *co_main(void *arg)
         } else if (sw.type == T_RZV_DATA) {
             /* the slot was set up by the main processor before its grant */
             ml_rx *rx = &ml->slots[sw.id];
-            ml_rx_write(ml, rx, sw.w, s.p.payload,
+            ml_rx_write(rx, &ml->co_reordered, sw.w, s.p.payload,
                         rx->len - sw.w < TSIM_PAYLOAD_MAX ? rx->len - sw.w : TSIM_PAYLOAD_MAX);
             if (rx->got >= rx->len) co_send(ml, T_CO_RZV_DONE, sw.id);
         }
@@ -74,6 +74,7 @@ void ml_coproc_stop(ml_ctx *ml)
     ml_inject(ml, ml->co.index, TSIM_INJ_SP, 0, 0, &sw, NULL, 0, NULL, 0);
     ml_wait(ml, &ml->co_done);
     pthread_join(ml->co_thread, NULL);
+    ml->st.reordered += ml->co_reordered; /* the thread is gone: safe to read */
     ml->co_running = 0;
 }
 

@@ -106,6 +106,7 @@ struct ml_ctx {
     ml_cowork_fn co_fn;
     void *co_arg;
     volatile int co_done;
+    uint64_t co_reordered;      /* written by the coprocessor thread only */
     int vn_copy_ok;             /* process_vm_readv usable */
 };
 
@@ -117,7 +118,8 @@ void ml_msg_finished(ml_ctx *ml, ml_msg *m);
 int ml_fifo_for(int dst_rank);
 /* ml_recv.c */
 void ml_dispatch(ml_ctx *ml, const tsim_slot *s);
-void ml_rx_write(ml_ctx *ml, ml_rx *rx, size_t off, const void *data, size_t n);
+/* Places data of a reception; counts an offset below one already seen. */
+void ml_rx_write(ml_rx *rx, uint64_t *reordered, size_t off, const void *data, size_t n);
 /* ml_coproc.c */
 int ml_coproc_start(ml_ctx *ml);
 void ml_coproc_stop(ml_ctx *ml);

@@ -25,12 +25,17 @@ static size_t payload_of(const tsim_slot *s)
     return (size_t)s->p.hw.chunks * TSIM_CHUNK - TSIM_HDR_BYTES;
 }
 
-void ml_rx_write(ml_ctx *ml, ml_rx *rx, size_t off, const void *data, size_t n)
+void ml_rx_write(ml_rx *rx, uint64_t *reordered, size_t off, const void *data, size_t n)
 {
-    if (off < rx->hi) ml->st.reordered++;
+    if (off < rx->hi) (*reordered)++;
     else rx->hi = off;
     if (off < rx->r.cap) memcpy((char *)rx->r.buf + off, data, off + n <= rx->r.cap ? n : rx->r.cap - off);
     rx->got += n;
+}
+
+static void rx_write(ml_ctx *ml, ml_rx *rx, size_t off, const void *data, size_t n)
+{
+    ml_rx_write(rx, &ml->st.reordered, off, data, n);
 }
 
 static void rx_complete(ml_ctx *ml, ml_rx *rx)
@@ -94,7 +99,7 @@ static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
                       : sw.type == T_AE  ? ml->prm->ml_adaptive_cycles : 0);
         upcall(ml, src, pl, hl, len, rx);
         rx->seq = sw.id;
-        ml_rx_write(ml, rx, 0, pl + hl, len < room ? len : room);
+        rx_write(ml, rx, 0, pl + hl, len < room ? len : room);
         if (sw.type == T_AE) {
             send_ctl(ml, src, ml_fifo_for(ml->rank), T_AE_CONFIRM, 0, 0, 0);
             for (ml_stash **pe = &p->ae_early; *pe;) { /* data that overtook this packet */
@@ -106,7 +111,7 @@ static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
                 }
                 *pe = e->next;
                 size_t n = len - d.w < TSIM_PAYLOAD_MAX ? len - d.w : TSIM_PAYLOAD_MAX;
-                ml_rx_write(ml, rx, d.w, e->s.p.payload, n);
+                rx_write(ml, rx, d.w, e->s.p.payload, n);
                 free(e);
             }
         }
@@ -220,7 +225,7 @@ static void dispatch(ml_ctx *ml, const tsim_slot *s, int replay)
             stash(p, s);
             return;
         }
-        ml_rx_write(ml, &p->eager, sw.w, s->p.payload,
+        rx_write(ml, &p->eager, sw.w, s->p.payload,
                     p->eager.len - sw.w < TSIM_PAYLOAD_MAX ? p->eager.len - sw.w : TSIM_PAYLOAD_MAX);
         if (p->eager.got >= p->eager.len) rx_complete(ml, &p->eager);
         break;
@@ -237,7 +242,7 @@ static void dispatch(ml_ctx *ml, const tsim_slot *s, int replay)
             return;
         }
         ml_rx *rx = *pr;
-        ml_rx_write(ml, rx, sw.w, s->p.payload,
+        rx_write(ml, rx, sw.w, s->p.payload,
                     rx->len - sw.w < TSIM_PAYLOAD_MAX ? rx->len - sw.w : TSIM_PAYLOAD_MAX);
         if (rx->got >= rx->len) {
             *pr = rx->next;
@@ -269,7 +274,7 @@ static void dispatch(ml_ctx *ml, const tsim_slot *s, int replay)
     case T_RZV_DATA:
     case T_VN_DATA: {
         ml_rx *rx = &ml->slots[sw.id];
-        ml_rx_write(ml, rx, sw.w, s->p.payload,
+        rx_write(ml, rx, sw.w, s->p.payload,
                     rx->len - sw.w < TSIM_PAYLOAD_MAX ? rx->len - sw.w : TSIM_PAYLOAD_MAX);
         if (rx->got >= rx->len) rx_complete(ml, rx);
         break;
