@@ -42,6 +42,7 @@ typedef struct world {
     rk r[MAXR];
     int n;
     ml_mode mode;
+    ml_upcall_fn up; /* NULL: on_up */
     tsim_result res;
 } world;
 
@@ -116,7 +117,7 @@ static void world_run(world *w, rk_fn fn, size_t stride)
     }
     for (int i = 0; i < w->n; i++) {
         rk *r = &w->r[i];
-        r->ml = ml_init(&r->pp, i, w->mode, on_up, r);
+        r->ml = ml_init(&r->pp, i, w->mode, w->up ? w->up : on_up, r);
         ck_assert_ptr_nonnull(r->ml);
     }
     tsim_engine *e = tsim_engine_new(w->seg);
@@ -333,20 +334,8 @@ static uint64_t run_pong(ml_proto p, int x, ml_mode mode)
         ml_bench_init(&b[i], 64);
         w->r[i].user = &b[i];
     }
-    /* world_run with the bench upcall */
-    for (int i = 0; i < w->n; i++) {
-        rk *r = &w->r[i];
-        r->rank = i;
-        r->fn = pong;
-        pl_open(&r->pp, w->seg, w->seg->rank_proc[i], 0);
-        r->ml = ml_init(&r->pp, i, w->mode, on_bench, r);
-    }
-    tsim_engine *e = tsim_engine_new(w->seg);
-    pthread_t th[2];
-    for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, rk_main, &w->r[i]);
-    ck_assert_int_eq(tsim_engine_run(e, &w->res), 0);
-    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
-    tsim_engine_free(e);
+    w->up = on_bench;
+    world_run(w, pong, 64);
     for (int i = 0; i < 2; i++) ml_bench_free(&b[i]);
     world_free(w);
     return g_half;
