@@ -59,9 +59,16 @@ static void report(const mpirun_job *j, FILE *f)
 {
     const tsim_geom *g = &j->g;
     const tsim_params *p = &j->o->params;
+    char conn[32];
+    int nt = g->torus[0] + g->torus[1] + g->torus[2];
+    if (nt == 3 || nt == 0)
+        snprintf(conn, sizeof conn, "%s", nt ? "torus" : "mesh");
+    else
+        snprintf(conn, sizeof conn, "%s,%s,%s", g->torus[0] ? "torus" : "mesh",
+                 g->torus[1] ? "torus" : "mesh", g->torus[2] ? "torus" : "mesh");
     fprintf(f, "mpirun: %d rank%s on %dx%dx%d %s, %s mode, mapping %s\n", g->nranks,
-            g->nranks == 1 ? "" : "s", g->dim[0], g->dim[1], g->dim[2],
-            g->torus[0] ? "torus" : "mesh", g->cpus == 2 ? "VN" : "CO", j->seg->mapping);
+            g->nranks == 1 ? "" : "s", g->dim[0], g->dim[1], g->dim[2], conn,
+            g->cpus == 2 ? "VN" : "CO", j->seg->mapping);
     fprintf(f, "mpirun: simulated time %llu cycles = %.3f us at %llu MHz; %llu packets delivered, "
                "%llu packet-hops; %.2f s wall\n",
             (unsigned long long)j->res.end_time, (double)j->res.end_time / (double)p->clock_mhz,
@@ -88,7 +95,7 @@ int main(int argc, char **argv)
         mpirun_die("-np %d: too many ranks for the largest machine (%d processors)", o.np,
                    TSIM_MAX_PROCS / TSIM_CPUS * o.cpus);
     }
-    for (int i = 0; i < 3; i++) g->torus[i] = o.torus;
+    memcpy(g->torus, o.torus, sizeof g->torus);
     g->nnodes = g->dim[0] * g->dim[1] * g->dim[2];
     g->nranks = o.np;
     if (g->nnodes * TSIM_CPUS > TSIM_MAX_PROCS)

@@ -21,7 +21,7 @@ typedef struct mpirun_opts {
     int np;
     int cpus;             /* 1 CO, 2 VN */
     int dim[3], have_shape;
-    int torus;
+    int torus[3];         /* per dimension: 1 wrap-around links, 0 mesh */
     const char *mapspec;  /* order or file; "XYZT" by default */
     char **env;           /* -env NAME=VALUE, in order */
     int nenv;

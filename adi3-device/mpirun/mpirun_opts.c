@@ -27,7 +27,8 @@ void mpirun_usage(FILE *f)
           "  -np N              number of ranks (required)\n"
           "  -mode CO|VN        coprocessor (1 rank per node, default) or virtual node (2)\n"
           "  -shape XxYxZ       torus shape (default: the most cubic shape holding the ranks)\n"
-          "  -connect TORUS|MESH  wrap-around links or not (default TORUS)\n"
+          "  -connect TORUS|MESH  wrap-around links or not (default TORUS); per dimension\n"
+          "                     as X,Y,Z, e.g. TORUS,MESH,TORUS\n"
           "  -mapfile FILE|ORDER  rank placement: a file of 'x y z t' lines, one per rank,\n"
           "                     or a permutation of XYZT, first letter fastest (default XYZT)\n"
           "  -env NAME=VALUE    set in every rank's environment (repeatable)\n"
@@ -74,11 +75,32 @@ static int eq(const char *a, const char *b)
     return strcasecmp(a, b) == 0;
 }
 
+/* TORUS or MESH for all three dimensions, or one word per dimension X,Y,Z. */
+static void parse_connect(const char *v, int torus[3])
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", v);
+    char *w[4], *save = NULL;
+    int n = 0;
+    for (char *s = strtok_r(buf, ",", &save); s && n < 4; s = strtok_r(NULL, ",", &save))
+        w[n++] = s;
+    size_t commas = 0;
+    for (const char *c = v; *c; c++) commas += *c == ',';
+    if (!((n == 1 && commas == 0) || (n == 3 && commas == 2)) || strlen(v) >= sizeof buf)
+        mpirun_die("-connect '%s': want TORUS or MESH, or one per dimension like TORUS,MESH,TORUS", v);
+    for (int d = 0; d < 3; d++) {
+        const char *x = w[n == 1 ? 0 : d];
+        if (eq(x, "TORUS")) torus[d] = 1;
+        else if (eq(x, "MESH")) torus[d] = 0;
+        else mpirun_die("-connect '%s': want TORUS or MESH, or one per dimension like TORUS,MESH,TORUS", v);
+    }
+}
+
 void mpirun_parse(int argc, char **argv, mpirun_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->cpus = 1;
-    o->torus = 1;
+    o->torus[0] = o->torus[1] = o->torus[2] = 1;
     o->mapspec = "XYZT";
     o->timeout = 600;
     o->progress = 30;
@@ -119,9 +141,7 @@ void mpirun_parse(int argc, char **argv, mpirun_opts *o)
             parse_shape(v, o->dim);
             o->have_shape = 1;
         } else if (!strcmp(n, "connect")) {
-            if (eq(v, "TORUS")) o->torus = 1;
-            else if (eq(v, "MESH")) o->torus = 0;
-            else mpirun_die("-connect '%s': want TORUS or MESH", v);
+            parse_connect(v, o->torus);
         } else if (!strcmp(n, "mapfile")) {
             if (!*v) mpirun_die("-mapfile needs a file or an order such as XYZT");
             o->mapspec = v;

@@ -69,6 +69,9 @@ usage_error "-shape 2x2"        "-shape '2x2': want XxYxZ"        -np 2 -shape 2
 usage_error "-shape 0x1x1"      "each side must be 1..64"         -np 2 -shape 0x1x1 tp_pingpong
 usage_error "-shape 2x2x2junk"  "want XxYxZ"                      -np 2 -shape 2x2x2junk tp_pingpong
 usage_error "-connect RING"     "-connect 'RING': want TORUS or MESH" -np 2 -connect RING tp_pingpong
+usage_error "-connect two dims" "-connect 'TORUS,MESH': want TORUS or MESH, or one per dimension" -np 2 -connect TORUS,MESH tp_pingpong
+usage_error "-connect empty dim" "-connect 'TORUS,,MESH'"            -np 2 -connect TORUS,,MESH tp_pingpong
+usage_error "-connect bad dim"  "-connect 'TORUS,MESH,RING'"         -np 2 -connect TORUS,MESH,RING tp_pingpong
 usage_error "unknown option"    "unknown option '-frobnicate'"    -np 2 -frobnicate tp_pingpong
 usage_error "missing value"     "option -mode needs a value"      -np 2 -mode
 usage_error "-env without ="    "-env 'FOO': want NAME=VALUE"     -np 2 -env FOO tp_pingpong
@@ -151,6 +154,21 @@ if [ "${hx:-0}" -gt 0 ] && [ "${ht:-1}" -eq 0 ]; then
   ok "XYZT puts ranks 0,1 on two nodes ($hx packet-hops), TXYZ on one node (0 hops)"
 else
   bad "placement by order: XYZT $hx hops, TXYZ $ht hops"
+fi
+
+# -connect per dimension: ranks 0 and 1 at x=0 and x=3 of 4x2x1 are one hop
+# apart when x wraps, three when x is a mesh line (y's setting is irrelevant)
+printf '0 0 0 0\n3 0 0 0\n' >"$tmp/ends.map"
+mpirun -np 2 -shape 4x2x1 -connect TORUS,MESH,TORUS -mapfile "$tmp/ends.map" --report "$tmp/tm.json" tp_pingpong 10 >"$tmp/tm.out" 2>&1
+mpirun -np 2 -shape 4x2x1 -connect MESH,TORUS,TORUS -mapfile "$tmp/ends.map" --report "$tmp/mt.json" tp_pingpong 10 >/dev/null 2>&1
+hops() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["result"]["packet_hops"], r["result"]["packets_delivered"], "".join(map(str, r["machine"]["torus"])))' "$1" 2>/dev/null; }
+read -r htm ptm ttm <<<"$(hops "$tmp/tm.json")"
+read -r hmt pmt tmt <<<"$(hops "$tmp/mt.json")"
+if [ "${ptm:-0}" -gt 0 ] && [ "$htm" -eq "$ptm" ] && [ "${hmt:-0}" -eq $((3 * ${pmt:-0})) ] &&
+   [ "$ttm" = 101 ] && [ "$tmt" = 011 ] && grep -q 'on 4x2x1 torus,mesh,torus, CO mode' "$tmp/tm.out"; then
+  ok "-connect per dimension: x torus 1 hop per packet, x mesh 3 hops; report shows torus=$ttm/$tmt"
+else
+  bad "-connect per dimension: TORUS,MESH,TORUS $htm hops/$ptm pkts torus=$ttm, MESH,TORUS,TORUS $hmt hops/$pmt pkts torus=$tmt: $(cat "$tmp/tm.out")"
 fi
 
 # the grid mapping really makes grid neighbours torus neighbours: rank r and r+1
