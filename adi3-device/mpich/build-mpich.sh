@@ -1,132 +1,212 @@
 #!/usr/bin/env bash
-# Builds Debian's MPICH with bglemu's CH4 netmod "bgl". The configured build
-# tree and its installation are cached outside the clone, keyed by the MPICH
-# version and a hash of the configure flags, so every clone on the machine
-# shares one build and a netmod change costs an incremental make; PREFIX/mpich
-# links to the installation.  Usage: build-mpich.sh PREFIX
+# Builds Debian's MPICH with bglemu's CH4 netmod "bgl" and installs it into
+# PREFIX.  Usage: build-mpich.sh PREFIX
 #
-# Steps (each logged in the cache dir, each skipped when already done):
-#   deps -> source (apt-get source, deb-src derived from the deb entries)
-#   -> tree (copy of the source + our netmod + two registrations)
-#   -> autogen (only when registrations or m4 changed) -> configure -> make -> install
+# The configured build tree lives outside the clone, in
+#   ${BGLEMU_CACHE:-/var/cache/bglemu}/mpich-<version>-<key>/
+# (key: hash of the configure flags, PREFIX included), so a netmod change
+# costs an incremental make.  Every step is skipped when already done:
+#   packages -> source (apt-get source; deb-src derived from the deb entry)
+#   -> tree (copy of the source + our netmod + its registrations)
+#   -> autogen (only when a registration or the netmod's build files changed)
+#   -> configure (once per tree) -> make -> install
+# Logs and timings: <tree>/.bglemu/.  Environment: BGLEMU_CACHE, MPICH_JOBS
+# (default 2), MPICH_NICE (default 19).  docs/mpich-build.md explains more.
 set -euo pipefail
 
-die() { echo "build-mpich: $*" >&2; exit 1; }
-[ $# -eq 1 ] || die "usage: build-mpich.sh PREFIX"
+die() { echo "build-mpich: error: $*" >&2; exit 1; }
+say() { echo "build-mpich: $*"; }
+[ $# -eq 1 ] && [ -n "$1" ] || die "usage: build-mpich.sh PREFIX"
 PREFIX=$(realpath -m "$1")
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 NETMOD_SRC=$REPO/adi3-device/netmod/bgl
-JOBS=${MPICH_JOBS:-$(nproc)}
-NICE="nice -n 10"
-
-CONFIG_FLAGS="--with-device=ch4:bgl --with-ch4-shmmods=none --enable-fortran=all --disable-f08
---disable-cxx --disable-doc --enable-fast=O2 --with-hwloc=/usr --with-datatype-engine=dataloop
---enable-g=none --disable-dependency-tracking FFLAGS=-fallow-argument-mismatch FCFLAGS=-fallow-argument-mismatch"
-CONFIG_FLAGS=$(echo $CONFIG_FLAGS)
-
-CACHE=${BGLEMU_CACHE:-/var/cache/bglemu}
-mkdir -p "$CACHE" 2>/dev/null && [ -w "$CACHE" ] || CACHE=$HOME/.cache/bglemu
-mkdir -p "$CACHE" || die "cannot create a cache directory ($CACHE)"
-
+JOBS=${MPICH_JOBS:-2}
+NICE="nice -n ${MPICH_NICE:-19}"
 SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+[ -d "$NETMOD_SRC" ] || die "netmod sources not found ($NETMOD_SRC)"
 
-step() { # name, command...: runs once per tree, logs to $TREE/.bglemu/name.log
-    local name=$1; shift
-    local log=$STAMPS/$name.log t0=$SECONDS
-    echo "build-mpich: $name ..."
-    if ! "$@" >"$log" 2>&1; then
-        tail -n 20 "$log" >&2
-        die "$name failed (full log: $log)"
-    fi
-    echo "$name $((SECONDS - t0)) s" >>"$STAMPS/timings"
-    echo "build-mpich: $name done in $((SECONDS - t0)) s"
-}
+# Configure flags (the cache key is their hash):
+#  ch4:bgl, no shared-memory module: every byte between ranks crosses the torus;
+#  netmod not inlined: CH4 reaches the netmod through its function table, so
+#    a netmod header change recompiles the netmod, not all of MPICH;
+#  system hwloc and the dataloop datatype engine: skip building the embedded
+#    hwloc and yaksa (yaksa's generated kernels are a large part of a default
+#    build); MPI features are unchanged;
+#  gfortran 12 rejects MPICH's Fortran 77/90 bindings without
+#    -fallow-argument-mismatch.
+CONFIG_FLAGS=(
+    --prefix="$PREFIX"
+    --with-device=ch4:bgl --with-ch4-shmmods=none --disable-ch4-netmod-inline
+    --enable-fortran --disable-f08 --disable-cxx --disable-doc
+    --enable-fast=O2 --enable-g=none
+    --with-hwloc=/usr --with-datatype-engine=dataloop
+    FFLAGS=-fallow-argument-mismatch FCFLAGS=-fallow-argument-mismatch
+)
 
-# ---- prerequisites ------------------------------------------------------
-DEBS="dpkg-dev autoconf automake libtool gfortran python3 libhwloc-dev bison flex pkg-config"
-missing=""; for p in $DEBS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
-add_deb_src() { # derive deb-src entries from the existing deb ones (deb822)
-    grep -rqs '^Types:.*deb-src\|^deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/ && return 0
-    local src=/etc/apt/sources.list.d/debian.sources
-    [ -f "$src" ] || die "no deb-src entry and no $src to derive one from"
-    awk 'BEGIN { RS = ""; ORS = "\n\n" } /Types:[ \t]*deb/ { sub(/Types:[ \t]*deb/, "Types: deb-src"); print }' \
-        "$src" | $SUDO tee /etc/apt/sources.list.d/bglemu-src.sources >/dev/null
-    $SUDO apt-get update -qq
-}
-if [ -n "$missing" ]; then
-    echo "build-mpich: installing$missing"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+# ---- cache directory ------------------------------------------------------
+CACHE=${BGLEMU_CACHE:-/var/cache/bglemu}
+if ! { mkdir -p "$CACHE" 2>/dev/null && [ -w "$CACHE" ]; }; then
+    [ -z "${BGLEMU_CACHE:-}" ] || die "BGLEMU_CACHE=$BGLEMU_CACHE is not writable"
+    CACHE=$HOME/.cache/bglemu
+    mkdir -p "$CACHE" || die "cannot create a cache directory ($CACHE)"
 fi
-add_deb_src
+case $CACHE/ in "$REPO"/*) die "the cache ($CACHE) must be outside the clone" ;; esac
 
-# ---- source (cached per version) ---------------------------------------
-VER=$(apt-cache showsrc mpich 2>/dev/null | sed -n 's/^Version: \(.*\)-[^-]*$/\1/p' | head -n 1)
-[ -n "$VER" ] || die "apt-cache showsrc mpich found no source package"
+# ---- prerequisites ----------------------------------------------------------
+DEBS="dpkg-dev autoconf automake libtool gfortran python3 perl libhwloc-dev bison flex
+      pkg-config make"
+missing=""
+for p in $DEBS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+if [ -n "$missing" ]; then
+    say "installing$missing"
+    $SUDO apt-get update -qq || die "apt-get update failed"
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null ||
+        die "apt-get install$missing failed"
+fi
+
+# A deb-src entry, derived from the deb822 "Types: deb" stanzas of
+# debian.sources (same URIs, Suites, Components, Signed-By), when there is none.
+has_deb_src() {
+    grep -Eqs '^[[:space:]]*Types:.*\bdeb-src\b' /etc/apt/sources.list.d/*.sources ||
+        grep -Eqs '^[[:space:]]*deb-src[[:space:]]' /etc/apt/sources.list /etc/apt/sources.list.d/*.list
+}
+if ! has_deb_src; then
+    SRC_LIST=/etc/apt/sources.list.d/debian.sources
+    [ -f "$SRC_LIST" ] || die "no deb-src entry and no $SRC_LIST to derive one from"
+    awk 'BEGIN { RS = ""; ORS = "\n\n" }
+         /(^|\n)Types:[ \t]*([^\n]* )?deb( |\n|$)/ {
+             n = split($0, l, "\n"); out = ""
+             for (i = 1; i <= n; i++) {
+                 if (l[i] ~ /^Types:/) l[i] = "Types: deb-src"
+                 if (l[i] ~ /^(Types|URIs|Suites|Components|Signed-By|Architectures|Enabled):/)
+                     out = out l[i] "\n"
+             }
+             printf "%s\n", out
+         }' "$SRC_LIST" >"$CACHE/bglemu-src.sources"
+    grep -q '^URIs:' "$CACHE/bglemu-src.sources" || die "no deb stanza with URIs in $SRC_LIST"
+    say "adding deb-src entries: /etc/apt/sources.list.d/bglemu-src.sources (from $SRC_LIST)"
+    $SUDO cp "$CACHE/bglemu-src.sources" /etc/apt/sources.list.d/bglemu-src.sources
+    $SUDO apt-get update -qq || die "apt-get update failed"
+fi
+
+# ---- source, once per MPICH version ----------------------------------------
+VER=$(apt-cache showsrc mpich 2>/dev/null | sed -n 's/^Version: \(.*\)-[^-]*$/\1/p' | sort -V | tail -n 1)
+[ -n "$VER" ] || die "apt-cache showsrc mpich found no source package (deb-src entry?)"
 SRC=$CACHE/src/mpich-$VER
 if [ ! -f "$SRC/configure.ac" ]; then
+    say "getting the source of mpich $VER (apt-get source) into $CACHE/src"
+    rm -rf "$CACHE/src.tmp" && mkdir -p "$CACHE/src.tmp"
+    (cd "$CACHE/src.tmp" && apt-get source -qq mpich >apt-source.log 2>&1) ||
+        die "apt-get source mpich failed (log: $CACHE/src.tmp/apt-source.log)"
+    [ -f "$CACHE/src.tmp/mpich-$VER/configure.ac" ] ||
+        die "apt-get source did not unpack mpich-$VER (log: $CACHE/src.tmp/apt-source.log)"
     mkdir -p "$CACHE/src"
-    (cd "$CACHE/src" && apt-get source -qq mpich >"$CACHE/src/apt-source.log" 2>&1) ||
-        die "apt-get source mpich failed (log: $CACHE/src/apt-source.log)"
+    rm -rf "$SRC"
+    mv "$CACHE/src.tmp/mpich-$VER" "$SRC"
+    mv "$CACHE"/src.tmp/* "$CACHE/src/" 2>/dev/null || true
+    rm -rf "$CACHE/src.tmp"
 fi
 
-# ---- the configured tree, keyed by version + flags + prefix ------------
-KEY=$(printf '%s\n' "$CONFIG_FLAGS" | sha1sum | cut -c1-12)
+# ---- the build tree: one per (version, configure flags) ----------------------
+KEY=$(printf '%s\n' "bglemu-mpich-1" "$VER" "${CONFIG_FLAGS[@]}" | sha1sum | cut -c1-12)
 TREE=$CACHE/mpich-$VER-$KEY
-MPICH_PREFIX=$TREE/install
 STAMPS=$TREE/.bglemu
 if [ ! -f "$STAMPS/copied" ]; then
+    say "new build tree $TREE"
     rm -rf "$TREE"
-    cp -a "$SRC" "$TREE"
-    mkdir -p "$STAMPS"
-    echo "$CONFIG_FLAGS" >"$STAMPS/flags"
+    cp -a "$SRC" "$TREE.tmp"
+    mkdir -p "$TREE.tmp/.bglemu"
+    printf '%s\n' "${CONFIG_FLAGS[@]}" >"$TREE.tmp/.bglemu/flags"
+    mv "$TREE.tmp" "$TREE"
     touch "$STAMPS/copied"
 fi
-echo "build-mpich: MPICH $VER, build tree $TREE"
+say "MPICH $VER, build tree $TREE"
 
-# Our netmod files, copied only when changed so make sees real changes only.
+step() { # name command...: logs to $STAMPS/name.log, appends the time to timings
+    local name=$1; shift
+    local log=$STAMPS/$name.log t0=$SECONDS
+    say "$name ... (log: $log)"
+    if ! "$@" >"$log" 2>&1; then
+        tail -n 25 "$log" >&2
+        die "$name failed after $((SECONDS - t0)) s (full log: $log)"
+    fi
+    echo "$(date -u +%FT%TZ) $name $((SECONDS - t0)) s" >>"$STAMPS/timings"
+    say "$name done in $((SECONDS - t0)) s"
+}
+
+# Our netmod: copied file by file, only when the content differs, so make sees
+# real changes only (unchanged files keep their mtimes).
 NM=$TREE/src/mpid/ch4/netmod/bgl
 mkdir -p "$NM"
-regen=0
 for f in "$NETMOD_SRC"/*; do
-    [ "$(basename "$f")" = README.md ] && continue
-    if ! cmp -s "$f" "$NM/$(basename "$f")"; then
-        cp "$f" "$NM/"
-        case $f in *.m4|*Makefile.mk) regen=1 ;; esac
-    fi
+    [ -f "$f" ] || continue
+    b=$(basename "$f")
+    [ "$b" = README.md ] && continue
+    cmp -s "$f" "$NM/$b" || cp "$f" "$NM/$b"
 done
 
-# Until the netmod implements them, the stub netmod's collective tables
-# serve (generated into the tree, never committed).
-for f in coll_params.h coll_globals_default.c; do
-    [ -f "$NETMOD_SRC/bgl_$f" ] && continue
-    sed -e 's/STUBNM/BGL/g' -e 's/stubnm/bgl/g' "$TREE/src/mpid/ch4/netmod/stubnm/stubnm_$f" >"$NM/bgl_$f.new"
-    cmp -s "$NM/bgl_$f.new" "$NM/bgl_$f" && rm "$NM/bgl_$f.new" || mv "$NM/bgl_$f.new" "$NM/bgl_$f"
-done
-
-# The two registrations: the netmod's Makefile.mk, and the netmod lists of
-# maint/gen_ch4_api.py (function table, inline selection, stub bodies for
-# what the netmod doesn't implement yet).
+# The registrations MPICH needs for a new netmod (configure finds the netmod
+# by its directory and subconfigure.m4; nothing to add there):
+#  1. src/mpid/ch4/netmod/Makefile.mk includes the netmod's Makefile.mk;
+#  2. maint/gen_ch4_api.py generates the netmod's func_table.c and
+#     bgl_noinline.h, and netmod_impl.h selects bgl's netmod_inline.h when it
+#     is the only (inlined) netmod.
 MK=$TREE/src/mpid/ch4/netmod/Makefile.mk
 grep -q 'netmod/bgl/Makefile.mk' "$MK" ||
-    { echo 'include $(top_srcdir)/src/mpid/ch4/netmod/bgl/Makefile.mk' >>"$MK"; regen=1; }
-GEN=$TREE/maint/gen_ch4_api.py
-if ! grep -q '"bgl"' "$GEN"; then
-    sed -i -e 's/for m in "ofi", "ucx", "stubnm":/for m in "ofi", "ucx", "stubnm", "bgl":/' \
-        -e 's|^\(\s*\)dump_stub("src/mpid/ch4/netmod/stubnm", .stubnm., is_nm=True)|&\n\1dump_stub("src/mpid/ch4/netmod/bgl", "bgl", is_nm=True)|' \
-        -e 's|^\(\s*\)print("#define __netmod_inline_ucx__   2", file=Out)|&\n\1print("#define __netmod_inline_bgl__   3", file=Out)|' \
-        -e 's|^\(\s*\)print("#include \\"../ucx/netmod_inline.h\\"", file=Out)|&\n\1print("#elif NETMOD_INLINE==__netmod_inline_bgl__", file=Out)\n\1print("#include \\"../bgl/netmod_inline.h\\"", file=Out)|' \
-        "$GEN"
-    grep -q '__netmod_inline_bgl__' "$GEN" && grep -q 'netmod/bgl", "bgl"' "$GEN" ||
-        die "could not register bgl in maint/gen_ch4_api.py (MPICH $VER changed its layout?)"
-    regen=1
-fi
+    echo 'include $(top_srcdir)/src/mpid/ch4/netmod/bgl/Makefile.mk' >>"$MK"
+python3 - "$TREE/maint/gen_ch4_api.py" <<'PY' || die "could not register bgl in maint/gen_ch4_api.py (layout of this MPICH version differs)"
+import sys
+path = sys.argv[1]
+s = open(path).read()
+if "__netmod_inline_bgl__" not in s:
+    edits = [
+        ('for m in "ofi", "ucx", "stubnm":\n        dump_func_table_c',
+         'for m in "ofi", "ucx", "stubnm", "bgl":\n        dump_func_table_c'),
+        ('for m in "ofi", "ucx", "stubnm":\n        dump_noinline_h',
+         'for m in "ofi", "ucx", "stubnm", "bgl":\n        dump_noinline_h'),
+        ('        print("#define __netmod_inline_ucx__   2", file=Out)\n',
+         '        print("#define __netmod_inline_ucx__   2", file=Out)\n'
+         '        print("#define __netmod_inline_bgl__   3", file=Out)\n'),
+        ('        print("#include \\"../ucx/netmod_inline.h\\"", file=Out)\n',
+         '        print("#include \\"../ucx/netmod_inline.h\\"", file=Out)\n'
+         '        print("#elif NETMOD_INLINE==__netmod_inline_bgl__", file=Out)\n'
+         '        print("#include \\"../bgl/netmod_inline.h\\"", file=Out)\n'),
+    ]
+    for old, new in edits:
+        if s.count(old) != 1:
+            sys.exit("gen_ch4_api.py: expected text not found: %r" % old[:60])
+        s = s.replace(old, new)
+    open(path, "w").write(s)
+PY
 
+# autogen when the inputs of the generated build system changed: the two
+# registrations and the netmod's Makefile.mk, subconfigure.m4, errnames.txt.
+REGEN_KEY=$(cat "$MK" "$TREE/maint/gen_ch4_api.py" "$NM/Makefile.mk" "$NM/subconfigure.m4" \
+                "$NM/errnames.txt" 2>/dev/null | sha1sum | cut -c1-12)
 cd "$TREE"
-[ -f "$STAMPS/autogen" ] && [ $regen = 0 ] || { step autogen $NICE ./autogen.sh -quick; touch "$STAMPS/autogen"; rm -f "$STAMPS/configure"; }
-[ -f "$STAMPS/configure" ] || { step configure $NICE ./configure --prefix="$MPICH_PREFIX" $CONFIG_FLAGS; touch "$STAMPS/configure"; }
+if [ "$(cat "$STAMPS/autogen" 2>/dev/null)" != "$REGEN_KEY" ]; then
+    rm -f "$STAMPS/autogen" "$STAMPS/configure"
+    step autogen $NICE ./autogen.sh -quick
+    echo "$REGEN_KEY" >"$STAMPS/autogen"
+fi
+if [ ! -f "$STAMPS/configure" ]; then
+    step configure $NICE ./configure "${CONFIG_FLAGS[@]}"
+    touch "$STAMPS/configure"
+fi
 step make $NICE make -j"$JOBS"
-step install make install
-mkdir -p "$PREFIX"
-ln -sfn "$MPICH_PREFIX" "$PREFIX/mpich"
-echo "build-mpich: MPICH $VER with ch4:bgl in $MPICH_PREFIX, linked as $PREFIX/mpich (timings: $STAMPS/timings)"
+
+# make install puts hydra's mpirun symlink into PREFIX/bin; bglemu's own
+# mpirun (a regular file, installed by the top-level make) stays.
+ours=""
+if [ -f "$PREFIX/bin/mpirun" ] && [ ! -L "$PREFIX/bin/mpirun" ]; then
+    ours=$STAMPS/mpirun.bglemu
+    cp -p "$PREFIX/bin/mpirun" "$ours"
+fi
+step install $NICE make install
+if [ -n "$ours" ]; then
+    rm -f "$PREFIX/bin/mpirun"
+    cp -p "$ours" "$PREFIX/bin/mpirun"
+fi
+[ -x "$PREFIX/bin/mpicc" ] || die "make install left no $PREFIX/bin/mpicc"
+echo "$PREFIX" >"$STAMPS/prefix"
+say "MPICH $VER with ch4:bgl installed in $PREFIX (tree $TREE, timings $STAMPS/timings)"

@@ -1,6 +1,10 @@
-# make mpich: Debian's MPICH with the ch4:bgl netmod, built in a cache outside
-# the clone (adi3-device/mpich/build-mpich.sh; docs/mpich-build.md).
-# Not yet part of `make` or `make test`: the netmod is still a stub.
+# make mpich: Debian's MPICH (apt-get source) with the CH4 netmod "bgl" from
+# adi3-device/netmod/bgl, installed into $(PREFIX). The configured build tree
+# is cached outside the clone (BGLEMU_CACHE, default /var/cache/bglemu), keyed
+# by the MPICH version and a hash of the configure flags (PREFIX included), so
+# a netmod change costs an incremental make. See docs/mpich-build.md.
+# Not part of `make`, `make check` or `make test` yet: the netmod is a skeleton.
+# MPICH_JOBS (default 2) and MPICH_NICE (default 19) tune the build.
 .PHONY: mpich
 mpich:
-	adi3-device/mpich/build-mpich.sh $(PREFIX)
+	adi3-device/mpich/build-mpich.sh "$(PREFIX)"

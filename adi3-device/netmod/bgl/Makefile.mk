@@ -1,11 +1,27 @@
 ##
 ## bglemu: the CH4 netmod "bgl" (Blue Gene/L torus emulated by bglemu).
-## Included from src/mpid/ch4/netmod/Makefile.mk by adi3-device/mpich/build-mpich.sh.
+## Copied into src/mpid/ch4/netmod/bgl/ and included from
+## src/mpid/ch4/netmod/Makefile.mk by adi3-device/mpich/build-mpich.sh.
 ##
 
 if BUILD_CH4_NETMOD_BGL
 
+noinst_HEADERS   += src/mpid/ch4/netmod/bgl/bgl_pre.h \
+                    src/mpid/ch4/netmod/bgl/bgl_impl.h \
+                    src/mpid/ch4/netmod/bgl/bgl_am.h \
+                    src/mpid/ch4/netmod/bgl/bgl_progress.h \
+                    src/mpid/ch4/netmod/bgl/bgl_proc.h \
+                    src/mpid/ch4/netmod/bgl/bgl_request.h \
+                    src/mpid/ch4/netmod/bgl/netmod_inline.h
+
 mpi_core_sources += src/mpid/ch4/netmod/bgl/func_table.c \
-                    src/mpid/ch4/netmod/bgl/bgl_noinline.c
+                    src/mpid/ch4/netmod/bgl/bgl_init.c \
+                    src/mpid/ch4/netmod/bgl/bgl_am.c \
+                    src/mpid/ch4/netmod/bgl/bgl_comm.c \
+                    src/mpid/ch4/netmod/bgl/bgl_win.c \
+                    src/mpid/ch4/netmod/bgl/bgl_part.c \
+                    src/mpid/ch4/netmod/bgl/bgl_spawn.c
+
+errnames_txt_files += src/mpid/ch4/netmod/bgl/errnames.txt
 
 endif

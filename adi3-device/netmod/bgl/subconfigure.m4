@@ -1,5 +1,5 @@
 [#] start of __file__
-dnl bglemu: configure hooks of the CH4 netmod "bgl".
+dnl bglemu: configure hooks of the CH4 netmod "bgl" (same shape as stubnm's).
 dnl MPICH_SUBCFG_AFTER=src/mpid/ch4
 
 AC_DEFUN([PAC_SUBCFG_PREREQ_]PAC_SUBCFG_AUTO_SUFFIX,[
@@ -15,7 +15,7 @@ AC_DEFUN([PAC_SUBCFG_BODY_]PAC_SUBCFG_AUTO_SUFFIX,[
 AM_COND_IF([BUILD_CH4_NETMOD_BGL],[
     AC_MSG_NOTICE([RUNNING CONFIGURE FOR ch4:bgl])
     AC_DEFINE(MPIDI_BUILD_CH4_LOCALITY_INFO, 1, [CH4 should build locality info])
-])dnl
-])dnl
+])dnl end AM_COND_IF(BUILD_CH4_NETMOD_BGL,...)
+])dnl end _BODY
 
 [#] end of __file__
