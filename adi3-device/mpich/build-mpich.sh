@@ -6,9 +6,10 @@
 #   ${BGLEMU_CACHE:-/var/cache/bglemu}/mpich-<version>-<key>/
 # (key: hash of the configure flags, PREFIX included), so a netmod change
 # costs an incremental make.  Every step is skipped when already done:
-#   packages -> source (apt-get source; deb-src derived from the deb entry)
+#   packages -> source (apt-get source; deb-src derived from debian.sources)
 #   -> tree (copy of the source + our netmod + its registrations)
-#   -> autogen (only when a registration or the netmod's build files changed)
+#   -> autogen (only when a registration or the netmod's subconfigure.m4
+#      changed; only the error-message catalog when errnames.txt changed)
 #   -> configure (once per tree) -> make -> install
 # Logs and timings: <tree>/.bglemu/.  Environment: BGLEMU_CACHE, MPICH_JOBS
 # (default 2), MPICH_NICE (default 19).  docs/mpich-build.md explains more.
@@ -22,13 +23,18 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 NETMOD_SRC=$REPO/adi3-device/netmod/bgl
 JOBS=${MPICH_JOBS:-2}
 NICE="nice -n ${MPICH_NICE:-19}"
-SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+T_START=$SECONDS
 [ -d "$NETMOD_SRC" ] || die "netmod sources not found ($NETMOD_SRC)"
+SUDO=
+if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null || die "not root and no sudo: cannot run apt-get"
+    SUDO=sudo
+fi
 
 # Configure flags (the cache key is their hash):
 #  ch4:bgl, no shared-memory module: every byte between ranks crosses the torus;
 #  netmod not inlined: CH4 reaches the netmod through its function table, so
-#    a netmod header change recompiles the netmod, not all of MPICH;
+#    a netmod change recompiles the netmod's files, not all of MPICH;
 #  system hwloc and the dataloop datatype engine: skip building the embedded
 #    hwloc and yaksa (yaksa's generated kernels are a large part of a default
 #    build); MPI features are unchanged;
@@ -50,13 +56,19 @@ if ! { mkdir -p "$CACHE" 2>/dev/null && [ -w "$CACHE" ]; }; then
     CACHE=$HOME/.cache/bglemu
     mkdir -p "$CACHE" || die "cannot create a cache directory ($CACHE)"
 fi
+CACHE=$(realpath "$CACHE")
 case $CACHE/ in "$REPO"/*) die "the cache ($CACHE) must be outside the clone" ;; esac
 
 # ---- prerequisites ----------------------------------------------------------
 DEBS="dpkg-dev autoconf automake libtool gfortran python3 perl libhwloc-dev bison flex
       pkg-config make"
 missing=""
-for p in $DEBS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+for p in $DEBS; do
+    case $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true) in
+        *" installed") ;;
+        *) missing="$missing $p" ;;
+    esac
+done
 if [ -n "$missing" ]; then
     say "installing$missing"
     $SUDO apt-get update -qq || die "apt-get update failed"
@@ -64,33 +76,47 @@ if [ -n "$missing" ]; then
         die "apt-get install$missing failed"
 fi
 
-# A deb-src entry, derived from the deb822 "Types: deb" stanzas of
-# debian.sources (same URIs, Suites, Components, Signed-By), when there is none.
+# ---- a deb-src entry ----------------------------------------------------------
+# When no source entry exists, one is derived from the deb822 "Types: deb"
+# stanzas of debian.sources: same URIs, Suites, Components, Signed-By (also a
+# multi-line inline key), Architectures, Enabled; no host is written here.
 has_deb_src() {
     grep -Eqs '^[[:space:]]*Types:.*\bdeb-src\b' /etc/apt/sources.list.d/*.sources ||
         grep -Eqs '^[[:space:]]*deb-src[[:space:]]' /etc/apt/sources.list /etc/apt/sources.list.d/*.list
 }
+derive_deb_src() { # debian.sources -> deb-src stanzas on stdout
+    awk 'BEGIN { RS = ""; ORS = "" }
+         /(^|\n)Types:[ \t]*([^\n]*[ \t])?deb([ \t]|\n|$)/ {
+             n = split($0, l, "\n"); out = ""; keep = 0
+             for (i = 1; i <= n; i++) {
+                 if (l[i] ~ /^#/) continue
+                 if (l[i] ~ /^[ \t]/) { if (keep) out = out l[i] "\n"; continue }
+                 keep = (l[i] ~ /^(Types|URIs|Suites|Components|Signed-By|Architectures|Enabled):/)
+                 if (l[i] ~ /^Types:/) l[i] = "Types: deb-src"
+                 if (keep) out = out l[i] "\n"
+             }
+             if (out ~ /(^|\n)URIs:/) print (nout++ ? "\n" : "") out
+         }' "$1"
+}
 if ! has_deb_src; then
     SRC_LIST=/etc/apt/sources.list.d/debian.sources
     [ -f "$SRC_LIST" ] || die "no deb-src entry and no $SRC_LIST to derive one from"
-    awk 'BEGIN { RS = ""; ORS = "\n\n" }
-         /(^|\n)Types:[ \t]*([^\n]* )?deb( |\n|$)/ {
-             n = split($0, l, "\n"); out = ""
-             for (i = 1; i <= n; i++) {
-                 if (l[i] ~ /^Types:/) l[i] = "Types: deb-src"
-                 if (l[i] ~ /^(Types|URIs|Suites|Components|Signed-By|Architectures|Enabled):/)
-                     out = out l[i] "\n"
-             }
-             printf "%s\n", out
-         }' "$SRC_LIST" >"$CACHE/bglemu-src.sources"
-    grep -q '^URIs:' "$CACHE/bglemu-src.sources" || die "no deb stanza with URIs in $SRC_LIST"
+    derive_deb_src "$SRC_LIST" >"$CACHE/bglemu-src.sources"
+    [ -s "$CACHE/bglemu-src.sources" ] || die "no deb stanza with URIs in $SRC_LIST"
     say "adding deb-src entries: /etc/apt/sources.list.d/bglemu-src.sources (from $SRC_LIST)"
-    $SUDO cp "$CACHE/bglemu-src.sources" /etc/apt/sources.list.d/bglemu-src.sources
+    $SUDO install -m 644 "$CACHE/bglemu-src.sources" /etc/apt/sources.list.d/bglemu-src.sources
     $SUDO apt-get update -qq || die "apt-get update failed"
 fi
 
 # ---- source, once per MPICH version ----------------------------------------
-VER=$(apt-cache showsrc mpich 2>/dev/null | sed -n 's/^Version: \(.*\)-[^-]*$/\1/p' | sort -V | tail -n 1)
+src_version() {
+    apt-cache showsrc mpich 2>/dev/null | sed -n 's/^Version: \(.*\)-[^-]*$/\1/p' | sort -V | tail -n 1
+}
+VER=$(src_version)
+if [ -z "$VER" ]; then # a deb-src entry whose index was never fetched
+    $SUDO apt-get update -qq || die "apt-get update failed"
+    VER=$(src_version)
+fi
 [ -n "$VER" ] || die "apt-cache showsrc mpich found no source package (deb-src entry?)"
 SRC=$CACHE/src/mpich-$VER
 if [ ! -f "$SRC/configure.ac" ]; then
@@ -111,9 +137,12 @@ fi
 KEY=$(printf '%s\n' "bglemu-mpich-1" "$VER" "${CONFIG_FLAGS[@]}" | sha1sum | cut -c1-12)
 TREE=$CACHE/mpich-$VER-$KEY
 STAMPS=$TREE/.bglemu
+# One build per tree at a time (two sessions running make mpich).
+exec 9>"$TREE.lock"
+flock -n 9 || { say "waiting for another build of $TREE"; flock 9; }
 if [ ! -f "$STAMPS/copied" ]; then
     say "new build tree $TREE"
-    rm -rf "$TREE"
+    rm -rf "$TREE" "$TREE.tmp"
     cp -a "$SRC" "$TREE.tmp"
     mkdir -p "$TREE.tmp/.bglemu"
     printf '%s\n' "${CONFIG_FLAGS[@]}" >"$TREE.tmp/.bglemu/flags"
@@ -121,6 +150,7 @@ if [ ! -f "$STAMPS/copied" ]; then
     touch "$STAMPS/copied"
 fi
 say "MPICH $VER, build tree $TREE"
+echo "$(date -u +%FT%TZ) run start" >>"$STAMPS/timings"
 
 step() { # name command...: logs to $STAMPS/name.log, appends the time to timings
     local name=$1; shift
@@ -128,6 +158,7 @@ step() { # name command...: logs to $STAMPS/name.log, appends the time to timing
     say "$name ... (log: $log)"
     if ! "$@" >"$log" 2>&1; then
         tail -n 25 "$log" >&2
+        echo "$(date -u +%FT%TZ) $name FAILED $((SECONDS - t0)) s" >>"$STAMPS/timings"
         die "$name failed after $((SECONDS - t0)) s (full log: $log)"
     fi
     echo "$(date -u +%FT%TZ) $name $((SECONDS - t0)) s" >>"$STAMPS/timings"
@@ -135,22 +166,31 @@ step() { # name command...: logs to $STAMPS/name.log, appends the time to timing
 }
 
 # Our netmod: copied file by file, only when the content differs, so make sees
-# real changes only (unchanged files keep their mtimes).
+# real changes only (unchanged files keep their mtimes).  Files we copied
+# before and that are gone from the clone are removed (manifest).
 NM=$TREE/src/mpid/ch4/netmod/bgl
 mkdir -p "$NM"
+: >"$STAMPS/netmod-files.new"
 for f in "$NETMOD_SRC"/*; do
     [ -f "$f" ] || continue
     b=$(basename "$f")
     [ "$b" = README.md ] && continue
+    echo "$b" >>"$STAMPS/netmod-files.new"
     cmp -s "$f" "$NM/$b" || cp "$f" "$NM/$b"
 done
+if [ -f "$STAMPS/netmod-files" ]; then
+    for b in $(comm -23 <(sort "$STAMPS/netmod-files") <(sort "$STAMPS/netmod-files.new")); do
+        rm -f "$NM/$b"
+    done
+fi
+mv "$STAMPS/netmod-files.new" "$STAMPS/netmod-files"
 
 # The registrations MPICH needs for a new netmod (configure finds the netmod
-# by its directory and subconfigure.m4; nothing to add there):
+# by its directory's subconfigure.m4, which autogen collects; nothing to add):
 #  1. src/mpid/ch4/netmod/Makefile.mk includes the netmod's Makefile.mk;
 #  2. maint/gen_ch4_api.py generates the netmod's func_table.c and
 #     bgl_noinline.h, and netmod_impl.h selects bgl's netmod_inline.h when it
-#     is the only (inlined) netmod.
+#     is the only netmod and inlined (__netmod_inline_bgl__).
 MK=$TREE/src/mpid/ch4/netmod/Makefile.mk
 grep -q 'netmod/bgl/Makefile.mk' "$MK" ||
     echo 'include $(top_srcdir)/src/mpid/ch4/netmod/bgl/Makefile.mk' >>"$MK"
@@ -179,15 +219,41 @@ if "__netmod_inline_bgl__" not in s:
     open(path, "w").write(s)
 PY
 
-# autogen when the inputs of the generated build system changed: the two
-# registrations and the netmod's Makefile.mk, subconfigure.m4, errnames.txt.
-REGEN_KEY=$(cat "$MK" "$TREE/maint/gen_ch4_api.py" "$NM/Makefile.mk" "$NM/subconfigure.m4" \
-                "$NM/errnames.txt" 2>/dev/null | sha1sum | cut -c1-12)
+# Regeneration, each keyed by a hash of its inputs (stamps in $STAMPS):
+#  autogen -quick + configure: the two registrations and the netmod's
+#    subconfigure.m4 (rare: a full autogen regenerates files all of MPICH
+#    depends on, so the following make is nearly a full build);
+#  error catalog only (autogen's extracterrmsgs step; defmsg.h is replaced
+#    only when it differs, which recompiles MPICH's error module): the
+#    netmod's errnames.txt and the "**key" strings its sources use.
+#  The netmod's Makefile.mk (e.g. a new .c file) needs neither: MPICH builds
+#  in maintainer mode, so make reruns automake and config.status itself.
+hash_of() { cat "$@" 2>/dev/null | sha1sum | cut -c1-12; }
+REGEN_KEY=$(hash_of "$MK" "$TREE/maint/gen_ch4_api.py" "$NM/subconfigure.m4")
+ERR_KEY=$( { cat "$NM/errnames.txt" 2>/dev/null
+             grep -ho '"\*\*[A-Za-z0-9_]*' "$NM"/*.c "$NM"/*.h 2>/dev/null | sort -u; } |
+           sha1sum | cut -c1-12)
 cd "$TREE"
 if [ "$(cat "$STAMPS/autogen" 2>/dev/null)" != "$REGEN_KEY" ]; then
-    rm -f "$STAMPS/autogen" "$STAMPS/configure"
+    rm -f "$STAMPS/autogen" "$STAMPS/errmsgs" "$STAMPS/configure"
     step autogen $NICE ./autogen.sh -quick
     echo "$REGEN_KEY" >"$STAMPS/autogen"
+    echo "$ERR_KEY" >"$STAMPS/errmsgs"
+fi
+extract_errmsgs() { # what autogen.sh does for its geterrmsgs step
+    local new=$STAMPS/defmsg.h.new
+    # shellcheck disable=SC2046
+    maint/extracterrmsgs -careful="$STAMPS/unusederr.txt" -skip=src/util/multichannel/mpi.c \
+        $(cat maint/errmsgdirs) >"$new" 2>"$STAMPS/extracterrmsgs.err" || return 1
+    cat "$STAMPS/extracterrmsgs.err"
+    if grep -v 'Warning:' "$STAMPS/extracterrmsgs.err" | grep -q .; then return 1; fi
+    [ -s "$new" ] || return 1
+    if cmp -s "$new" src/mpi/errhan/defmsg.h; then rm -f "$new"
+    else mv "$new" src/mpi/errhan/defmsg.h; fi
+}
+if [ "$(cat "$STAMPS/errmsgs" 2>/dev/null)" != "$ERR_KEY" ]; then
+    step errmsgs extract_errmsgs
+    echo "$ERR_KEY" >"$STAMPS/errmsgs"
 fi
 if [ ! -f "$STAMPS/configure" ]; then
     step configure $NICE ./configure "${CONFIG_FLAGS[@]}"
@@ -209,4 +275,5 @@ if [ -n "$ours" ]; then
 fi
 [ -x "$PREFIX/bin/mpicc" ] || die "make install left no $PREFIX/bin/mpicc"
 echo "$PREFIX" >"$STAMPS/prefix"
-say "MPICH $VER with ch4:bgl installed in $PREFIX (tree $TREE, timings $STAMPS/timings)"
+echo "$(date -u +%FT%TZ) total $((SECONDS - T_START)) s" >>"$STAMPS/timings"
+say "MPICH $VER with ch4:bgl installed in $PREFIX in $((SECONDS - T_START)) s (tree $TREE, timings $STAMPS/timings)"
