@@ -170,13 +170,17 @@ step() { # name command...: logs to $STAMPS/name.log, appends the time to timing
 # before and that are gone from the clone are removed (manifest).
 NM=$TREE/src/mpid/ch4/netmod/bgl
 mkdir -p "$NM"
+relink=""
 : >"$STAMPS/netmod-files.new"
 for f in "$NETMOD_SRC"/*; do
     [ -f "$f" ] || continue
     b=$(basename "$f")
     [ "$b" = README.md ] && continue
     echo "$b" >>"$STAMPS/netmod-files.new"
-    cmp -s "$f" "$NM/$b" || cp "$f" "$NM/$b"
+    if ! cmp -s "$f" "$NM/$b"; then
+        cp "$f" "$NM/$b"
+        [ "$b" != Makefile.mk ] || relink=yes
+    fi
 done
 if [ -f "$STAMPS/netmod-files" ]; then
     for b in $(comm -23 <(sort "$STAMPS/netmod-files") <(sort "$STAMPS/netmod-files.new")); do
@@ -259,6 +263,9 @@ if [ ! -f "$STAMPS/configure" ]; then
     step configure $NICE ./configure "${CONFIG_FLAGS[@]}"
     touch "$STAMPS/configure"
 fi
+# A source dropped from the netmod's Makefile.mk makes no remaining object
+# newer than libmpi: make would keep the old library. Relink it.
+[ -z "$relink" ] || rm -f "$TREE/lib/libmpi.la"
 step make $NICE make -j"$JOBS"
 
 # make install puts hydra's mpirun symlink into PREFIX/bin; bglemu's own
