@@ -23,7 +23,7 @@
 #include "../packetlayer/pl.h"
 #include "ml_map.h"
 
-#define ML_HDR_MAX 64 /* largest user header carried with a message */
+#define ML_HDR_MAX 128 /* largest user header carried with a message (MPIDIG's fit) */
 
 typedef enum ml_proto {
     ML_AUTO = 0, /* choose by size and peer (thresholds are parameters) */
@@ -114,6 +114,17 @@ int ml_costart(ml_ctx *ml, ml_cowork_fn fn, void *arg);
 /* 1 if the coprocessor thread runs (CO mode with cpu 1 free). */
 int ml_coproc_running(const ml_ctx *ml);
 int ml_cojoin(ml_ctx *ml);
+
+/* Packets of software types ML_TYPE_USER..255 (first byte of the 8-byte
+ * software header) are not the message layer's: ml_advance hands them to
+ * the function registered for their type (the collectives' own packets).
+ * fn runs at the packet's arrival on this rank's clock, after its read and
+ * dispatch costs; the slot is only valid during the call. */
+#define ML_TYPE_USER 64
+typedef void (*ml_packet_fn)(ml_ctx *ml, const tsim_slot *s, void *arg);
+/* Returns 0, or -1 if type is below ML_TYPE_USER or already taken. */
+int ml_register_packet(ml_ctx *ml, unsigned type, ml_packet_fn fn, void *arg);
+void ml_unregister_packet(ml_ctx *ml, unsigned type);
 
 /* Counters: messages sent per protocol, packets sent and received, packets
  * that arrived out of order (data behind a later offset, or ahead of its

@@ -81,7 +81,7 @@ ml_ctx *ml_init_env(ml_upcall_fn upcall, void *uarg, char *err, size_t errlen)
     const char *m = getenv("BGLEMU_MODE");
     ml_mode mode = pp->seg->geom.cpus == 2 ? ML_MODE_VN : ML_MODE_CO;
     if (m && strcmp(m, "HEATER") == 0) mode = ML_MODE_HEATER;
-    ml_ctx *ml = ml_init(pp, atoi(getenv("BGLEMU_RANK")), mode, upcall, uarg);
+    ml_ctx *ml = ml_init(pp, (int)pp->p->rank, mode, upcall, uarg);
     if (!ml) {
         snprintf(err, errlen, "message layer: cannot read the rank map from the machine");
         pl_close(pp, 1);

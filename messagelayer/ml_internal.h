@@ -108,6 +108,8 @@ struct ml_ctx {
     volatile int co_done;
     uint64_t co_reordered;      /* written by the coprocessor thread only */
     int vn_copy_ok;             /* process_vm_readv usable */
+    ml_packet_fn user_fn[256 - ML_TYPE_USER]; /* ml_register_packet */
+    void *user_arg[256 - ML_TYPE_USER];
 };
 
 /* ml_send.c */

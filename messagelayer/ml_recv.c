@@ -299,5 +299,26 @@ static void dispatch(ml_ctx *ml, const tsim_slot *s, int replay)
 void ml_dispatch(ml_ctx *ml, const tsim_slot *s)
 {
     ml->st.pkts_recv++;
+    uint8_t type = s->p.sw[0];
+    if (type >= ML_TYPE_USER) {
+        ml_charge(ml, ml->prm->ml_dispatch_cycles);
+        ml_packet_fn fn = ml->user_fn[type - ML_TYPE_USER];
+        if (!fn) abort(); /* a packet nobody on this rank expects */
+        fn(ml, s, ml->user_arg[type - ML_TYPE_USER]);
+        return;
+    }
     dispatch(ml, s, 0);
+}
+
+int ml_register_packet(ml_ctx *ml, unsigned type, ml_packet_fn fn, void *arg)
+{
+    if (type < ML_TYPE_USER || type > 255 || !fn || ml->user_fn[type - ML_TYPE_USER]) return -1;
+    ml->user_fn[type - ML_TYPE_USER] = fn;
+    ml->user_arg[type - ML_TYPE_USER] = arg;
+    return 0;
+}
+
+void ml_unregister_packet(ml_ctx *ml, unsigned type)
+{
+    if (type >= ML_TYPE_USER && type <= 255) ml->user_fn[type - ML_TYPE_USER] = NULL;
 }

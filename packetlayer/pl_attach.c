@@ -1,5 +1,6 @@
 /* How a rank started by mpirun finds its processor: BGLEMU_SEG names the
- * machine segment, BGLEMU_RANK its rank; the segment maps rank -> processor. */
+ * machine segment, BGLEMU_RANK its rank (or, under hydra, PMI_RANK: the
+ * world rank hydra gave the process); the segment maps rank -> processor. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,8 +9,9 @@
 int pl_attach_env(pl_proc *pp, char *err, size_t errlen)
 {
     const char *name = getenv("BGLEMU_SEG"), *rk = getenv("BGLEMU_RANK");
+    if (!rk) rk = getenv("PMI_RANK");
     if (!name || !rk) {
-        snprintf(err, errlen, "BGLEMU_SEG/BGLEMU_RANK not set: run this program with bglemu's mpirun");
+        snprintf(err, errlen, "BGLEMU_SEG and BGLEMU_RANK (or PMI_RANK) not set: run this program with bglemu's mpirun");
         return -1;
     }
     char *end;
