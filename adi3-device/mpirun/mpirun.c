@@ -2,9 +2,11 @@
  * thread), runs the ranks, reports, and removes everything it created on
  * every exit path. See docs/mpirun.md. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,6 +35,49 @@ static char *resolve(const char *prog)
         path += n + (path[n] == ':');
     }
     mpirun_die("%s: command not found in PATH", prog);
+}
+
+/* Is PROGRAM an MPI program (dynamically linked with MPICH's libmpi)? Its
+ * dynamic string table names the library. */
+static int links_libmpi(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0) {
+        if (fd >= 0) close(fd);
+        return 0;
+    }
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) return 0;
+    static const char name[] = "libmpi.so.";
+    int found = memmem(m, (size_t)st.st_size, name, sizeof name - 1) != NULL;
+    munmap(m, (size_t)st.st_size);
+    return found;
+}
+
+/* MPI programs start through MPICH's mpiexec.hydra, installed next to this
+ * mpirun, with bglemu's MPI_Wtime (PREFIX/lib) preloaded. */
+static void choose_launcher(mpirun_job *j)
+{
+    const mpirun_opts *o = j->o;
+    if (o->launcher == MPIRUN_FORK || (o->launcher == MPIRUN_AUTO && !links_libmpi(j->path)))
+        return;
+    static char hydra[4096], wtime[4096];
+    char self[3800];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) mpirun_die("cannot find mpirun's own directory (/proc/self/exe)");
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    *slash = '\0';
+    snprintf(hydra, sizeof hydra, "%s/mpiexec.hydra", self);
+    snprintf(wtime, sizeof wtime, "%s/../lib/libbglemu-wtime.so", self);
+    if (access(hydra, X_OK) != 0)
+        mpirun_die("%s: not found: MPI programs need MPICH with the bgl netmod (make mpich)", hydra);
+    if (access(wtime, R_OK) != 0)
+        mpirun_die("%s: not found (make install)", wtime);
+    j->hydra = hydra;
+    j->wtime_lib = wtime;
 }
 
 /* The mapping as the JSON report shows it: no quote, backslash or control
@@ -85,6 +130,7 @@ int main(int argc, char **argv)
     j.o = &o;
     j.failed_rank = -1;
     j.path = resolve(o.argv[0]);
+    choose_launcher(&j);
 
     /* ---- validate the machine and the mapping ---- */
     tsim_geom *g = &j.g;
@@ -200,15 +246,33 @@ int main(int argc, char **argv)
         tsim_engine_print_deadlock(j.eng, stderr);
         fprintf(stderr, "mpirun: job failed: application deadlock\n");
         rc = MPIRUN_DEADLOCK;
-    } else if (j.failed_rank >= 0) {
+    } else if (j.failed_rank >= 0 && !j.hydra) {
         int r = j.failed_rank, c[4];
         ml_map_coords(&j.map, g, r, c);
         describe_status(j.status[r], why, sizeof why);
         fprintf(stderr, "mpirun: job failed: rank %d <%d,%d,%d,%d> (pid %d) %s\n", r, c[0], c[1],
                 c[2], c[3], (int)j.pid[r], why);
         rc = MPIRUN_RANK_FAILED;
+    } else if (j.failed_rank >= 0 && j.hydra) {
+        int r = j.failed_rank, c[4];
+        ml_map_coords(&j.map, g, r, c);
+        describe_status(j.hydra_status, why, sizeof why);
+        int pid = (int)s->procs[j.map.proc[r]].pid;
+        if (pid)
+            fprintf(stderr, "mpirun: job failed: rank %d <%d,%d,%d,%d> (pid %d) did not reach "
+                    "MPI_Finalize; mpiexec.hydra %s\n", r, c[0], c[1], c[2], c[3], pid, why);
+        else
+            fprintf(stderr, "mpirun: job failed: rank %d <%d,%d,%d,%d> never reached MPI_Init; "
+                    "mpiexec.hydra %s\n", r, c[0], c[1], c[2], c[3], why);
+        rc = MPIRUN_RANK_FAILED;
+    } else if (j.failed_rank == -3) {
+        describe_status(j.hydra_status, why, sizeof why);
+        fprintf(stderr, "mpirun: job failed: mpiexec.hydra %s\n", why);
+        rc = MPIRUN_RANK_FAILED;
     } else if (j.failed_rank == -2) {
         rc = MPIRUN_RANK_FAILED;
+    } else if (j.hydra) {
+        fprintf(stderr, "mpirun: all %d ranks exited 0\n", o.np);
     } else {
         for (int r = 0; r < o.np; r++)
             if (!WIFEXITED(j.status[r]) || WEXITSTATUS(j.status[r]) != 0) rc = MPIRUN_RANK_FAILED;

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "messagelayer/ml_map.h"
+#include "messagelayer/ml.h"
 #include "torus-sim/tsim.h"
 
 /* Exit statuses (docs/mpirun.md). */
@@ -16,6 +16,8 @@ enum {
     MPIRUN_DEADLOCK = 3,
     MPIRUN_TIMEOUT = 124,   /* as timeout(1) */
 };
+
+typedef enum { MPIRUN_AUTO, MPIRUN_HYDRA, MPIRUN_FORK } mpirun_launcher;
 
 typedef struct mpirun_opts {
     int np;
@@ -30,6 +32,9 @@ typedef struct mpirun_opts {
     const char *heatmap;  /* link-utilization text heatmap, "-" for stderr */
     int progress;         /* engine progress line every this many wall seconds, 0: off */
     double timeout;       /* wall-clock seconds, 0: none */
+    const char *clock;    /* BGLEMU_CLOCK for MPI ranks: none or cputime */
+    const char *protocol; /* BGLMPI_PROTOCOL, or NULL */
+    mpirun_launcher launcher;
     char **argv;          /* PROGRAM ARGS... */
 } mpirun_opts;
 
@@ -50,7 +55,11 @@ typedef struct mpirun_job {
     tsim_engine *eng;
     tsim_result res;
     int engine_started;
-    pid_t *pid;           /* per rank, 0 once reaped or never started */
+    const char *hydra;    /* mpiexec.hydra that starts the ranks, or NULL (fork) */
+    const char *wtime_lib; /* preloaded into MPI ranks: MPI_Wtime in simulated time */
+    pid_t hydra_pid;      /* its pid while it runs */
+    int hydra_status;
+    pid_t *pid;           /* per rank, 0 once reaped or never started (fork) */
     int *status;          /* per rank wait status */
     int *reaped;
     int live;             /* started and not yet reaped */

@@ -32,6 +32,14 @@ void mpirun_usage(FILE *f)
           "  -mapfile FILE|ORDER  rank placement: a file of 'x y z t' lines, one per rank,\n"
           "                     or a permutation of XYZT, first letter fastest (default XYZT)\n"
           "  -env NAME=VALUE    set in every rank's environment (repeatable)\n"
+          "  -clock none|cputime  MPI programs: compute time between MPI calls is free\n"
+          "                     (none: exactly reproducible) or thread CPU time scaled by\n"
+          "                     the cputime_scale_pct parameter (default cputime)\n"
+          "  -protocol NAME     MPI programs: force the message-layer protocol of every\n"
+          "                     MPI message (one-packet, eager, adaptive-eager, rendezvous;\n"
+          "                     default auto: chosen by size)\n"
+          "  -launcher hydra|fork  start ranks through MPICH's mpiexec.hydra (MPI programs)\n"
+          "                     or directly (default: hydra for programs linked with libmpi)\n"
           "  --params FILE      engine parameters, one 'name = value' per line\n"
           "  -p name=value      one engine parameter (repeatable, applied in order)\n"
           "  --report FILE      write the engine's JSON report (per processor, per link)\n"
@@ -40,7 +48,8 @@ void mpirun_usage(FILE *f)
           "                     (default 30, 0: off)\n"
           "  --timeout SECONDS  wall-clock limit, then the job is killed (default 600, 0: none)\n"
           "  --help             this text\n"
-          "Ranks get BGLEMU_SEG, BGLEMU_RANK, BGLEMU_NRANKS and BGLMPI_MAPPING.\n"
+          "Ranks get BGLEMU_SEG, BGLEMU_RANK (PMI_RANK under hydra), BGLEMU_NRANKS,\n"
+          "BGLMPI_MAPPING and BGLEMU_CLOCK.\n"
           "Exit status: 0 all ranks exited 0; 1 a rank failed; 2 bad options; 3 deadlock;\n"
           "124 timeout; 128+signal if mpirun was interrupted.\n",
           f);
@@ -104,6 +113,7 @@ void mpirun_parse(int argc, char **argv, mpirun_opts *o)
     o->mapspec = "XYZT";
     o->timeout = 600;
     o->progress = 30;
+    o->clock = "cputime";
     tsim_params_default(&o->params);
     o->env = calloc((size_t)argc, sizeof *o->env);
     if (!o->env) mpirun_die("out of memory");
@@ -124,7 +134,8 @@ void mpirun_parse(int argc, char **argv, mpirun_opts *o)
         }
         static const char *const with_value[] = {"np", "mode", "shape", "connect", "mapfile",
                                                    "env", "params", "p", "report", "timeout",
-                                                   "heatmap", "progress"};
+                                                   "heatmap", "progress", "clock",
+                                                   "protocol", "launcher"};
         int known = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
             known |= !strcmp(n, with_value[k]);
@@ -157,6 +168,19 @@ void mpirun_parse(int argc, char **argv, mpirun_opts *o)
         } else if (!strcmp(n, "p")) {
             if (tsim_params_set(&o->params, v, err, sizeof err) != 0)
                 mpirun_die("-p %s: %s", v, err);
+        } else if (!strcmp(n, "clock")) {
+            if (eq(v, "none")) o->clock = "none";
+            else if (eq(v, "cputime")) o->clock = "cputime";
+            else mpirun_die("-clock '%s': want none or cputime", v);
+        } else if (!strcmp(n, "protocol")) {
+            int p = ml_proto_parse(v);
+            if (p < 0 || p == ML_VN)
+                mpirun_die("-protocol '%s': want one-packet, eager, adaptive-eager, rendezvous or auto", v);
+            o->protocol = v;
+        } else if (!strcmp(n, "launcher")) {
+            if (eq(v, "hydra")) o->launcher = MPIRUN_HYDRA;
+            else if (eq(v, "fork")) o->launcher = MPIRUN_FORK;
+            else mpirun_die("-launcher '%s': want hydra or fork", v);
         } else if (!strcmp(n, "report")) {
             o->report = v;
         } else if (!strcmp(n, "heatmap")) {

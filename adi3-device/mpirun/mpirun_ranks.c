@@ -32,20 +32,19 @@ static int name_matches(const char *entry, const char *assignment)
     return !strncmp(entry, assignment, n) && entry[n] == '=';
 }
 
-/* environ without the names we set, then ours; rank_var is rewritten per
- * rank. Built before fork: the child only calls async-signal-safe code. */
-static char **build_env(mpirun_job *j, char *seg_var, char *np_var, char *map_var,
-                        char *rank_var)
+/* environ without the names we set (ours[0..nours), NAME=VALUE each, and
+ * BGLEMU_RANK: a stale one must not reach a rank), then the -env values,
+ * then ours. Built before fork: the child only calls async-signal-safe code. */
+static char **build_env(mpirun_job *j, char **ours, int nours)
 {
     size_t n = 0;
     while (environ[n]) n++;
-    char **env = calloc(n + (size_t)j->o->nenv + 5, sizeof *env);
+    char **env = calloc(n + (size_t)j->o->nenv + (size_t)nours + 1, sizeof *env);
     if (!env) return NULL;
-    char *ours[4] = {seg_var, np_var, map_var, "BGLEMU_RANK="};
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        int drop = 0;
-        for (int q = 0; q < 4; q++) drop |= name_matches(environ[i], ours[q]);
+        int drop = name_matches(environ[i], "BGLEMU_RANK=");
+        for (int q = 0; q < nours; q++) drop |= name_matches(environ[i], ours[q]);
         for (int q = 0; q < j->o->nenv; q++) drop |= name_matches(environ[i], j->o->env[q]);
         if (!drop) env[k++] = environ[i];
     }
@@ -54,50 +53,112 @@ static char **build_env(mpirun_job *j, char *seg_var, char *np_var, char *map_va
         for (int r = q + 1; r < j->o->nenv; r++) later |= name_matches(j->o->env[r], j->o->env[q]);
         if (!later) env[k++] = j->o->env[q];
     }
-    env[k++] = seg_var;
-    env[k++] = np_var;
-    env[k++] = map_var;
-    env[k++] = rank_var;
+    for (int q = 0; q < nours; q++) env[k++] = ours[q];
     env[k] = NULL;
     return env;
+}
+
+/* Forks a child that execs path with argv and env; it dies with mpirun. */
+static pid_t start(const char *path, char **argv, char **env, int devnull, int quiet_stdin)
+{
+    pid_t me = getpid();
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != me) _exit(127);
+    if (quiet_stdin && devnull >= 0) dup2(devnull, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(path, argv, env);
+    static const char msg[] = "mpirun: exec of the rank program failed\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+    _exit(127);
+}
+
+/* MPI programs: one mpiexec.hydra starts every rank (it gives each its
+ * PMI_RANK and runs MPICH's process-management protocol); the environment
+ * it passes on names the machine and preloads bglemu's MPI_Wtime. */
+static int spawn_hydra(mpirun_job *j, char **ours, int nours)
+{
+    static char preload[4200];
+    const char *old = getenv("LD_PRELOAD");
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s%s%s", j->wtime_lib,
+             old && *old ? " " : "", old && *old ? old : "");
+    ours[nours++] = preload;
+    char **env = build_env(j, ours, nours);
+    int argc = 0;
+    while (j->o->argv[argc]) argc++;
+    char **argv = calloc((size_t)argc + 10, sizeof *argv);
+    if (!env || !argv) {
+        free(env);
+        free(argv);
+        fprintf(stderr, "mpirun: out of memory\n");
+        return -1;
+    }
+    static char np[16];
+    snprintf(np, sizeof np, "%d", j->g.nranks);
+    int k = 0;
+    argv[k++] = (char *)j->hydra;
+    argv[k++] = "-n";
+    argv[k++] = np;
+    argv[k++] = "-launcher";
+    argv[k++] = "fork";
+    argv[k++] = "-bind-to";
+    argv[k++] = "none";
+    argv[k++] = (char *)j->path;
+    for (int a = 1; a < argc; a++) argv[k++] = j->o->argv[a];
+    argv[k] = NULL;
+    int rc = 0;
+    j->hydra_pid = start(j->hydra, argv, env, -1, 0);
+    if (j->hydra_pid < 0) {
+        fprintf(stderr, "mpirun: cannot start %s: fork: %s\n", j->hydra, strerror(errno));
+        j->hydra_pid = 0;
+        rc = -1;
+    } else {
+        j->live = 1;
+    }
+    free(env);
+    free(argv);
+    return rc;
 }
 
 int mpirun_spawn(mpirun_job *j)
 {
     int n = j->g.nranks;
-    static char seg_var[96], np_var[32], map_var[4200], rank_var[32];
+    static char seg_var[96], np_var[32], map_var[4200], clock_var[64], proto_var[64];
+    char *ours[8];
+    int nours = 0;
     snprintf(seg_var, sizeof seg_var, "BGLEMU_SEG=%s", j->seg->name);
     snprintf(np_var, sizeof np_var, "BGLEMU_NRANKS=%d", n);
     snprintf(map_var, sizeof map_var, "BGLMPI_MAPPING=%s", j->o->mapspec);
-    char **env = build_env(j, seg_var, np_var, map_var, rank_var);
+    snprintf(clock_var, sizeof clock_var, "BGLEMU_CLOCK=%s", j->o->clock);
+    snprintf(proto_var, sizeof proto_var, "BGLMPI_PROTOCOL=%s",
+             j->o->protocol ? j->o->protocol : "auto");
+    ours[nours++] = seg_var;
+    ours[nours++] = np_var;
+    ours[nours++] = map_var;
+    ours[nours++] = clock_var;
+    ours[nours++] = proto_var;
+    if (j->hydra) return spawn_hydra(j, ours, nours);
+
+    static char rank_var[32];
+    ours[nours++] = rank_var;
+    char **env = build_env(j, ours, nours);
     if (!env) {
         fprintf(stderr, "mpirun: out of memory\n");
         return -1;
     }
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    sigset_t none;
-    sigemptyset(&none);
-    pid_t me = getpid();
     int rc = 0;
     for (int r = 0; r < n; r++) {
         snprintf(rank_var, sizeof rank_var, "BGLEMU_RANK=%d", r);
-        pid_t pid = fork();
+        pid_t pid = start(j->path, j->o->argv, env, devnull, r > 0); /* stdin to rank 0 */
         if (pid < 0) {
             fprintf(stderr, "mpirun: cannot start rank %d: fork: %s\n", r, strerror(errno));
             rc = -1;
             break;
-        }
-        if (pid == 0) {
-            /* ranks die with mpirun, even if it is SIGKILLed */
-            prctl(PR_SET_PDEATHSIG, SIGKILL);
-            if (getppid() != me) _exit(127);
-            if (r > 0 && devnull >= 0) dup2(devnull, 0); /* stdin goes to rank 0 only */
-            sigprocmask(SIG_SETMASK, &none, NULL);
-            execve(j->path, j->o->argv, env);
-            static const char msg[] = "mpirun: exec of the rank program failed\n";
-            ssize_t w = write(2, msg, sizeof msg - 1);
-            (void)w;
-            _exit(127);
         }
         j->pid[r] = pid;
         j->live++;
@@ -122,6 +183,15 @@ static void abort_job(mpirun_job *j)
 
 static void signal_live(mpirun_job *j, int sig)
 {
+    if (j->hydra) {
+        if (j->hydra_pid > 0) kill(j->hydra_pid, sig);
+        if (sig == SIGKILL) /* what hydra left behind */
+            for (int r = 0; r < j->g.nranks; r++) {
+                tsim_proc *p = &j->seg->procs[j->map.proc[r]];
+                if (p->pid > 0 && atomic_load(&p->state) != TSIM_P_EXITED) kill(p->pid, sig);
+            }
+        return;
+    }
     for (int r = 0; r < j->g.nranks; r++)
         if (j->pid[r] > 0 && !j->reaped[r]) kill(j->pid[r], sig);
 }
@@ -132,6 +202,10 @@ static void unlink_when_attached(mpirun_job *j)
 {
     if (j->unlinked) return;
     for (int r = 0; r < j->g.nranks; r++) {
+        if (j->hydra) {
+            if (j->live && j->seg->procs[j->map.proc[r]].pid == 0) return;
+            continue;
+        }
         if (j->pid[r] <= 0) continue;
         if (!j->reaped[r] && j->seg->procs[j->map.proc[r]].pid == 0) return;
     }
@@ -139,8 +213,38 @@ static void unlink_when_attached(mpirun_job *j)
     j->unlinked = 1;
 }
 
+/* hydra ended: every rank that did not leave the machine (pl_close at
+ * MPI_Finalize) failed; the first of them is the job's failed rank. */
+static void reap_hydra(mpirun_job *j, int st, int *failing)
+{
+    j->hydra_status = st;
+    j->hydra_pid = 0;
+    j->live = 0;
+    int bad = -1;
+    for (int r = 0; r < j->g.nranks; r++) {
+        tsim_proc *p = &j->seg->procs[j->map.proc[r]];
+        if (atomic_load(&p->state) != TSIM_P_EXITED) {
+            if (bad < 0) bad = r;
+            atomic_store(&p->state, TSIM_P_EXITED);
+        }
+    }
+    tsim_kick(j->seg);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && bad < 0) return;
+    if (atomic_load(&j->seg->deadlock)) return;
+    if (j->failed_rank < 0 && !j->signal_received && !j->timed_out)
+        j->failed_rank = bad >= 0 ? bad : -3;
+    if (!*failing) {
+        *failing = 1;
+        abort_job(j);
+    }
+}
+
 static void reap(mpirun_job *j, pid_t pid, int st, int *failing)
 {
+    if (j->hydra) {
+        if (pid == j->hydra_pid) reap_hydra(j, st, failing);
+        return;
+    }
     int r = rank_of_pid(j, pid);
     if (r < 0) return; /* not ours (cannot happen: we fork nothing else) */
     j->reaped[r] = 1;

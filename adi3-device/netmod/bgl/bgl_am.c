@@ -1,21 +1,130 @@
-/* bglemu CH4 netmod "bgl": active messages and progress.
+/* bglemu CH4 netmod "bgl": active messages and progress over bglemu's
+ * message layer (messagelayer/ml.h).
  *
- * Skeleton: every transfer fails with "<function> is not yet implemented in
- * the bgl netmod"; progress has nothing to do. The next step puts the
- * message layer (messagelayer/ml.h) under these functions:
- *   am_isend / am_send_hdr (+ _reply): one ml message per active message;
- *     its completion runs MPIDIG_global.origin_cbs[handler_id](sreq);
- *   arrival: MPIDIG_global.target_msg_cbs[handler_id](...) matches (or
- *     queues as unexpected) and hands back the buffer the data lands in;
- *   progress: advance the message layer; after repeated empty polls yield,
- *     then block on the engine's doorbell. */
+ * One MPIDIG active message = one message-layer message: the handler id and
+ * MPIDIG's header travel as the message-layer header, the data as its body.
+ * The message layer picks one-packet, eager, adaptive eager or rendezvous by
+ * size, so am_check_eager always says "eager": MPIDIG's own RTS/CTS is never
+ * used, and a rendezvous scout's arrival is the upcall in which MPIDIG
+ * matches. The upcall hands back the receive buffer: the user's buffer when
+ * it is contiguous (data lands there directly), a bounce buffer that MPIDIG
+ * unpacks otherwise. */
 #include "mpidimpl.h"
 #include "bgl_impl.h"
+#include "bgl_ml.h"
+
+#include <sched.h>
+
+/* One send in flight: the message-layer message and what completes it. */
+typedef struct {
+    ml_msg m;
+    MPIR_Request *sreq;         /* NULL for a header-only message */
+    int handler_id;
+    void *pack;                 /* packed non-contiguous data, or NULL */
+    union {
+        uint8_t b[ML_HDR_MAX];
+        uint64_t align;
+    } hdr;
+} MPIDI_BGL_send_t;
+
+/* A non-contiguous receive: the data lands here, then MPIDIG unpacks it. */
+typedef struct {
+    MPIR_Request *rreq;
+    size_t len;
+    char data[];
+} MPIDI_BGL_bounce_t;
+
+static void send_done(ml_ctx * ml, void *arg)
+{
+    MPIDI_BGL_send_t *s = arg;
+    MPL_free(s->pack);
+    if (s->sreq)
+        MPIDIG_global.origin_cbs[s->handler_id] (s->sreq);
+    MPL_free(s);
+}
+
+static int send_am(int world_rank, int handler_id, const void *am_hdr, MPI_Aint am_hdr_sz,
+                   const void *data, MPI_Aint count, MPI_Datatype datatype, MPIR_Request * sreq)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
+    MPIDI_BGL_clock_enter();
+
+    MPIR_Assert(am_hdr_sz <= MPIDI_BGL_AM_HDR_MAX);
+    MPIDI_BGL_send_t *s = MPL_malloc(sizeof *s, MPL_MEM_BUFFER);
+    MPIR_ERR_CHKANDJUMP(!s, mpi_errno, MPI_ERR_NO_MEM, "**nomem");
+    s->sreq = sreq;
+    s->handler_id = handler_id;
+    s->pack = NULL;
+    memset(s->hdr.b, 0, MPIDI_BGL_PREFIX);
+    s->hdr.b[0] = (uint8_t) handler_id;
+    memcpy(s->hdr.b + MPIDI_BGL_PREFIX, am_hdr, am_hdr_sz);
+
+    const void *buf = NULL;
+    MPI_Aint data_sz = 0;
+    if (count > 0) {
+        int dt_contig;
+        MPI_Aint dt_true_lb;
+        MPIR_Datatype *dt_ptr;
+        MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
+        if (dt_contig) {
+            buf = (const char *) data + dt_true_lb;
+        } else if (data_sz > 0) {
+            MPI_Aint packed;
+            s->pack = MPL_malloc(data_sz, MPL_MEM_BUFFER);
+            MPIR_ERR_CHKANDJUMP(!s->pack, mpi_errno, MPI_ERR_NO_MEM, "**nomem");
+            mpi_errno = MPIR_Typerep_pack(data, count, datatype, 0, s->pack, data_sz, &packed);
+            MPIR_ERR_CHECK(mpi_errno);
+            MPIR_Assert(packed == data_sz);
+            buf = s->pack;
+        }
+    }
+    MPIR_ERR_CHKANDJUMP1((uint64_t) data_sz > UINT32_MAX, mpi_errno, MPI_ERR_COUNT,
+                         "**bgl_toolarge", "**bgl_toolarge %L", (long long) data_sz);
+
+    size_t hdrlen = MPIDI_BGL_PREFIX + (size_t) am_hdr_sz;
+    ml_proto p = ML_AUTO;
+    if (sreq && g->force != ML_AUTO) {  /* data messages only: control stays automatic */
+        p = g->force;
+        if (p == ML_ONEPKT && hdrlen + (size_t) data_sz > TSIM_PAYLOAD_MAX)
+            p = ML_AUTO;
+    }
+    if (p == ML_AUTO)
+        p = ml_choose(g->ml, world_rank, hdrlen, (size_t) data_sz);
+    pl_charge(g->pp, g->prm->mpi_send_cycles);
+    if (sreq)
+        pl_charge(g->pp, p == ML_EAGER ? g->prm->mpi_eager_cycles
+                  : p == ML_ADAPTIVE ? g->prm->mpi_adaptive_cycles
+                  : p == ML_RZV ? g->prm->mpi_rzv_cycles : 0);
+
+    s->m = (ml_msg) {
+        .dst = world_rank,.hdr = s->hdr.b,.hdrlen = hdrlen,.buf = buf,.len = (size_t) data_sz,
+        .proto = p,.done = send_done,.arg = s
+    };
+    g->empty_polls = 0;
+    if (ml_send(g->ml, &s->m) != 0) {
+        MPL_free(s->pack);
+        MPL_free(s);
+        s = NULL;
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_RANK, "**bgl_send", "**bgl_send %d", world_rank);
+    }
+
+  fn_exit:
+    MPIDI_BGL_clock_leave();
+    return mpi_errno;
+  fn_fail:
+    if (s) {
+        MPL_free(s->pack);
+        MPL_free(s);
+    }
+    goto fn_exit;
+}
 
 int MPIDI_BGL_am_send_hdr(int rank, MPIR_Comm * comm, int handler_id,
                           const void *am_hdr, MPI_Aint am_hdr_sz, int src_vci, int dst_vci)
 {
-    return MPIDI_BGL_NOTIMPL("am_send_hdr");
+    return send_am(MPIDIU_rank_to_lpid(rank, comm), handler_id, am_hdr, am_hdr_sz, NULL, 0,
+                   MPI_DATATYPE_NULL, NULL);
 }
 
 int MPIDI_BGL_am_isend(int rank, MPIR_Comm * comm, int handler_id,
@@ -23,14 +132,16 @@ int MPIDI_BGL_am_isend(int rank, MPIR_Comm * comm, int handler_id,
                        MPI_Aint count, MPI_Datatype datatype, int src_vci, int dst_vci,
                        MPIR_Request * sreq)
 {
-    return MPIDI_BGL_NOTIMPL("am_isend");
+    return send_am(MPIDIU_rank_to_lpid(rank, comm), handler_id, am_hdr, am_hdr_sz, data, count,
+                   datatype, sreq);
 }
 
 int MPIDI_BGL_am_send_hdr_reply(MPIR_Comm * comm, int src_rank, int handler_id,
                                 const void *am_hdr, MPI_Aint am_hdr_sz, int src_vci,
                                 int dst_vci)
 {
-    return MPIDI_BGL_NOTIMPL("am_send_hdr_reply");
+    return send_am(MPIDIU_rank_to_lpid(src_rank, comm), handler_id, am_hdr, am_hdr_sz, NULL, 0,
+                   MPI_DATATYPE_NULL, NULL);
 }
 
 int MPIDI_BGL_am_isend_reply(MPIR_Comm * comm, int src_rank, int handler_id,
@@ -38,16 +149,108 @@ int MPIDI_BGL_am_isend_reply(MPIR_Comm * comm, int src_rank, int handler_id,
                              MPI_Aint count, MPI_Datatype datatype, int src_vci, int dst_vci,
                              MPIR_Request * sreq)
 {
-    return MPIDI_BGL_NOTIMPL("am_isend_reply");
+    return send_am(MPIDIU_rank_to_lpid(src_rank, comm), handler_id, am_hdr, am_hdr_sz, data,
+                   count, datatype, sreq);
 }
 
+/* Every size goes as one message-layer message (which may be a rendezvous). */
 bool MPIDI_BGL_am_check_eager(MPI_Aint am_hdr_sz, MPI_Aint data_sz, const void *data,
                               MPI_Aint count, MPI_Datatype datatype, MPIR_Request * sreq)
 {
-    return am_hdr_sz + data_sz <= MPIDI_BGL_EAGER_LIMIT;
+    return true;
 }
+
+/* ---- receiving ---- */
+
+static void recv_done(ml_ctx * ml, void *arg)
+{
+    MPIR_Request *rreq = arg;
+    MPIDIG_REQUEST(rreq, req->target_cmpl_cb) (rreq);
+}
+
+static void bounce_done(ml_ctx * ml, void *arg)
+{
+    MPIDI_BGL_bounce_t *b = arg;
+    MPIDIG_recv_copy_seg(b->data, (MPI_Aint) b->len, b->rreq);
+    MPIDIG_REQUEST(b->rreq, req->target_cmpl_cb) (b->rreq);
+    MPL_free(b);
+}
+
+/* A message's first packet (or rendezvous scout) arrived, in per-pair send
+ * order: MPIDIG matches it and says where its len bytes go. */
+static void upcall(ml_ctx * ml, int src, const void *hdr, size_t hdrlen, size_t len,
+                   ml_recv * out, void *uarg)
+{
+    MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
+    union {
+        uint8_t b[ML_HDR_MAX];
+        uint64_t align;
+    } h;
+    memcpy(h.b, hdr, hdrlen);
+    int handler_id = h.b[0];
+    void *am_hdr = h.b + MPIDI_BGL_PREFIX;
+    uint32_t attr = 0;
+    MPIDIG_AM_ATTR_SET_VCIS(attr, 0, 0);
+    pl_charge(g->pp, g->prm->mpi_recv_cycles);
+    out->buf = NULL;
+    out->cap = 0;
+    out->done = NULL;
+
+    if (len == 0) {
+        MPIDIG_global.target_msg_cbs[handler_id] (am_hdr, NULL, 0, attr, NULL);
+        return;
+    }
+    MPIR_Request *rreq = NULL;
+    MPIDIG_global.target_msg_cbs[handler_id] (am_hdr, NULL, (MPI_Aint) len,
+                                              attr | MPIDIG_AM_ATTR__IS_ASYNC, &rreq);
+    if (!rreq)  /* a handler that wants no data: it is dropped */
+        return;
+    int is_contig, is_gpu;
+    void *p;
+    MPI_Aint sz;
+    MPIDIG_get_recv_data(&is_contig, &is_gpu, &p, &sz, rreq);
+    MPIDIG_recv_setup(rreq);    /* status count; truncation error if len > sz */
+    if (is_contig) {
+        out->buf = p;
+        out->cap = (size_t) sz;
+        out->done = recv_done;
+        out->arg = rreq;
+        return;
+    }
+    MPIDI_BGL_bounce_t *b = MPL_malloc(sizeof *b + len, MPL_MEM_BUFFER);
+    MPIR_Assert(b);
+    b->rreq = rreq;
+    b->len = len;
+    out->buf = b->data;
+    out->cap = len;
+    out->done = bounce_done;
+    out->arg = b;
+}
+
+ml_upcall_fn MPIDI_BGL_upcall = upcall;
+
+/* ---- progress ---- */
+
+/* Empty polls before the rank blocks on the engine's doorbell. Each one is
+ * a synchronised, deterministic look at the FIFOs, so blocking after a
+ * fixed number of them keeps runs reproducible. */
+#define MPIDI_BGL_SPIN_POLLS 4
 
 int MPIDI_BGL_progress(int vci, int blocking)
 {
+    MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
+    if (!g->ml)
+        return MPI_SUCCESS;
+    MPIDI_BGL_clock_enter();
+    if (ml_advance(g->ml) > 0) {
+        g->empty_polls = 0;
+    } else if (++g->empty_polls < MPIDI_BGL_SPIN_POLLS) {
+        sched_yield();
+    } else {
+        g->empty_polls = 0;
+        if (ml_idle(g->ml, "MPI: waiting in progress for a message") != 0)
+            MPIDI_BGL_job_aborted("progress");
+    }
+    MPIDI_BGL_clock_leave();
     return MPI_SUCCESS;
 }

@@ -5,16 +5,12 @@
 #include <mpidimpl.h>
 #include "mpidch4r.h"
 
-/* Limits of the active messages (placeholders until the message layer is
- * plugged in: the header must fit one torus packet's payload next to ours). */
-#define MPIDI_BGL_AM_HDR_MAX     192
+/* Limits of the active messages. MPIDIG's header rides in the message
+ * layer's header (ML_HDR_MAX = 128 bytes) behind our 8-byte prefix. Every
+ * size is sent as one message-layer message (am_check_eager), so the eager
+ * limit only sizes MPIDIG's pack buffers. */
+#define MPIDI_BGL_AM_HDR_MAX     (128 - 8)
 #define MPIDI_BGL_EAGER_LIMIT    (16 * 1024)
-
-/* An error for what the skeleton does not do yet: the application sees
- * "<what> is not yet implemented in the bgl netmod". */
-#define MPIDI_BGL_NOTIMPL(what) \
-    MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__, \
-                         MPI_ERR_OTHER, "**bgl_notimpl", "**bgl_notimpl %s", (what))
 
 /* Out-of-line bodies of the inline netmod API (bgl_am.c): the inline wrappers
  * in bgl_am.h / bgl_progress.h only forward here, so a change to the netmod's

@@ -1,0 +1,35 @@
+/* bglemu CH4 netmod "bgl": the netmod's state over bglemu's own layers.
+ * Included only by the netmod's .c files, so the rest of MPICH never sees
+ * bglemu's headers (they come from PREFIX/include/bglemu). */
+#ifndef BGL_ML_H_INCLUDED
+#define BGL_ML_H_INCLUDED
+
+#include "messagelayer/ml.h"
+
+/* What the netmod puts in front of MPIDIG's header in every message:
+ * the handler id, padded so that MPIDIG's header stays 8-byte aligned. */
+#define MPIDI_BGL_PREFIX 8
+
+typedef enum { MPIDI_BGL_CLOCK_NONE, MPIDI_BGL_CLOCK_CPUTIME } MPIDI_BGL_clock_mode;
+
+typedef struct {
+    ml_ctx *ml;
+    pl_proc *pp;
+    const tsim_params *prm;
+    ml_proto force;             /* BGLMPI_PROTOCOL: protocol of data messages, ML_AUTO */
+    int empty_polls;            /* consecutive progress calls that moved nothing */
+    MPIDI_BGL_clock_mode clock;
+    uint64_t cpu_mark_ns;       /* thread CPU time when the netmod last returned */
+} MPIDI_BGL_global_t;
+
+extern MPIDI_BGL_global_t MPIDI_BGL_global;
+
+/* Clock (bgl_clock.c): entering the netmod charges the compute time spent
+ * since it last returned (cputime mode); leaving marks the time. */
+void MPIDI_BGL_clock_init(void);
+void MPIDI_BGL_clock_enter(void);
+void MPIDI_BGL_clock_leave(void);
+/* The job cannot go on (deadlock found by the engine, or mpirun aborts it). */
+void MPIDI_BGL_job_aborted(const char *where) __attribute__((noreturn));
+
+#endif /* BGL_ML_H_INCLUDED */
