@@ -1,0 +1,92 @@
+/* collectives: message-layer collectives that use the torus hardware.
+ *
+ *  - coll_bcast: deposit-bit broadcast over the whole partition. The root
+ *    sends each packet along a line with the deposit bit, so every node on
+ *    the line keeps a copy; nodes of that line forward along the next
+ *    dimension, and so on, pipelined per packet. With routes = 3 the message
+ *    is split in up to three parts sent over edge-disjoint spanning trees
+ *    (dimension orders X-Y-Z, Y-Z-X, Z-X-Y). VN mode: cpu 0 of each node
+ *    takes part in the tree and hands every packet to cpu 1 over the
+ *    scratchpad FIFO.
+ *  - coll_alltoall / coll_alltoallv: every rank injects its packets itself,
+ *    interleaved across destinations in a per-source staggered order,
+ *    adaptively routed; receivers place data by offset.
+ *
+ * Packets are the collectives' own software-header types (COLL_T_*,
+ * >= ML_TYPE_USER), delivered by ml_advance through ml_register_packet, so
+ * collectives coexist with ordinary message-layer traffic. Every call is a
+ * collective: all ranks make the same calls in the same order (a sequence
+ * number in each packet keeps consecutive collectives apart). Blocking.
+ * Design and figures: docs/collectives.md. */
+#ifndef COLL_H
+#define COLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../messagelayer/ml.h"
+
+/* Software-header types used by the collectives. */
+#define COLL_T_BCAST 64
+#define COLL_T_A2A   65
+
+typedef struct coll_ctx coll_ctx;
+
+/* Opens the collectives on a message layer; registers the packet types.
+ * Call it on every rank right after ml_init, before the first ml_advance
+ * that could see a collective packet. NULL on error (types taken, memory). */
+coll_ctx *coll_init(ml_ctx *ml);
+/* Frees the state (call before ml_finalize). */
+void coll_finalize(coll_ctx *c);
+
+/* 1 if the hardware algorithms can serve this machine: every processor slot
+ * the mode uses (cpu 0 of every node, and cpu 1 in VN mode) runs a rank. */
+int coll_hw_ok(const coll_ctx *c);
+
+/* Broadcast of len bytes from root's buf into everyone's buf.
+ * routes: 1 (one dimension-ordered tree) or 3 (up to three edge-disjoint
+ * trees, one per dimension of size > 1). Falls back to coll_bcast_p2p when
+ * coll_hw_ok is 0. Returns 0, or -1 (bad argument, job aborting). */
+int coll_bcast(coll_ctx *c, void *buf, size_t len, int root, int routes);
+
+/* Baseline: binomial tree of message-layer sends (ML_AUTO protocols). */
+int coll_bcast_p2p(coll_ctx *c, void *buf, size_t len, int root);
+
+/* Alltoall: per_pair bytes from sbuf + d*per_pair to rank d, into
+ * rbuf + s*per_pair from rank s. */
+int coll_alltoall(coll_ctx *c, const void *sbuf, void *rbuf, size_t per_pair);
+
+/* Alltoallv, counts and displacements in bytes (arrays of nranks). The
+ * receiver's rcounts[s] must equal sender s's scounts[me]. */
+int coll_alltoallv(coll_ctx *c, const void *sbuf, const size_t *scounts, const size_t *sdispls,
+                   void *rbuf, const size_t *rcounts, const size_t *rdispls);
+
+/* Baseline: every rank ml_sends to every other in rank order. */
+int coll_alltoall_p2p(coll_ctx *c, const void *sbuf, void *rbuf, size_t per_pair);
+
+/* Destination order of the packet-scheduled alltoall (default STAGGER). */
+enum { COLL_A2A_STAGGER = 0, COLL_A2A_RANDOM = 1, COLL_A2A_RANKORDER = 2 };
+void coll_set_a2a_order(coll_ctx *c, int order);
+
+/* Counters of this rank. */
+typedef struct coll_stats {
+    uint64_t bcasts, alltoalls, pkts_sent, pkts_recv, pkts_early;
+} coll_stats;
+const coll_stats *coll_get_stats(const coll_ctx *c);
+
+/* The message layer's upcall for the p2p baselines: pass it (with the
+ * coll_ctx's address holder) to ml_init when the program uses
+ * coll_bcast_p2p / coll_alltoall_p2p; other messages are handed to `next`
+ * (may be NULL). Use coll_upcall_arg() to build the upcall argument before
+ * ml_init, then coll_init_with(). */
+typedef struct coll_upcall_arg {
+    coll_ctx *c;            /* set by coll_init_with */
+    ml_upcall_fn next;      /* messages that are not the collectives' */
+    void *next_arg;
+} coll_upcall_arg;
+void coll_upcall(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t len, ml_recv *out,
+                 void *uarg);
+/* coll_init, and binds ua (the argument passed to ml_init with coll_upcall). */
+coll_ctx *coll_init_with(ml_ctx *ml, coll_upcall_arg *ua);
+
+#endif

@@ -1,0 +1,151 @@
+/* Packet-scheduled alltoall(v) (docs/collectives.md).
+ *
+ * Every rank injects its own packets, adaptively routed, one packet per
+ * destination in turn: round i sends packet i of every destination's block,
+ * destinations in a per-source order (staggered: me+1, me+2, ... so that at
+ * any moment the sources address a permutation of the ranks; or a
+ * per-source random order). Each block is read sequentially. The software
+ * header carries the byte offset inside the block; the receiver finds the
+ * source from the packet's metadata and places the data by offset, so the
+ * reordering of adaptive routing does not matter. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_internal.h"
+
+#define PAY TSIM_PAYLOAD_MAX
+
+static void a2a_take(coll_ctx *c, const tsim_slot *s)
+{
+    coll_sw sw = coll_sw_get(s);
+    int src = s->m.src < (uint32_t)c->map->nprocs ? c->map->rank[s->m.src] : -1;
+    if (src < 0 || src == c->rank || sw.w >= c->rcounts[src]) abort(); /* not this alltoall's */
+    size_t n = c->rcounts[src] - sw.w < PAY ? c->rcounts[src] - sw.w : PAY;
+    memcpy(c->rbuf + c->rdispls[src] + sw.w, s->p.payload, n);
+    c->a2a_recv += n;
+    c->st.pkts_recv++;
+}
+
+void coll_a2a_packet(ml_ctx *ml, const tsim_slot *s, void *arg)
+{
+    (void)ml;
+    coll_ctx *c = arg;
+    coll_sw sw = coll_sw_get(s);
+    if (c->op != OP_A2A || sw.seq != c->cur) {
+        coll_stash(c, s);
+        return;
+    }
+    a2a_take(c, s);
+}
+
+static uint32_t npk(size_t bytes) { return (uint32_t)((bytes + PAY - 1) / PAY); }
+
+/* Sends packets in schedule order until every injection FIFO is full. */
+static int a2a_push(coll_ctx *c)
+{
+    int moved = 0;
+    const uint32_t m1 = (uint32_t)c->nranks - 1;
+    c->inj_wait = 0;
+    while (c->a2a_left) {
+        int d = c->order[c->pos];
+        if (c->round >= npk(c->scounts[d])) {
+            if (++c->pos == m1) c->pos = 0, c->round++;
+            continue;
+        }
+        size_t off = (size_t)c->round * PAY;
+        size_t n = c->scounts[d] - off < PAY ? c->scounts[d] - off : PAY;
+        coll_sw sw = {COLL_T_A2A, 0, c->cur, (uint32_t)off};
+        int ok = -1;
+        for (int k = 0; k < 3 && ok != 0; k++) {
+            int f = (int)((c->rr_fifo + (unsigned)k) % 3);
+            if (c->inj_wait & TSIM_WAKE_INJ(f)) continue;
+            if ((ok = coll_inject(c, f, c->map->proc[d], TSIM_F_DYNAMIC, &sw,
+                                  c->sbuf + c->sdispls[d] + off, n)) == 0)
+                c->rr_fifo = (unsigned)(f + 1) % 3;
+        }
+        if (ok != 0) break; /* all three full: wait for room */
+        c->sent[d]++;
+        c->a2a_left--;
+        moved++;
+        if (++c->pos == m1) c->pos = 0, c->round++;
+    }
+    return moved;
+}
+
+static int a2a_done(coll_ctx *c) { return c->a2a_left == 0 && c->a2a_recv == c->a2a_need; }
+
+static uint64_t xs(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+int coll_alltoallv(coll_ctx *c, const void *sbuf, const size_t *scounts, const size_t *sdispls,
+                   void *rbuf, const size_t *rcounts, const size_t *rdispls)
+{
+    if (!c || !scounts || !sdispls || !rcounts || !rdispls || c->op != OP_NONE) return -1;
+    const int N = c->nranks, me = c->rank;
+    for (int i = 0; i < N; i++)
+        if (scounts[i] > UINT32_MAX || rcounts[i] > UINT32_MAX) return -1;
+    c->cur = c->seq++;
+    c->st.alltoalls++;
+    size_t self = scounts[me] < rcounts[me] ? scounts[me] : rcounts[me];
+    if (self) memcpy((uint8_t *)rbuf + rdispls[me], (const uint8_t *)sbuf + sdispls[me], self);
+    if (N == 1) return 0;
+    free(c->order);
+    free(c->sent);
+    c->order = malloc((size_t)(N - 1) * sizeof *c->order);
+    c->sent = calloc((size_t)N, sizeof *c->sent);
+    if (!c->order || !c->sent) return -1;
+    for (int j = 0; j < N - 1; j++) {
+        if (c->a2a_order == COLL_A2A_RANKORDER) c->order[j] = j < me ? j : j + 1;
+        else c->order[j] = (me + 1 + j) % N;
+    }
+    if (c->a2a_order == COLL_A2A_RANDOM) {
+        uint64_t st = 0x9e3779b97f4a7c15ull ^ ((uint64_t)me << 20) ^ c->cur;
+        for (int j = N - 2; j > 0; j--) {
+            int k = (int)(xs(&st) % (uint64_t)(j + 1));
+            int t = c->order[j];
+            c->order[j] = c->order[k];
+            c->order[k] = t;
+        }
+    }
+    c->sbuf = sbuf;
+    c->rbuf = rbuf;
+    c->scounts = scounts;
+    c->sdispls = sdispls;
+    c->rcounts = rcounts;
+    c->rdispls = rdispls;
+    c->a2a_left = 0;
+    c->a2a_need = 0;
+    c->a2a_recv = 0;
+    for (int i = 0; i < N; i++) {
+        if (i == me) continue;
+        c->a2a_left += npk(scounts[i]);
+        c->a2a_need += rcounts[i];
+    }
+    c->round = 0;
+    c->pos = 0;
+    c->op = OP_A2A;
+    coll_replay(c, COLL_T_A2A, a2a_take);
+    int rc = coll_run(c, a2a_done, a2a_push, "coll_alltoall");
+    c->op = OP_NONE;
+    return rc;
+}
+
+int coll_alltoall(coll_ctx *c, const void *sbuf, void *rbuf, size_t per_pair)
+{
+    if (!c) return -1;
+    int N = c->nranks;
+    size_t *v = malloc(4 * (size_t)N * sizeof *v);
+    if (!v) return -1;
+    for (int i = 0; i < N; i++) {
+        v[i] = v[2 * N + i] = per_pair;
+        v[N + i] = v[3 * N + i] = (size_t)i * per_pair;
+    }
+    int rc = coll_alltoallv(c, sbuf, v, v + N, rbuf, v + 2 * N, v + 3 * N);
+    free(v);
+    return rc;
+}

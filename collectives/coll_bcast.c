@@ -1,0 +1,210 @@
+/* Deposit-bit broadcast over the whole partition (docs/collectives.md).
+ *
+ * A "line" send from node c along dimension d is one deterministic packet
+ * with the deposit bit to the last node of each half-line: on a torus ring
+ * of n nodes, floor(n/2) hops the + way and floor((n-1)/2) hops the - way
+ * (the minimal direction the router takes for those distances, ties going
+ * +), on a mesh to both ends. Every node of the line except c gets exactly
+ * one copy.
+ *
+ * One route (routes = 1): the dimension-ordered tree d0, d1, d2 (dimensions
+ * of size > 1): the root sends lines along d0, d1 and d2; a node that got
+ * the packet from a line along d_s sends lines along every d_j, j > s.
+ *
+ * k routes (k = number of dimensions of size > 1, at most 3): part r of the
+ * message goes down the tree of order (d_r, d_r+1, ...) modified so that
+ * the k trees use disjoint directed links: tree r never uses a link inside
+ * the plane d_r = root's d_r (other trees' first and second stages run
+ * there). Its root sends only along d_r; nodes off that plane forward as in
+ * the plain tree; a node of that plane gets its copy with one extra hop
+ * toward the root's coordinate from the neighbouring plane f (root + 1, or
+ * root - 1 at a mesh edge) -- links pointing toward the root's coordinate
+ * are never used by any dimension-ordered tree.
+ *
+ * VN mode: the tree runs between cpu 0 of every node (the root's own cpu on
+ * the root's node), which hands each packet to its node mate through the
+ * scratchpad FIFO. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_internal.h"
+
+#define PAY TSIM_PAYLOAD_MAX
+
+static int node_with(const coll_ctx *c, const int co[3])
+{
+    return tsim_node_of(&c->g, co[0], co[1], co[2]);
+}
+
+static void add_target(coll_ctx *c, int proc, int fifo, int route, unsigned flags)
+{
+    if (c->nt >= COLL_MAXT) abort(); /* cannot happen: at most 7 per route + mates */
+    c->t[c->nt++] = (coll_target){proc, fifo, route, flags, 0};
+}
+
+/* Deposit lines from node coordinates co along dimension d (route r). */
+static void add_lines(coll_ctx *c, const int co[3], int d, int r)
+{
+    int n = c->g.dim[d], x = co[d], ends[2], k = 0;
+    if (n < 2) return;
+    if (c->g.torus[d]) {
+        int hp = n / 2, hm = (n - 1) / 2;
+        if (hp) ends[k++] = (x + hp) % n;
+        if (hm) ends[k++] = (x - hm + n) % n;
+    } else {
+        if (x < n - 1) ends[k++] = n - 1;
+        if (x > 0) ends[k++] = 0;
+    }
+    for (int i = 0; i < k; i++) {
+        int e[3] = {co[0], co[1], co[2]};
+        e[d] = ends[i];
+        add_target(c, tsim_proc_index(node_with(c, e), 0), d, r, TSIM_F_DEPOSIT);
+    }
+}
+
+/* The forwarding targets of this processor and the packets it expects. */
+static void plan(coll_ctx *c, int root)
+{
+    const int rproc = c->map->proc[root], rnode = rproc / TSIM_CPUS;
+    const int me = c->pp->index, mynode = me / TSIM_CPUS;
+    int rc[3], co[3], dims[3], k = 0;
+    tsim_coords(&c->g, rnode, rc);
+    tsim_coords(&c->g, mynode, co);
+    for (int d = 0; d < 3; d++)
+        if (c->g.dim[d] > 1) dims[k++] = d;
+    int tree = mynode == rnode ? me == rproc : c->pp->cpu == 0; /* takes part in the tree */
+    c->nt = 0;
+    c->need = 0;
+    if (!tree) { /* the node mate: everything arrives over the scratchpad */
+        for (int r = 0; r < c->nroutes; r++) c->need += c->part_np[r];
+        return;
+    }
+    int mate = c->cpus == 2 ? (me ^ 1) : -1;
+    for (int r = 0; r < c->nroutes; r++) {
+        int o[3];
+        for (int j = 0; j < k; j++) o[j] = dims[(r + j) % k];
+        int mod = c->nroutes > 1, a = k ? o[0] : 0;
+        if (mynode != rnode) c->need += c->part_np[r];
+        if (mynode == rnode) {
+            for (int j = 0; j < (mod ? 1 : k); j++) add_lines(c, co, o[j], r);
+        } else if (!(mod && co[a] == rc[a])) {
+            int s = -1;
+            for (int j = 0; j < k; j++)
+                if (co[o[j]] != rc[o[j]]) s = j;
+            for (int j = s + 1; j < k; j++) add_lines(c, co, o[j], r);
+            if (mod) {
+                int n = c->g.dim[a];
+                int f = c->g.torus[a] ? (rc[a] + 1) % n : (rc[a] + 1 < n ? rc[a] + 1 : rc[a] - 1);
+                int off_axis = 0;
+                for (int j = 1; j < k; j++) off_axis |= co[o[j]] != rc[o[j]];
+                if (co[a] == f && off_axis) {
+                    int e[3] = {co[0], co[1], co[2]};
+                    e[a] = rc[a];
+                    add_target(c, tsim_proc_index(node_with(c, e), 0), a, r, 0);
+                }
+            }
+        }
+        if (mate >= 0) add_target(c, mate, TSIM_INJ_SP, r, 0);
+    }
+}
+
+static void bc_take(coll_ctx *c, const tsim_slot *s)
+{
+    coll_sw sw = coll_sw_get(s);
+    int r = sw.route;
+    if (r >= c->nroutes || sw.w >= c->part_np[r]) abort(); /* not this broadcast's */
+    uint8_t *h = c->have + c->have_base[r];
+    if (h[sw.w]) abort(); /* a second copy: the tree is wrong */
+    size_t off = c->part_off[r] + (size_t)sw.w * PAY;
+    size_t n = c->len - off < PAY ? c->len - off : PAY;
+    memcpy(c->buf + off, s->p.payload, n);
+    h[sw.w] = 1;
+    c->got++;
+    c->st.pkts_recv++;
+    while (c->avail[r] < c->part_np[r] && h[c->avail[r]]) c->avail[r]++;
+}
+
+/* Sends what the targets can take, one packet per target in turn. */
+static int bc_push(coll_ctx *c)
+{
+    int moved = 0, any = 1;
+    c->inj_wait = 0;
+    while (any) {
+        any = 0;
+        for (int i = 0; i < c->nt; i++) {
+            coll_target *t = &c->t[i];
+            if (t->cur >= c->avail[t->route] || (c->inj_wait & TSIM_WAKE_INJ(t->fifo))) continue;
+            size_t off = c->part_off[t->route] + (size_t)t->cur * PAY;
+            size_t n = c->len - off < PAY ? c->len - off : PAY;
+            coll_sw sw = {COLL_T_BCAST, (uint8_t)t->route, c->cur, t->cur};
+            if (coll_inject(c, t->fifo, t->proc, t->flags, &sw, c->buf + off, n) != 0) continue;
+            t->cur++;
+            any = 1;
+            moved++;
+        }
+    }
+    return moved;
+}
+
+static int bc_done(coll_ctx *c)
+{
+    if (c->got < c->need) return 0;
+    for (int i = 0; i < c->nt; i++)
+        if (c->t[i].cur < c->part_np[c->t[i].route]) return 0;
+    return 1;
+}
+
+void coll_bcast_packet(ml_ctx *ml, const tsim_slot *s, void *arg)
+{
+    (void)ml;
+    coll_ctx *c = arg;
+    coll_sw sw = coll_sw_get(s);
+    if (c->op != OP_BCAST || sw.seq != c->cur) {
+        coll_stash(c, s);
+        return;
+    }
+    bc_take(c, s);
+    bc_push(c); /* forward at once: pipelined per packet */
+}
+
+int coll_bcast(coll_ctx *c, void *buf, size_t len, int root, int routes)
+{
+    if (!c || root < 0 || root >= c->nranks || routes < 1 || routes > 3 || (len && !buf) ||
+        c->op != OP_NONE)
+        return -1;
+    if (!c->hw_ok) return coll_bcast_p2p(c, buf, len, root);
+    c->cur = c->seq++;
+    c->st.bcasts++;
+    if (len == 0 || c->nranks == 1) return 0;
+    int k = 0;
+    for (int d = 0; d < 3; d++) k += c->g.dim[d] > 1;
+    c->nroutes = routes < k ? routes : (k ? k : 1);
+    size_t np = (len + PAY - 1) / PAY;
+    if (np > UINT32_MAX) return -1;
+    size_t base = 0;
+    for (int r = 0; r < 3; r++) {
+        c->part_np[r] = r < c->nroutes
+                            ? (uint32_t)(np / (size_t)c->nroutes + ((size_t)r < np % (size_t)c->nroutes))
+                            : 0;
+        c->part_off[r] = base * PAY;
+        c->have_base[r] = base;
+        base += c->part_np[r];
+        c->avail[r] = 0;
+    }
+    c->buf = buf;
+    c->len = len;
+    c->got = 0;
+    free(c->have);
+    c->have = calloc(np, 1);
+    if (!c->have) return -1;
+    plan(c, root);
+    if (c->rank == root)
+        for (int r = 0; r < c->nroutes; r++) c->avail[r] = c->part_np[r];
+    c->op = OP_BCAST;
+    coll_replay(c, COLL_T_BCAST, bc_take);
+    int rc = coll_run(c, bc_done, bc_push, "coll_bcast");
+    c->op = OP_NONE;
+    free(c->have);
+    c->have = NULL;
+    return rc;
+}

@@ -1,0 +1,106 @@
+/* collectives internals: state shared by coll_core.c, coll_bcast.c,
+ * coll_a2a.c and coll_p2p.c. */
+#ifndef COLL_INTERNAL_H
+#define COLL_INTERNAL_H
+
+#include "coll.h"
+
+/* Software header of a collective packet (8 bytes):
+ *   [0] type (COLL_T_*), [1] route (bcast) or 0, [2..3] collective sequence
+ *   number, [4..7] packet index within the route's part (bcast) or byte
+ *   offset within the pair's block (alltoall), little endian. */
+typedef struct coll_sw {
+    uint8_t type, route;
+    uint16_t seq;
+    uint32_t w;
+} coll_sw;
+
+/* A packet that arrived for a later collective than the one running. */
+typedef struct coll_early {
+    struct coll_early *next;
+    tsim_slot s;
+} coll_early;
+
+/* A p2p-baseline message that arrived before its collective started. */
+typedef struct coll_p2p_early {
+    struct coll_p2p_early *next;
+    uint16_t seq;
+    int src;
+    size_t len;
+    volatile int done;
+    uint8_t *buf;
+} coll_p2p_early;
+
+#define COLL_MAXT 16 /* forwarding targets of one node in a broadcast */
+
+typedef struct coll_target {
+    int proc;       /* destination processor index */
+    int fifo;       /* injection FIFO */
+    int route;
+    unsigned flags; /* TSIM_F_* */
+    uint32_t cur;   /* next packet index to send */
+} coll_target;
+
+enum { OP_NONE, OP_BCAST, OP_A2A, OP_P2P_BCAST, OP_P2P_A2A };
+
+struct coll_ctx {
+    ml_ctx *ml;
+    pl_proc *pp;
+    const ml_map *map;
+    tsim_geom g;
+    int rank, nranks, hw_ok, cpus;
+    uint16_t seq;      /* sequence number of the next collective */
+    int op;            /* running collective */
+    uint16_t cur;      /* its sequence number */
+    coll_early *early, **early_tail;
+    unsigned inj_wait; /* TSIM_WAKE_INJ bits of FIFOs found full */
+    coll_stats st;
+    int a2a_order;
+
+    /* broadcast */
+    uint8_t *buf;
+    size_t len;
+    int nroutes;
+    size_t part_off[3];
+    uint32_t part_np[3];
+    uint32_t avail[3];     /* packets of each part held (contiguous prefix) */
+    uint8_t *have;         /* one byte per packet of each part (bitmap by part) */
+    size_t have_base[3];
+    uint64_t got, need;    /* packets received / expected */
+    coll_target t[COLL_MAXT];
+    int nt;
+
+    /* alltoall */
+    const uint8_t *sbuf;
+    uint8_t *rbuf;
+    const size_t *scounts, *sdispls, *rcounts, *rdispls;
+    int *order;            /* destination order (nranks - 1 entries) */
+    uint32_t *sent;        /* per destination: packets sent */
+    uint32_t rounds, round, pos; /* schedule cursor: packet `round` to order[pos] */
+    uint64_t a2a_recv, a2a_need; /* bytes received from others / expected */
+    uint64_t a2a_left;     /* packets still to send */
+    unsigned rr_fifo;
+
+    /* p2p baselines */
+    coll_p2p_early *p2p_early;
+    volatile int p2p_got, p2p_sent;
+};
+
+/* coll_core.c */
+int coll_run(coll_ctx *c, int (*done)(coll_ctx *), int (*push)(coll_ctx *), const char *why);
+void coll_stash(coll_ctx *c, const tsim_slot *s);
+/* Replays stashed packets of the running collective through fn. */
+void coll_replay(coll_ctx *c, uint8_t type, void (*fn)(coll_ctx *, const tsim_slot *));
+static inline coll_sw coll_sw_get(const tsim_slot *s)
+{
+    coll_sw sw;
+    __builtin_memcpy(&sw, s->p.sw, sizeof sw);
+    return sw;
+}
+int coll_inject(coll_ctx *c, int fifo, int dst_proc, unsigned flags, const coll_sw *sw,
+                const void *data, size_t n);
+/* coll_bcast.c / coll_a2a.c: packet handlers */
+void coll_bcast_packet(ml_ctx *ml, const tsim_slot *s, void *arg);
+void coll_a2a_packet(ml_ctx *ml, const tsim_slot *s, void *arg);
+
+#endif

@@ -1,0 +1,158 @@
+/* Point-to-point baselines: what MPICH's default algorithms do with
+ * messages (a binomial broadcast tree; alltoall as every rank sending to
+ * every other), over ordinary message-layer sends. Their messages carry a
+ * small header that coll_upcall recognises. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_internal.h"
+
+typedef struct p2p_hdr {
+    uint8_t magic[2]; /* 'C', 'L' */
+    uint8_t kind;     /* OP_P2P_* */
+    uint8_t pad;
+    uint16_t seq;
+} p2p_hdr;
+
+static void count(ml_ctx *ml, void *arg)
+{
+    (void)ml;
+    (*(volatile int *)arg)++;
+}
+
+static void early_done(ml_ctx *ml, void *arg)
+{
+    (void)ml;
+    ((coll_p2p_early *)arg)->done = 1;
+}
+
+void coll_upcall(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t len, ml_recv *out,
+                 void *uarg)
+{
+    coll_upcall_arg *ua = uarg;
+    p2p_hdr h;
+    if (hdrlen == sizeof h) memcpy(&h, hdr, sizeof h);
+    if (hdrlen != sizeof h || h.magic[0] != 'C' || h.magic[1] != 'L' || !ua->c) {
+        if (ua->next) ua->next(ml, src, hdr, hdrlen, len, out, ua->next_arg);
+        else *out = (ml_recv){0};
+        return;
+    }
+    coll_ctx *c = ua->c;
+    if (c->op == h.kind && c->cur == h.seq) {
+        if (c->op == OP_P2P_BCAST) {
+            *out = (ml_recv){c->buf, c->len, count, (void *)&c->p2p_got};
+        } else {
+            *out = (ml_recv){c->rbuf + c->rdispls[src], c->rcounts[src], count,
+                             (void *)&c->p2p_got};
+        }
+        return;
+    }
+    coll_p2p_early *e = calloc(1, sizeof *e);
+    if (!e || !(e->buf = malloc(len ? len : 1))) abort();
+    e->seq = h.seq;
+    e->src = src;
+    e->len = len;
+    e->next = c->p2p_early;
+    c->p2p_early = e;
+    c->st.pkts_early++;
+    *out = (ml_recv){e->buf, len, early_done, e};
+}
+
+/* Takes messages of the running collective that arrived before it started. */
+static int take_early(coll_ctx *c)
+{
+    coll_p2p_early **pp = &c->p2p_early;
+    while (*pp) {
+        coll_p2p_early *e = *pp;
+        if (e->seq != c->cur) {
+            pp = &e->next;
+            continue;
+        }
+        while (!e->done)
+            if (!ml_advance(c->ml) && ml_idle(c->ml, "coll p2p: early message") != 0) return -1;
+        uint8_t *dst = c->op == OP_P2P_BCAST ? c->buf : c->rbuf + c->rdispls[e->src];
+        size_t cap = c->op == OP_P2P_BCAST ? c->len : c->rcounts[e->src];
+        memcpy(dst, e->buf, e->len < cap ? e->len : cap);
+        c->p2p_got++;
+        *pp = e->next;
+        free(e->buf);
+        free(e);
+    }
+    return 0;
+}
+
+static int wait_counts(coll_ctx *c, int got, int sent, const char *why)
+{
+    while (c->p2p_got < got || c->p2p_sent < sent)
+        if (!ml_advance(c->ml) && ml_idle(c->ml, why) != 0) return -1;
+    return 0;
+}
+
+int coll_bcast_p2p(coll_ctx *c, void *buf, size_t len, int root)
+{
+    if (!c || root < 0 || root >= c->nranks || (len && !buf) || c->op != OP_NONE) return -1;
+    const int N = c->nranks, v = (c->rank - root + N) % N;
+    c->cur = c->seq++;
+    c->st.bcasts++;
+    c->op = OP_P2P_BCAST;
+    c->buf = buf;
+    c->len = len;
+    c->p2p_got = 0;
+    c->p2p_sent = 0;
+    int rc = take_early(c), mask = 1;
+    while (mask < N && !(v & mask)) mask <<= 1;
+    if (!rc && v) rc = wait_counts(c, 1, 0, "coll_bcast_p2p: from parent");
+    p2p_hdr h = {{'C', 'L'}, OP_P2P_BCAST, 0, c->cur};
+    ml_msg m[32];
+    int nm = 0;
+    for (mask >>= 1; !rc && mask > 0; mask >>= 1) {
+        if (v + mask >= N) continue;
+        m[nm] = (ml_msg){.dst = (v + mask + root) % N, .hdr = &h, .hdrlen = sizeof h, .buf = buf,
+                         .len = len, .proto = ML_AUTO, .done = count, .arg = (void *)&c->p2p_sent};
+        if (ml_send(c->ml, &m[nm]) != 0) rc = -1;
+        else nm++;
+    }
+    if (!rc) rc = wait_counts(c, v ? 1 : 0, nm, "coll_bcast_p2p: children");
+    c->op = OP_NONE;
+    return rc;
+}
+
+int coll_alltoall_p2p(coll_ctx *c, const void *sbuf, void *rbuf, size_t per_pair)
+{
+    if (!c || c->op != OP_NONE) return -1;
+    const int N = c->nranks, me = c->rank;
+    size_t *v = malloc(2 * (size_t)N * sizeof *v);
+    ml_msg *m = malloc((size_t)N * sizeof *m);
+    if (!v || !m) {
+        free(v);
+        free(m);
+        return -1;
+    }
+    for (int i = 0; i < N; i++) v[i] = per_pair, v[N + i] = (size_t)i * per_pair;
+    c->cur = c->seq++;
+    c->st.alltoalls++;
+    c->op = OP_P2P_A2A;
+    c->rbuf = rbuf;
+    c->rcounts = v;
+    c->rdispls = v + N;
+    c->p2p_got = 0;
+    c->p2p_sent = 0;
+    if (per_pair) memcpy((uint8_t *)rbuf + (size_t)me * per_pair,
+                         (const uint8_t *)sbuf + (size_t)me * per_pair, per_pair);
+    int rc = take_early(c), nm = 0;
+    p2p_hdr h = {{'C', 'L'}, OP_P2P_A2A, 0, c->cur};
+    for (int d = 0; d < N && !rc; d++) {
+        if (d == me) continue;
+        m[nm] = (ml_msg){.dst = d, .hdr = &h, .hdrlen = sizeof h,
+                         .buf = (const uint8_t *)sbuf + (size_t)d * per_pair, .len = per_pair,
+                         .proto = ML_AUTO, .done = count, .arg = (void *)&c->p2p_sent};
+        if (ml_send(c->ml, &m[nm]) != 0) rc = -1;
+        else nm++;
+    }
+    if (!rc) rc = wait_counts(c, N - 1, nm, "coll_alltoall_p2p");
+    c->op = OP_NONE;
+    c->rcounts = c->rdispls = NULL;
+    free(m);
+    free(v);
+    return rc;
+}
