@@ -37,8 +37,8 @@ static char *resolve(const char *prog)
     mpirun_die("%s: command not found in PATH", prog);
 }
 
-/* Is PROGRAM an MPI program (dynamically linked with MPICH's libmpi)? Its
- * dynamic string table names the library. */
+/* Is PROGRAM an MPI program (dynamically linked with MPICH's libmpi, or its
+ * Fortran library)? Its dynamic string table names the library. */
 static int links_libmpi(const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -50,8 +50,10 @@ static int links_libmpi(const char *path)
     void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (m == MAP_FAILED) return 0;
-    static const char name[] = "libmpi.so.";
-    int found = memmem(m, (size_t)st.st_size, name, sizeof name - 1) != NULL;
+    static const char *const names[] = {"libmpi.so.", "libmpifort.so.", "libmpich.so."};
+    int found = 0;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        found |= memmem(m, (size_t)st.st_size, names[i], strlen(names[i])) != NULL;
     munmap(m, (size_t)st.st_size);
     return found;
 }
@@ -129,6 +131,7 @@ int main(int argc, char **argv)
     memset(&j, 0, sizeof j);
     j.o = &o;
     j.failed_rank = -1;
+    j.first_dead = -1;
     j.path = resolve(o.argv[0]);
     choose_launcher(&j);
 
@@ -292,6 +295,12 @@ out:
     free(j.pid);
     free(j.status);
     free(j.reaped);
+    if (j.pidfd)
+        for (int r = 0; r < o.np; r++)
+            if (j.pidfd[r] >= 0) close(j.pidfd[r]);
+    free(j.pidfd);
+    free(j.pidfd_rank);
+    free(j.pidfd_poll);
     free((char *)j.path);
     free(o.env);
     sigprocmask(SIG_SETMASK, &old, NULL);

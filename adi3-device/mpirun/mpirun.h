@@ -3,6 +3,7 @@
 #define MPIRUN_H
 
 #include <stdio.h>
+#include <poll.h>
 #include <sys/types.h>
 
 #include "messagelayer/ml.h"
@@ -59,6 +60,10 @@ typedef struct mpirun_job {
     const char *wtime_lib; /* preloaded into MPI ranks: MPI_Wtime in simulated time */
     pid_t hydra_pid;      /* its pid while it runs */
     int hydra_status;
+    int first_dead;       /* hydra: first rank seen dead without leaving the machine, -1 */
+    int *pidfd;           /* hydra: per rank, -1 not yet opened, -2 not watched */
+    int *pidfd_rank;      /* scratch for poll */
+    struct pollfd *pidfd_poll;
     pid_t *pid;           /* per rank, 0 once reaped or never started (fork) */
     int *status;          /* per rank wait status */
     int *reaped;

@@ -24,7 +24,7 @@ void mpirun_usage(FILE *f)
 {
     fputs("usage: mpirun -np N [options] PROGRAM [ARGS...]\n"
           "Runs N ranks of PROGRAM on an emulated Blue Gene/L torus (see docs/mpirun.md).\n"
-          "  -np N              number of ranks (required)\n"
+          "  -np N              number of ranks (required; -n N too, as mpiexec)\n"
           "  -mode CO|VN        coprocessor (1 rank per node, default) or virtual node (2)\n"
           "  -shape XxYxZ       torus shape (default: the most cubic shape holding the ranks)\n"
           "  -connect TORUS|MESH  wrap-around links or not (default TORUS); per dimension\n"
@@ -132,7 +132,7 @@ void mpirun_parse(int argc, char **argv, mpirun_opts *o)
             mpirun_usage(stdout);
             exit(0);
         }
-        static const char *const with_value[] = {"np", "mode", "shape", "connect", "mapfile",
+        static const char *const with_value[] = {"np", "n", "mode", "shape", "connect", "mapfile",
                                                    "env", "params", "p", "report", "timeout",
                                                    "heatmap", "progress", "clock",
                                                    "protocol", "launcher"};
@@ -142,7 +142,7 @@ void mpirun_parse(int argc, char **argv, mpirun_opts *o)
         if (!known) mpirun_die("unknown option '%s' (see mpirun --help)", a);
         if (i + 1 >= argc) mpirun_die("option %s needs a value", a);
         const char *v = argv[++i];
-        if (!strcmp(n, "np")) {
+        if (!strcmp(n, "np") || !strcmp(n, "n")) {
             o->np = (int)parse_int(a, v, 1, TSIM_MAX_PROCS);
         } else if (!strcmp(n, "mode")) {
             if (eq(v, "CO")) o->cpus = 1;

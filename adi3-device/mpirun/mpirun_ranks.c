@@ -4,6 +4,8 @@
  * teardown runs in ordinary code, never in a handler. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/syscall.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +123,15 @@ static int spawn_hydra(mpirun_job *j, char **ours, int nours)
     }
     free(env);
     free(argv);
+    int n = j->g.nranks;
+    j->pidfd = malloc(sizeof *j->pidfd * (size_t)n);
+    j->pidfd_rank = malloc(sizeof *j->pidfd_rank * (size_t)n);
+    j->pidfd_poll = malloc(sizeof *j->pidfd_poll * (size_t)n);
+    if (!j->pidfd || !j->pidfd_rank || !j->pidfd_poll) {
+        fprintf(stderr, "mpirun: out of memory\n");
+        return -1;
+    }
+    for (int r = 0; r < n; r++) j->pidfd[r] = -1;
     return rc;
 }
 
@@ -213,8 +224,46 @@ static void unlink_when_attached(mpirun_job *j)
     j->unlinked = 1;
 }
 
+/* Under hydra the ranks are not our children, so their exit statuses never
+ * reach mpirun. Each rank's process is watched through a pidfd, opened once
+ * it has attached (its pid is in the segment): the first one that ends
+ * without having left the machine is the job's failed rank (hydra kills
+ * the others a moment later). Waits up to ms milliseconds. */
+static void watch_hydra_ranks(mpirun_job *j, int ms)
+{
+    int n = j->g.nranks, k = 0;
+    struct pollfd *fds = j->pidfd_poll;
+    int *who = j->pidfd_rank;
+    for (int r = 0; r < n; r++) {
+        tsim_proc *p = &j->seg->procs[j->map.proc[r]];
+        if (j->pidfd[r] == -1 && p->pid > 0) {
+            j->pidfd[r] = (int)syscall(SYS_pidfd_open, (pid_t)p->pid, 0);
+            if (j->pidfd[r] < 0) j->pidfd[r] = -2; /* already gone, or no pidfd: not watched */
+        }
+        if (j->pidfd[r] >= 0) {
+            fds[k].fd = j->pidfd[r];
+            fds[k].events = POLLIN;
+            who[k++] = r;
+        }
+    }
+    if (!k) {
+        struct timespec ts = {0, ms * 1000000L};
+        nanosleep(&ts, NULL);
+        return;
+    }
+    if (poll(fds, (nfds_t)k, ms) <= 0) return;
+    for (int i = 0; i < k; i++) {
+        if (!(fds[i].revents & POLLIN)) continue;
+        int r = who[i];
+        close(j->pidfd[r]);
+        j->pidfd[r] = -2;
+        if (j->first_dead < 0 && atomic_load(&j->seg->procs[j->map.proc[r]].state) != TSIM_P_EXITED)
+            j->first_dead = r;
+    }
+}
+
 /* hydra ended: every rank that did not leave the machine (pl_close at
- * MPI_Finalize) failed; the first of them is the job's failed rank. */
+ * MPI_Finalize) failed; the one seen dying first is the job's failed rank. */
 static void reap_hydra(mpirun_job *j, int st, int *failing)
 {
     j->hydra_status = st;
@@ -231,6 +280,7 @@ static void reap_hydra(mpirun_job *j, int st, int *failing)
     tsim_kick(j->seg);
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && bad < 0) return;
     if (atomic_load(&j->seg->deadlock)) return;
+    if (j->first_dead >= 0) bad = j->first_dead;
     if (j->failed_rank < 0 && !j->signal_received && !j->timed_out)
         j->failed_rank = bad >= 0 ? bad : -3;
     if (!*failing) {
@@ -280,7 +330,8 @@ void mpirun_wait(mpirun_job *j)
     double kill_at = 0;   /* nonzero: SIGKILL whatever lives at this time */
     int failing = 0, termed = 0;
     while (j->live > 0) {
-        struct timespec ts = {0, 50 * 1000000L};
+        struct timespec ts = {0, (j->hydra ? 0 : 50) * 1000000L};
+        if (j->hydra && j->live) watch_hydra_ranks(j, 50);
         siginfo_t si;
         int sig = sigtimedwait(&set, &si, &ts);
         if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && !j->signal_received) {

@@ -231,9 +231,13 @@ ml_upcall_fn MPIDI_BGL_upcall = upcall;
 
 /* ---- progress ---- */
 
-/* Empty polls before the rank blocks on the engine's doorbell. Each one is
- * a synchronised, deterministic look at the FIFOs, so blocking after a
- * fixed number of them keeps runs reproducible. */
+/* Empty polls in a row before the rank blocks on the engine's doorbell.
+ * Each one is a synchronised, deterministic look at the FIFOs, so blocking
+ * after a fixed number of them keeps runs reproducible. CH4 never says
+ * whether it waits (MPI_Wait) or tests once (MPI_Test): the count restarts
+ * whenever the application does something between polls (a send,
+ * MPI_Wtime, compute time in cputime mode), so a polling loop that waits
+ * for its own clock or work is never put to sleep. */
 #define MPIDI_BGL_SPIN_POLLS 4
 
 int MPIDI_BGL_progress(int vci, int blocking)

@@ -33,6 +33,8 @@ void MPIDI_BGL_clock_enter(void)
     if (g->clock != MPIDI_BGL_CLOCK_CPUTIME || !g->pp)
         return;
     uint64_t now = thread_cpu_ns();
+    if (now > g->cpu_mark_ns + MPIDI_BGL_APP_WORK_NS)
+        g->empty_polls = 0;     /* the application worked between two polls */
     if (now > g->cpu_mark_ns) {
         /* ns * MHz / 1000 = cycles at the emulated clock */
         uint64_t cycles = (now - g->cpu_mark_ns) * g->prm->clock_mhz / 1000 *
@@ -57,6 +59,9 @@ double MPIDI_BGL_wtime(void)
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
     if (!g->pp)
         return -1.0;
+    /* a loop that polls until some simulated time has passed must not
+     * block in progress: the time it waits for would never come */
+    g->empty_polls = 0;
     MPIDI_BGL_clock_enter();
     double t = (double) pl_now(g->pp) / ((double) g->prm->clock_mhz * 1e6);
     MPIDI_BGL_clock_leave();

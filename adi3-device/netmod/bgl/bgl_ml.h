@@ -24,6 +24,10 @@ typedef struct {
 
 extern MPIDI_BGL_global_t MPIDI_BGL_global;
 
+/* Host CPU time between two netmod calls above which the application is
+ * taken to have worked (cputime mode): its polls are not "empty in a row". */
+#define MPIDI_BGL_APP_WORK_NS 2000
+
 /* Clock (bgl_clock.c): entering the netmod charges the compute time spent
  * since it last returned (cputime mode); leaving marks the time. */
 void MPIDI_BGL_clock_init(void);
