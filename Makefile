@@ -3,7 +3,8 @@
 #   make          build libraries, tools and MPICH into $(PREFIX) (default ./install)
 #   make demo     install packages, build, run a small job and show its report
 #   make check    fast unit + integration tests (no MPICH), under 5 minutes
-#   make test     everything CI runs: check, then MPI programs and MPICH's tests
+#   make test     everything CI runs: check's tests, then MPI programs and MPICH's tests
+#   make test-mpi the MPI tier alone
 #   make install  bglemu only (no MPICH)
 #   make bench    wall-clock and simulated-time measurements
 #   make check-asan / check-tsan   the fast tier under sanitizers
@@ -139,9 +140,10 @@ check-tsan: deps
 	@for s in $(TSAN_SUITES); do CK_RUN_SUITE=$$s CK_VERBOSITY=verbose build-tsan/unit_tests || exit 1; done
 
 # MPI level: needs MPICH with the bgl netmod (built once, then cached).
-test: check test-mpi
+test: install mpich
+	@BUILD=$(BUILD) PREFIX=$(PREFIX) TEST_DIRS="tests/integration tests/mpi" tests/run.sh
 test-mpi: install mpich
-	@BUILD=$(BUILD) PREFIX=$(PREFIX) tests/mpi/run.sh
+	@BUILD=$(BUILD) PREFIX=$(PREFIX) TEST_DIRS=tests/mpi SKIP_UNIT=1 tests/run.sh
 
 bench: install
 	@BUILD=$(BUILD) PREFIX=$(PREFIX) tests/bench/run.sh

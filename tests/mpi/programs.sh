@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# MPI programs of our own (tests/mpi/*.c, *.f90) over MPICH + the bgl netmod,
+# through mpirun and the real engine. One "ok"/"not ok" line per check.
+set -u
+PREFIX=${PREFIX:-$PWD/install}
+BUILD=${BUILD:-build}
+export PATH="$PREFIX/bin:$PATH"
+out=$BUILD/mpi
+mkdir -p "$out"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+ok() { echo "ok - $*"; }
+notok() { echo "not ok - $*"; }
+
+# ---- build (mpicc / mpifort wrappers of the installed MPICH) ----
+for src in tests/mpi/*.c tests/mpi/*.f90; do
+  name=$(basename "${src%.*}")
+  case $src in
+    *.c) cc=mpicc; flags="-O2 -Wall -Wextra -Werror" ;;
+    *) cc=mpifort; flags="-O2" ;;
+  esac
+  if [ "$src" -nt "$out/$name" ] || [ tests/mpi/mpi_check.h -nt "$out/$name" ] ||
+     [ "$PREFIX/lib/libmpi.so" -nt "$out/$name" ]; then
+    if ! $cc $flags -o "$out/$name" "$src" 2>"$tmp/cc.err"; then
+      cat "$tmp/cc.err"; notok "compile $src with $cc"; continue
+    fi
+  fi
+done
+
+# run NAME MPIRUN-ARGS... -- PROGRAM ARGS: output in $tmp/NAME.out, status in $tmp/NAME.rc
+run() {
+  local name=$1; shift
+  timeout 900 mpirun --timeout 800 "$@" >"$tmp/$name.out" 2>&1
+  echo $? >"$tmp/$name.rc"
+}
+# passed NAME WHAT: the run exited 0, printed its checks, and none failed
+passed() {
+  local name=$1 what=$2 n f
+  n=$(grep -c '^ok [0-9]' "$tmp/$name.out"); f=$(grep -c '^not ok' "$tmp/$name.out")
+  if [ "$(cat "$tmp/$name.rc")" = 0 ] && [ "$n" -gt 0 ] && [ "$f" = 0 ] &&
+     grep -q '^mpirun: all [0-9]* ranks exited 0' "$tmp/$name.out"; then
+    ok "$what ($n rank checks)"
+  else
+    sed 's/^/    /' "$tmp/$name.out" | tail -40; notok "$what (exit $(cat "$tmp/$name.rc"), $f failed checks)"
+  fi
+}
+
+# ---- Table 1, MPI column: 1-byte ping-pong per protocol, nearest neighbours ----
+for pair in one-packet:2350 eager:4000 adaptive-eager:11000 rendezvous:17500; do
+  p=${pair%%:*}; want=${pair##*:}
+  run "t1-$p" -np 2 -shape 2x1x1 -clock none -protocol "$p" "$out/pingpong" 1
+  got=$(sed -n 's/^pingpong: 1 bytes: \([0-9]*\) cycles.*/\1/p' "$tmp/t1-$p.out")
+  if [ -n "$got" ] && [ $((got * 10 >= want * 9 && got * 10 <= want * 11)) = 1 ]; then
+    ok "Table 1 MPI $p: $got cycles per half round trip (paper $want, within 10%)"
+  else
+    cat "$tmp/t1-$p.out"; notok "Table 1 MPI $p: '${got:-none}' cycles (paper $want)"
+  fi
+done
+
+# ---- every protocol class by size, data checked ----
+run sizes -np 2 -shape 2x1x1 -clock none "$out/pingpong" 0 1 150 240 1000 5000 100000
+passed sizes "pingpong 0 B .. 100 KB (one-packet, eager, rendezvous by size), data checked"
+grep '^pingpong:' "$tmp/sizes.out" | sed 's/^/    /'
+
+# ---- determinism: the same job in none mode, twice ----
+for k in 1 2; do
+  run "det$k" -np 8 -shape 2x2x2 -clock none --report "$tmp/det$k.json" "$out/collectives" 4 64
+done
+t1=$(grep '^mpirun: simulated time' "$tmp/det1.out" | sed 's/; [0-9.]* s wall//')
+t2=$(grep '^mpirun: simulated time' "$tmp/det2.out" | sed 's/; [0-9.]* s wall//')
+c1=$(grep '^collectives:' "$tmp/det1.out"); c2=$(grep '^collectives:' "$tmp/det2.out")
+strip() { grep -v '"wall' "$1"; }
+if [ -n "$t1" ] && [ "$t1" = "$t2" ] && [ -n "$c1" ] && [ "$c1" = "$c2" ] &&
+   cmp -s <(strip "$tmp/det1.json") <(strip "$tmp/det2.json"); then
+  ok "determinism: two runs in -clock none report the same simulated times, per-rank clocks and link counters ($t1)"
+else
+  echo "    1: $t1 / $c1"; echo "    2: $t2 / $c2"
+  diff <(strip "$tmp/det1.json") <(strip "$tmp/det2.json") | head -10
+  notok "determinism: runs differ"
+fi
+
+# ---- MPI semantics ----
+run pt2pt -np 4 -clock none "$out/pt2pt"
+passed pt2pt "point-to-point semantics on 4 ranks (wildcards, probe, cancel, ssend, truncation, 2000 requests, split/dup)"
+run pt2pt-vn -np 4 -mode VN -clock none "$out/pt2pt"
+passed pt2pt-vn "point-to-point semantics on 4 ranks in VN mode"
+run dtypes -np 2 -clock none "$out/dtypes"
+passed dtypes "derived datatypes (vector, indexed, struct, unaligned) at one-packet, eager and rendezvous sizes"
+run large -np 2 -shape 2x1x1 -clock none "$out/large" 64
+passed large "64 MiB each way, every word checked"
+grep '^large:' "$tmp/large.out" | sed 's/^/    /'
+run fortran -np 4 -clock none "$out/fortran"
+passed fortran "Fortran (mpif.h): sendrecv ring, allreduce, MPI_WTIME, processor name"
+run coll64 -np 64 -shape 4x4x4 -clock none "$out/collectives" 5 16
+passed coll64 "64 ranks on 4x4x4: allreduce + alltoall loop"
+
+# ---- things that go wrong ----
+run spawn -np 2 -clock none "$out/failures" spawn
+passed spawn "dynamic processes: MPI_Comm_spawn fails with an MPI error, no crash"
+
+run deadlock -np 2 -clock none "$out/failures" deadlock
+if [ "$(cat "$tmp/deadlock.rc")" = 3 ] && grep -q 'bglemu: deadlock' "$tmp/deadlock.out" &&
+   grep -q 'rank 1 <1,0,0,0> .*MPI: waiting' "$tmp/deadlock.out"; then
+  ok "an MPI deadlock (both ranks receive first) is reported rank by rank, exit 3"
+else
+  cat "$tmp/deadlock.out"; notok "MPI deadlock report (exit $(cat "$tmp/deadlock.rc"))"
+fi
+
+run crash -np 4 -clock none "$out/failures" crash
+if [ "$(cat "$tmp/crash.rc")" = 1 ] &&
+   grep -q '^mpirun: job failed: rank 1 <1,0,0,0> (pid [0-9]*) did not reach MPI_Finalize' "$tmp/crash.out" &&
+   [ -z "$(ls /dev/shm | grep "^bglemu\.$(id -u)\.")" ] && ! pgrep -f "$out/failures crash" >/dev/null; then
+  ok "a rank killed by SIGSEGV: named (rank 1), exit 1, no process or /dev/shm object left"
+else
+  tail -5 "$tmp/crash.out"; ls /dev/shm; notok "crashing MPI rank (exit $(cat "$tmp/crash.rc"))"
+fi
+
+bad=$(mpirun -np 2 -protocol fast "$out/pingpong" 2>&1); rc=$?
+if [ $rc = 2 ] && [ "$bad" = "mpirun: -protocol 'fast': want one-packet, eager, adaptive-eager, rendezvous or auto" ]; then
+  ok "a bad -protocol is one line and exit 2"
+else
+  echo "$bad"; notok "bad -protocol (exit $rc)"
+fi
