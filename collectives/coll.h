@@ -67,6 +67,9 @@ int coll_alltoall_p2p(coll_ctx *c, const void *sbuf, void *rbuf, size_t per_pair
 /* Destination order of the packet-scheduled alltoall (default STAGGER). */
 enum { COLL_A2A_STAGGER = 0, COLL_A2A_RANDOM = 1, COLL_A2A_RANKORDER = 2 };
 void coll_set_a2a_order(coll_ctx *c, int order);
+/* coll_alltoall_p2p: at most this many sends outstanding (default 8, as
+ * MPICH throttles its isend/irecv alltoall; <= 0: all at once). */
+void coll_set_p2p_window(coll_ctx *c, int window);
 
 /* Counters of this rank. */
 typedef struct coll_stats {

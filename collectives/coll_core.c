@@ -17,6 +17,7 @@ coll_ctx *coll_init(ml_ctx *ml)
     c->nranks = ml_nranks(ml);
     c->cpus = c->map->cpus == 2 ? 2 : 1;
     c->early_tail = &c->early;
+    c->p2p_window = 8;
     c->hw_ok = 1;
     for (int n = 0; n < c->g.nnodes; n++)
         for (int cpu = 0; cpu < c->cpus; cpu++) {
@@ -58,6 +59,7 @@ void coll_finalize(coll_ctx *c)
 int coll_hw_ok(const coll_ctx *c) { return c->hw_ok; }
 const coll_stats *coll_get_stats(const coll_ctx *c) { return &c->st; }
 void coll_set_a2a_order(coll_ctx *c, int order) { c->a2a_order = order; }
+void coll_set_p2p_window(coll_ctx *c, int window) { c->p2p_window = window; }
 
 int coll_run(coll_ctx *c, int (*done)(coll_ctx *), int (*push)(coll_ctx *), const char *why)
 {

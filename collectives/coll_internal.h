@@ -84,6 +84,7 @@ struct coll_ctx {
     /* p2p baselines */
     coll_p2p_early *p2p_early;
     volatile int p2p_got, p2p_sent;
+    int p2p_window;
 };
 
 /* coll_core.c */

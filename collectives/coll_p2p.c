@@ -139,19 +139,29 @@ int coll_alltoall_p2p(coll_ctx *c, const void *sbuf, void *rbuf, size_t per_pair
     c->p2p_sent = 0;
     if (per_pair) memcpy((uint8_t *)rbuf + (size_t)me * per_pair,
                          (const uint8_t *)sbuf + (size_t)me * per_pair, per_pair);
-    int rc = take_early(c), nm = 0;
+    int rc = take_early(c), nm = 0, d = 0;
     p2p_hdr h = {{'C', 'L'}, OP_P2P_A2A, 0, c->cur};
-    for (int d = 0; d < N && !rc; d++) {
-        if (d == me) continue;
-        m[nm] = (ml_msg){.dst = d, .hdr = &h, .hdrlen = sizeof h,
-                         .buf = (const uint8_t *)sbuf + (size_t)d * per_pair, .len = per_pair,
-                         .proto = ML_AUTO, .done = count, .arg = (void *)&c->p2p_sent};
-        if (ml_send(c->ml, &m[nm]) != 0) rc = -1;
-        else nm++;
+    /* at most `window` sends outstanding (coll_set_p2p_window; <= 0: all) */
+    int window = c->p2p_window > 0 ? c->p2p_window : N;
+    while (!rc && (nm < N - 1 || c->p2p_got < N - 1 || c->p2p_sent < nm)) {
+        int posted = 0;
+        while (nm < N - 1 && nm - c->p2p_sent < window) {
+            if (d == me) d++;
+            m[nm] = (ml_msg){.dst = d, .hdr = &h, .hdrlen = sizeof h,
+                             .buf = (const uint8_t *)sbuf + (size_t)d * per_pair, .len = per_pair,
+                             .proto = ML_AUTO, .done = count, .arg = (void *)&c->p2p_sent};
+            if (ml_send(c->ml, &m[nm]) != 0) {
+                rc = -1;
+                break;
+            }
+            nm++, d++, posted++;
+        }
+        if (rc || (nm == N - 1 && c->p2p_got >= N - 1 && c->p2p_sent >= nm)) break;
+        if (!ml_advance(c->ml) && !posted && ml_idle(c->ml, "coll_alltoall_p2p") != 0) rc = -1;
     }
-    if (!rc) rc = wait_counts(c, N - 1, nm, "coll_alltoall_p2p");
     c->op = OP_NONE;
     c->rcounts = c->rdispls = NULL;
+    if (rc) return rc; /* the job is aborting: the layer may still hold m */
     free(m);
     free(v);
     return rc;

@@ -192,8 +192,8 @@ static void bcast_case(int x, int y, int z, int torus, ml_mode mode)
 {
     cworld *w = cw_run(x, y, z, torus, mode, rk_bcast, NULL);
     printf("coll: bcast on a %dx%dx%d %s, %s mode (%d ranks): from every root %zu sizes "
-           "(0..1000 B) x {1, 3 routes}, and 100000 B from 3 roots: %d buffers checked on every "
-           "rank, byte for byte and no byte past len; %llu cycles\n",
+           "(0..1000 B) x {1, 3 routes}, and 100000 B from 3 roots: %d buffers checked over all "
+           "ranks, byte for byte, no byte written past len; %llu cycles\n",
            x, y, z, torus ? "torus" : "mesh", mode == ML_MODE_VN ? "VN" : "CO", w->n, NBC,
            cw_checks(w), (unsigned long long)cw_max_end(w));
     cw_free(w);
@@ -274,7 +274,7 @@ static void a2a_case(int x, int y, int z, ml_mode mode)
     cworld *w = cw_run(x, y, z, 1, mode, rk_a2a, NULL);
     printf("coll: alltoall on a %dx%dx%d torus, %s mode (%d ranks): random data, per pair "
            "0, 1, 240, 241, 1000, 4000 B (staggered order), 1000 B in random and rank order, "
-           "and the p2p baseline: %d receive buffers checked on every rank; %llu cycles\n",
+           "and the p2p baseline: %d receive buffers checked over all ranks; %llu cycles\n",
            x, y, z, mode == ML_MODE_VN ? "VN" : "CO", w->n, cw_checks(w),
            (unsigned long long)cw_max_end(w));
     cw_free(w);
