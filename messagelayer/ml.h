@@ -35,6 +35,8 @@ typedef enum ml_proto {
     ML_NPROTO
 } ml_proto;
 
+_Static_assert(ML_NPROTO <= TSIM_NSW_KINDS, "per-protocol counters in the segment");
+
 typedef enum ml_mode { ML_MODE_CO, ML_MODE_VN, ML_MODE_HEATER } ml_mode;
 
 typedef struct ml_ctx ml_ctx;

@@ -238,6 +238,7 @@ int ml_send(ml_ctx *ml, ml_msg *m)
     if (m->proto == ML_ONEPKT && m->hdrlen + m->len > TSIM_PAYLOAD_MAX) return -1;
     if (m->proto == ML_VN && ml->map.proc[m->dst] / TSIM_CPUS != ml->pp->node) return -1;
     ml->st.msgs[m->proto]++;
+    atomic_fetch_add_explicit(&ml->pp->p->msgs_sent[m->proto], 1, memory_order_relaxed);
     m->state = S_QUEUED;
     m->used = 0;
     m->off = 0;

@@ -128,6 +128,8 @@ enum tsim_pstate {
 #define TSIM_WAKE_REC_ALL 0xffu
 #define TSIM_WAKE_INJ(f) (1u << (8 + (f)))  /* room in injection FIFO f */
 
+#define TSIM_NSW_KINDS 8
+
 typedef struct tsim_proc {
     _Atomic uint64_t vt;          /* published virtual clock, cycles */
     _Atomic uint32_t state;       /* enum tsim_pstate */
@@ -139,6 +141,9 @@ typedef struct tsim_proc {
     int32_t pid;
     int32_t exit_code;
     _Atomic uint64_t pkts_injected, pkts_received, bytes_injected, bytes_received;
+    _Atomic uint64_t msgs_sent[TSIM_NSW_KINDS]; /* messages per kind, counted by the
+                                                   software above (the message layer's
+                                                   protocols), for reports */
     char waiting_on[112];         /* software's note, shown in deadlock reports */
     tsim_ring inj[TSIM_NINJ];
     tsim_ring rec[TSIM_NREC];

@@ -99,13 +99,17 @@ void tsim_engine_report_json(tsim_engine *e, const tsim_result *r, FILE *f)
         tsim_coords(g, i / TSIM_CPUS, c);
         fprintf(f, "%s\n    {\"proc\": %d, \"rank\": %d, \"coords\": [%d, %d, %d, %d], "
                    "\"state\": \"%s\", \"cycles\": %llu, \"pkts_injected\": %llu, "
-                   "\"pkts_received\": %llu, \"bytes_injected\": %llu, \"bytes_received\": %llu}",
+                   "\"pkts_received\": %llu, \"bytes_injected\": %llu, \"bytes_received\": %llu, "
+                   "\"msgs_sent\": [",
                 first ? "" : ",", i, p->rank, c[0], c[1], c[2], i % TSIM_CPUS, state_name(st),
                 (unsigned long long)atomic_load(&p->vt),
                 (unsigned long long)atomic_load(&p->pkts_injected),
                 (unsigned long long)atomic_load(&p->pkts_received),
                 (unsigned long long)atomic_load(&p->bytes_injected),
                 (unsigned long long)atomic_load(&p->bytes_received));
+        for (int k = 0; k < TSIM_NSW_KINDS; k++)
+            fprintf(f, "%s%llu", k ? ", " : "", (unsigned long long)atomic_load(&p->msgs_sent[k]));
+        fprintf(f, "]}");
         first = 0;
     }
     fprintf(f, "\n  ],\n  \"links\": [");

@@ -121,6 +121,59 @@ static void report(const mpirun_job *j, FILE *f)
             (unsigned long long)j->res.end_time, (double)j->res.end_time / (double)p->clock_mhz,
             (unsigned long long)p->clock_mhz, (unsigned long long)j->res.packets_delivered,
             (unsigned long long)j->res.packet_hops, j->res.wall_seconds);
+
+    /* per rank: every clock for a small job, the spread for a large one */
+    const tsim_seg *s = j->seg;
+    uint64_t lo = UINT64_MAX, hi = 0, sum = 0, msgs[ML_NPROTO] = {0}, total = 0;
+    int rlo = 0, rhi = 0, n = g->nranks;
+    for (int r = 0; r < n; r++) {
+        const tsim_proc *pr = &s->procs[j->map.proc[r]];
+        uint64_t t = atomic_load(&pr->vt);
+        if (t < lo) lo = t, rlo = r;
+        if (t > hi) hi = t, rhi = r;
+        sum += t;
+        for (int k = 0; k < ML_NPROTO; k++) msgs[k] += atomic_load(&pr->msgs_sent[k]);
+    }
+    if (n <= 8) {
+        fprintf(f, "mpirun: per rank (cycles):");
+        for (int r = 0; r < n; r++)
+            fprintf(f, " %d:%llu", r, (unsigned long long)atomic_load(&s->procs[j->map.proc[r]].vt));
+        fputc('\n', f);
+    } else {
+        fprintf(f, "mpirun: per rank (cycles): min %llu (rank %d), mean %llu, max %llu (rank %d)\n",
+                (unsigned long long)lo, rlo, (unsigned long long)(sum / (uint64_t)n),
+                (unsigned long long)hi, rhi);
+    }
+    for (int k = 1; k < ML_NPROTO; k++) total += msgs[k];
+    if (total) {
+        fprintf(f, "mpirun: messages by protocol:");
+        for (int k = 1; k < ML_NPROTO; k++)
+            if (msgs[k])
+                fprintf(f, " %s %llu (%.0f%%)", ml_proto_name((ml_proto)k),
+                        (unsigned long long)msgs[k], 100.0 * (double)msgs[k] / (double)total);
+        fputc('\n', f);
+    }
+    /* links: how many carried traffic, mean and busiest utilization */
+    static const char *const dir[TSIM_NPORTS] = {"x+", "x-", "y+", "y-", "z+", "z-"};
+    int links = 0, used = 0, bnode = 0, bport = 0;
+    double usum = 0, umax = -1, span = j->res.end_time ? (double)j->res.end_time : 1;
+    for (int node = 0; node < g->nnodes; node++)
+        for (int port = 0; port < TSIM_NPORTS; port++) {
+            if (tsim_neighbor(g, node, port) < 0) continue;
+            const tsim_link_stats *l = tsim_engine_link(j->eng, node, port);
+            double u = (double)l->busy_cycles / span;
+            links++;
+            used += l->packets > 0;
+            usum += u;
+            if (u > umax) umax = u, bnode = node, bport = port;
+        }
+    if (used) {
+        int c[3];
+        tsim_coords(g, bnode, c);
+        fprintf(f, "mpirun: links: %d of %d carried packets; utilization mean %.1f%%, busiest %.1f%% "
+                   "(%s of <%d,%d,%d>)\n", used, links, 100.0 * usum / links, 100.0 * umax, dir[bport],
+                c[0], c[1], c[2]);
+    }
 }
 
 int main(int argc, char **argv)
