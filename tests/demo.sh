@@ -38,4 +38,17 @@ say "bgl-traffic: 64 processors, uniform random traffic at 30% load on 4x4x4"
 echo "\$ bgl-traffic -np 64 -shape 4x4x4 --pattern uniform --load 0.3 --packets 200 --seed 1"
 bgl-traffic -np 64 -shape 4x4x4 --pattern uniform --load 0.3 --packets 200 --seed 1
 
-say "done. Next: README.md (usage), docs/mpirun.md, docs/traffic.md; 'make test' runs the tests."
+say "MPI: an MPI ping-pong compiled with mpicc, 1 byte per protocol (Table 1's MPI column)"
+mkdir -p "$out/mpi"
+mpicc -O2 -o "$out/mpi/pingpong" tests/mpi/pingpong.c
+for p in one-packet eager adaptive-eager rendezvous; do
+  echo "\$ mpirun -np 2 -shape 2x1x1 -clock none -protocol $p pingpong 1"
+  mpirun -np 2 -shape 2x1x1 -clock none -protocol "$p" "$out/mpi/pingpong" 1 2>&1 | grep -E '^pingpong:|protocol'
+done
+
+say "MPI: allreduce + alltoall on 8 ranks, the full report"
+mpicc -O2 -o "$out/mpi/collectives" tests/mpi/collectives.c
+echo "\$ mpirun -np 8 -shape 2x2x2 -clock none collectives 3 64"
+mpirun -np 8 -shape 2x2x2 -clock none "$out/mpi/collectives" 3 64 2>&1 | grep -v '^ok '
+
+say "done. Next: README.md (usage), docs/mpi.md, docs/mpirun.md, docs/traffic.md; 'make test' runs the tests."

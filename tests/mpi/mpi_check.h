@@ -10,15 +10,17 @@
 
 static int mc_failed;
 
+/* One write per line: hydra forwards each rank's output as it comes. */
 #define CHECK(cond, ...)                                                          \
     do {                                                                          \
-        int mc_r_;                                                                \
+        int mc_r_, mc_n_;                                                         \
+        char mc_line_[512];                                                       \
         MPI_Comm_rank(MPI_COMM_WORLD, &mc_r_);                                    \
         int mc_ok_ = !!(cond);                                                    \
         if (!mc_ok_) mc_failed = 1;                                               \
-        printf("%s %d - ", mc_ok_ ? "ok" : "not ok", mc_r_);                      \
-        printf(__VA_ARGS__);                                                      \
-        printf("\n");                                                             \
+        mc_n_ = snprintf(mc_line_, sizeof mc_line_, "%s %d - ", mc_ok_ ? "ok" : "not ok", mc_r_); \
+        snprintf(mc_line_ + mc_n_, sizeof mc_line_ - (size_t)mc_n_, __VA_ARGS__);  \
+        printf("%s\n", mc_line_);                                                 \
         fflush(stdout);                                                           \
     } while (0)
 
