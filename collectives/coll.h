@@ -64,6 +64,11 @@ int coll_alltoallv(coll_ctx *c, const void *sbuf, const size_t *scounts, const s
 /* Baseline: every rank ml_sends to every other in rank order. */
 int coll_alltoall_p2p(coll_ctx *c, const void *sbuf, void *rbuf, size_t per_pair);
 
+/* Element-wise maximum of n values over all ranks, result everywhere
+ * (binomial reduce to rank 0 over message-layer sends, then coll_bcast_p2p).
+ * Also a barrier: nobody returns before everyone has entered. */
+int coll_allreduce_max_p2p(coll_ctx *c, uint64_t *v, int n);
+
 /* Destination order of the packet-scheduled alltoall (default STAGGER). */
 enum { COLL_A2A_STAGGER = 0, COLL_A2A_RANDOM = 1, COLL_A2A_RANKORDER = 2 };
 void coll_set_a2a_order(coll_ctx *c, int order);

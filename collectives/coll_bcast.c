@@ -58,7 +58,7 @@ static void add_lines(coll_ctx *c, const int co[3], int d, int r)
     for (int i = 0; i < k; i++) {
         int e[3] = {co[0], co[1], co[2]};
         e[d] = ends[i];
-        add_target(c, tsim_proc_index(node_with(c, e), 0), d, r, TSIM_F_DEPOSIT);
+        add_target(c, tsim_proc_index(node_with(c, e), 0), -1, r, TSIM_F_DEPOSIT);
     }
 }
 
@@ -100,11 +100,32 @@ static void plan(coll_ctx *c, int root)
                 if (co[a] == f && off_axis) {
                     int e[3] = {co[0], co[1], co[2]};
                     e[a] = rc[a];
-                    add_target(c, tsim_proc_index(node_with(c, e), 0), a, r, 0);
+                    add_target(c, tsim_proc_index(node_with(c, e), 0), -1, r, 0);
                 }
             }
         }
         if (mate >= 0) add_target(c, mate, TSIM_INJ_SP, r, 0);
+    }
+}
+
+/* Injection FIFOs for the torus targets (fifo -1): the output ports this
+ * node uses are spread over the three normal FIFOs in order of first use,
+ * so a FIFO feeds as few links as possible (a packet waiting for a busy
+ * link blocks the FIFO behind it). */
+static void assign_fifos(coll_ctx *c)
+{
+    int port_fifo[TSIM_NPORTS], used = 0;
+    for (int p = 0; p < TSIM_NPORTS; p++) port_fifo[p] = -1;
+    for (int i = 0; i < c->nt; i++) {
+        coll_target *t = &c->t[i];
+        if (t->fifo >= 0) continue;
+        int co[3];
+        tsim_coords(&c->g, t->proc / TSIM_CPUS, co);
+        uint8_t dst[3] = {(uint8_t)co[0], (uint8_t)co[1], (uint8_t)co[2]};
+        int port = tsim_route_det(&c->g, c->pp->node, dst);
+        if (port < 0) abort(); /* a target on this node: the tree is wrong */
+        if (port_fifo[port] < 0) port_fifo[port] = used++ % 3;
+        t->fifo = port_fifo[port];
     }
 }
 
@@ -124,16 +145,24 @@ static void bc_take(coll_ctx *c, const tsim_slot *s)
     while (c->avail[r] < c->part_np[r] && h[c->avail[r]]) c->avail[r]++;
 }
 
-/* Sends what the targets can take, one packet per target in turn. */
+/* Sends what the targets can take. Targets that share an injection FIFO
+ * go in lockstep (the one furthest behind first), so the packets in a FIFO
+ * alternate between its links and none waits behind a run of packets for
+ * another link; the FIFOs take turns packet by packet. */
 static int bc_push(coll_ctx *c)
 {
     int moved = 0, any = 1;
     c->inj_wait = 0;
     while (any) {
         any = 0;
-        for (int i = 0; i < c->nt; i++) {
-            coll_target *t = &c->t[i];
-            if (t->cur >= c->avail[t->route] || (c->inj_wait & TSIM_WAKE_INJ(t->fifo))) continue;
+        for (int f = 0; f < TSIM_NINJ; f++) {
+            if (c->inj_wait & TSIM_WAKE_INJ(f)) continue;
+            coll_target *t = NULL;
+            for (int i = 0; i < c->nt; i++) {
+                coll_target *u = &c->t[i];
+                if (u->fifo == f && u->cur < c->avail[u->route] && (!t || u->cur < t->cur)) t = u;
+            }
+            if (!t) continue;
             size_t off = c->part_off[t->route] + (size_t)t->cur * PAY;
             size_t n = c->len - off < PAY ? c->len - off : PAY;
             coll_sw sw = {COLL_T_BCAST, (uint8_t)t->route, c->cur, t->cur};
@@ -198,6 +227,7 @@ int coll_bcast(coll_ctx *c, void *buf, size_t len, int root, int routes)
     c->have = calloc(np, 1);
     if (!c->have) return -1;
     plan(c, root);
+    assign_fifos(c);
     if (c->rank == root)
         for (int r = 0; r < c->nroutes; r++) c->avail[r] = c->part_np[r];
     c->op = OP_BCAST;

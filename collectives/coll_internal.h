@@ -41,7 +41,7 @@ typedef struct coll_target {
     uint32_t cur;   /* next packet index to send */
 } coll_target;
 
-enum { OP_NONE, OP_BCAST, OP_A2A, OP_P2P_BCAST, OP_P2P_A2A };
+enum { OP_NONE, OP_BCAST, OP_A2A, OP_P2P_BCAST, OP_P2P_A2A, OP_P2P_REDUCE };
 
 struct coll_ctx {
     ml_ctx *ml;

@@ -166,3 +166,51 @@ int coll_alltoall_p2p(coll_ctx *c, const void *sbuf, void *rbuf, size_t per_pair
     free(v);
     return rc;
 }
+
+int coll_allreduce_max_p2p(coll_ctx *c, uint64_t *v, int n)
+{
+    if (!c || n < 1 || !v || c->op != OP_NONE) return -1;
+    const int N = c->nranks, me = c->rank;
+    size_t bytes = (size_t)n * sizeof *v;
+    size_t *cd = malloc(2 * (size_t)N * sizeof *cd);
+    uint64_t *tmp = malloc((size_t)N * bytes);
+    if (!cd || !tmp) {
+        free(cd);
+        free(tmp);
+        return -1;
+    }
+    for (int i = 0; i < N; i++) cd[i] = bytes, cd[N + i] = (size_t)i * bytes;
+    c->cur = c->seq++;
+    c->op = OP_P2P_REDUCE;
+    c->rbuf = (uint8_t *)tmp;
+    c->rcounts = cd;
+    c->rdispls = cd + N;
+    c->p2p_got = 0;
+    c->p2p_sent = 0;
+    int rc = take_early(c), mask = 1, nchild = 0;
+    while (mask < N && !(me & mask)) {
+        if (me + mask < N) nchild++;
+        mask <<= 1;
+    }
+    if (!rc) rc = wait_counts(c, nchild, 0, "coll_allreduce_max_p2p: from children");
+    for (int m = 1; !rc && m < mask && m < N; m <<= 1) {
+        if (me + m >= N) continue;
+        const uint64_t *x = tmp + (size_t)(me + m) * (size_t)n;
+        for (int i = 0; i < n; i++)
+            if (x[i] > v[i]) v[i] = x[i];
+    }
+    p2p_hdr h = {{'C', 'L'}, OP_P2P_REDUCE, 0, c->cur};
+    ml_msg msg;
+    if (!rc && me) {
+        msg = (ml_msg){.dst = me - mask, .hdr = &h, .hdrlen = sizeof h, .buf = v, .len = bytes,
+                       .proto = ML_AUTO, .done = count, .arg = (void *)&c->p2p_sent};
+        rc = ml_send(c->ml, &msg);
+        if (!rc) rc = wait_counts(c, nchild, 1, "coll_allreduce_max_p2p: to parent");
+    }
+    c->op = OP_NONE;
+    c->rcounts = c->rdispls = NULL;
+    if (rc) return rc;
+    free(cd);
+    free(tmp);
+    return coll_bcast_p2p(c, v, bytes, 0);
+}

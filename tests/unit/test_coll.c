@@ -26,6 +26,7 @@ struct crk {
     int fails, checks;
     char why[200];
     uint64_t t_end;
+    uint64_t aux[2];
     coll_stats st;
 };
 
@@ -399,27 +400,43 @@ static void rk_bc_big(crk *r)
 {
     const size_t *len = r->w->arg;
     uint8_t *buf = malloc(*len + 1);
-    one_bcast(r, buf, *len, 0, 1, 3);
-    uint64_t t0 = pl_now(&r->pp);
-    one_bcast(r, buf, *len, 0, 3, 4);
-    r->t_end = pl_now(&r->pp) - t0;
+    uint64_t t[1] = {0};
+    for (int routes = 1; routes <= 3; routes += 2) {
+        coll_allreduce_max_p2p(r->c, t, 1); /* barrier: root 0 leaves it first */
+        uint64_t t0 = pl_now(&r->pp);
+        one_bcast(r, buf, *len, 0, routes, (unsigned)routes);
+        uint64_t x[2] = {pl_now(&r->pp), UINT64_MAX - t0};
+        coll_allreduce_max_p2p(r->c, x, 2);
+        r->aux[routes / 2] = x[0] - (UINT64_MAX - x[1]);
+    }
     free(buf);
 }
 
 START_TEST(bcast_deterministic_and_3routes_faster)
 {
     static const size_t len = 240 * 600;
-    uint64_t t[2][MAXR];
+    uint64_t t[2][MAXR], d[2][2] = {{0}};
     int n = 0;
     for (int run = 0; run < 2; run++) {
         cworld *w = cw_run(4, 4, 2, 0, ML_MODE_CO, rk_bc_big, &len);
         n = w->n;
         for (int i = 0; i < n; i++) t[run][i] = w->r[i].st.pkts_recv * 1000003u + pl_now(&w->r[i].pp);
+        d[run][0] = w->r[0].aux[0];
+        d[run][1] = w->r[0].aux[1];
         cw_free(w);
     }
     for (int i = 0; i < n; i++) ck_assert_uint_eq(t[0][i], t[1][i]);
-    printf("coll: 144000 B deposit broadcast (1 then 3 routes) on a 4x4x2 mesh, twice: "
-           "identical simulated clocks and packet counts on all %d ranks\n", n);
+    ck_assert_uint_eq(d[0][0], d[1][0]);
+    ck_assert_uint_eq(d[0][1], d[1][1]);
+    /* one route: about one link (0.25 x 240/270 B/cycle); three: above 1.5 */
+    double l1 = (double)len / (double)d[0][0] / (0.25 * 240 / 270);
+    double l3 = (double)len / (double)d[0][1] / (0.25 * 240 / 270);
+    ck_assert_msg(l1 > 0.9 && l1 <= 1.0, "1 route: %.2f links", l1);
+    ck_assert_msg(l3 > 1.5, "3 routes: %.2f links", l3);
+    printf("coll: 144000 B deposit broadcast from rank 0 on a 4x4x2 mesh, twice: identical "
+           "simulated clocks and packet counts on all %d ranks; 1 route %llu cycles (%.2f links' "
+           "worth), 3 routes %llu cycles (%.2f links' worth, > 1.5)\n",
+           n, (unsigned long long)d[0][0], l1, (unsigned long long)d[0][1], l3);
 }
 END_TEST
 

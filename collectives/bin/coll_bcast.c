@@ -1,0 +1,178 @@
+/* coll_bcast: broadcast bandwidth in simulated time, 1 B to 4 MiB: the
+ * deposit-bit broadcast with one route (torus1) or three (torus3) against a
+ * binomial tree of message-layer sends (p2p, standing in for MPICH's
+ * default). Time of one broadcast = from the root's start (everyone leaves
+ * a barrier first) to the last rank's completion. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectives/coll.h"
+
+#define MAXSZ (64u << 20)
+
+static const char *const algos[] = {"torus1", "torus3", "p2p"};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mpirun -np N [-shape XxYxZ] [-connect TORUS|MESH] [-mode CO|VN] coll_bcast\n"
+            "           [--algo torus1|torus3|p2p] [--min BYTES] [--max BYTES] [--root R]\n"
+            "           [--iters K] [--step F]\n"
+            "Broadcast bandwidth in simulated time (MB/s at the machine's clock) for sizes\n"
+            "min, min*F, ... up to max (default 1 B .. 4 MiB, F = 4), root R (default 0).\n"
+            "  torus1  deposit-bit broadcast along one dimension-ordered tree\n"
+            "  torus3  the message split over up to three edge-disjoint trees\n"
+            "  p2p     binomial tree of message-layer sends (MPICH's default algorithm)\n"
+            "All three when --algo is not given. Also prints the bandwidth in links'\n"
+            "worth of payload (one link carries 0.25 x 240/270 B/cycle of payload).\n"
+            "Example: mpirun -np 32 -shape 4x4x2 -connect MESH coll_bcast\n");
+}
+
+static int parse_size(const char *s, size_t *out)
+{
+    char *e;
+    unsigned long long v = strtoull(s, &e, 0);
+    if (e == s) return -1;
+    if (*e == 'k' || *e == 'K') v <<= 10, e++;
+    else if (*e == 'm' || *e == 'M') v <<= 20, e++;
+    if (*e) return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+static void fill(uint8_t *b, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) b[i] = (uint8_t)(i * 131u + seed * 7u + (i >> 9));
+}
+
+int main(int argc, char **argv)
+{
+    int algo = -1, root = 0, iters = 1;
+    size_t min = 1, max = 4u << 20, step = 4;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "coll_bcast: unknown option or missing value '%s' (try --help)\n", a);
+            return 2;
+        }
+        const char *v = argv[++i];
+        if (!strcmp(a, "--algo")) {
+            algo = -1;
+            for (int k = 0; k < 3; k++)
+                if (!strcmp(v, algos[k])) algo = k;
+            if (algo < 0) {
+                fprintf(stderr, "coll_bcast: unknown algorithm '%s' (torus1, torus3 or p2p)\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--min") || !strcmp(a, "--max")) {
+            size_t s;
+            if (parse_size(v, &s) != 0 || s < 1 || s > MAXSZ) {
+                fprintf(stderr, "coll_bcast: %s must be 1..%u bytes (K, M suffixes), not '%s'\n", a,
+                        MAXSZ, v);
+                return 2;
+            }
+            *(!strcmp(a, "--min") ? &min : &max) = s;
+        } else if (!strcmp(a, "--root")) {
+            root = atoi(v);
+        } else if (!strcmp(a, "--iters")) {
+            iters = atoi(v);
+            if (iters < 1) {
+                fprintf(stderr, "coll_bcast: --iters must be >= 1\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--step")) {
+            if (parse_size(v, &step) != 0 || step < 2) {
+                fprintf(stderr, "coll_bcast: --step must be >= 2\n");
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "coll_bcast: unknown option '%s' (try --help)\n", a);
+            return 2;
+        }
+    }
+    if (min > max) {
+        fprintf(stderr, "coll_bcast: --min is larger than --max\n");
+        return 2;
+    }
+    coll_upcall_arg ua = {0};
+    char err[256];
+    ml_ctx *ml = ml_init_env(coll_upcall, &ua, err, sizeof err);
+    if (!ml) {
+        fprintf(stderr, "coll_bcast: %s\n", err);
+        return 1;
+    }
+    coll_ctx *c = coll_init_with(ml, &ua);
+    if (!c) {
+        fprintf(stderr, "coll_bcast: cannot open the collectives\n");
+        ml_finalize(ml);
+        return 1;
+    }
+    int me = ml_rank(ml), n = ml_nranks(ml), rc = 0;
+    if (root < 0 || root >= n) {
+        if (me == 0) fprintf(stderr, "coll_bcast: --root must be 0..%d\n", n - 1);
+        coll_finalize(c);
+        ml_finalize(ml);
+        return 2;
+    }
+    pl_proc *pp = ml_proc(ml);
+    const tsim_params *prm = &pp->seg->params;
+    const tsim_geom *g = &pp->seg->geom;
+    double mhz = (double)prm->clock_mhz;
+    double link = 240.0 / ((double)(TSIM_PKT_BYTES + prm->wire_overhead) * (double)prm->link_cycles_per_byte);
+    uint8_t *buf = malloc(max), *ref = malloc(max);
+    if (!buf || !ref) {
+        fprintf(stderr, "coll_bcast: out of memory\n");
+        return 1;
+    }
+    if (me == 0) {
+        printf("# coll_bcast: %d ranks on a %dx%dx%d %s, %s mode, root %d%s\n", n, g->dim[0],
+               g->dim[1], g->dim[2], g->torus[0] ? "torus" : "mesh",
+               g->cpus == 2 ? "VN" : "CO", root,
+               coll_hw_ok(c) ? "" : " (machine not fully populated: torus algorithms fall back to p2p)");
+        printf("%-7s %10s %12s %10s %7s\n", "algo", "bytes", "cycles", "MB/s", "links");
+    }
+    unsigned seed = 1;
+    for (int k = 0; k < 3 && !rc; k++) {
+        if (algo >= 0 && algo != k) continue;
+        for (size_t size = min; size <= max && !rc; size = size * step > max && size < max ? max : size * step) {
+            uint64_t worst = 0;
+            for (int it = 0; it < iters && !rc; it++, seed++) {
+                if (me == root) fill(buf, size, seed);
+                else memset(buf, 0, size);
+                uint64_t t[1] = {0};
+                rc |= coll_allreduce_max_p2p(c, t, 1); /* barrier */
+                uint64_t t0 = pl_now(pp);
+                if (k == 2) rc |= coll_bcast_p2p(c, buf, size, root);
+                else rc |= coll_bcast(c, buf, size, root, k == 0 ? 1 : 3);
+                uint64_t t1 = pl_now(pp);
+                fill(ref, size, seed);
+                int bad = memcmp(buf, ref, size) != 0;
+                if (bad)
+                    fprintf(stderr, "coll_bcast: rank %d: %s %zu bytes: wrong data\n", me, algos[k],
+                            size);
+                uint64_t r[3] = {t1, UINT64_MAX - t0, (uint64_t)bad};
+                rc |= coll_allreduce_max_p2p(c, r, 3); /* everyone stops on an error */
+                if (r[2]) rc = 1;
+                uint64_t dt = r[0] - (UINT64_MAX - r[1]);
+                if (dt > worst) worst = dt;
+            }
+            if (me == 0 && !rc) {
+                double bps = (double)size / (double)worst; /* bytes per cycle */
+                printf("%-7s %10zu %12llu %10.2f %7.2f\n", algos[k], size,
+                       (unsigned long long)worst, bps * mhz, bps / link);
+                fflush(stdout);
+            }
+            if (size == max) break;
+        }
+    }
+    free(buf);
+    free(ref);
+    coll_finalize(c);
+    ml_finalize(ml);
+    return rc ? 1 : 0;
+}
