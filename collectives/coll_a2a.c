@@ -26,6 +26,8 @@ static void a2a_take(coll_ctx *c, const tsim_slot *s)
     c->st.pkts_recv++;
 }
 
+static int a2a_push(coll_ctx *c);
+
 void coll_a2a_packet(ml_ctx *ml, const tsim_slot *s, void *arg)
 {
     (void)ml;
@@ -36,6 +38,7 @@ void coll_a2a_packet(ml_ctx *ml, const tsim_slot *s, void *arg)
         return;
     }
     a2a_take(c, s);
+    a2a_push(c); /* keep the injection FIFOs fed between receptions */
 }
 
 static uint32_t npk(size_t bytes) { return (uint32_t)((bytes + PAY - 1) / PAY); }

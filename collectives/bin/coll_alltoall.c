@@ -1,0 +1,249 @@
+/* coll_alltoall: alltoall in simulated time, per-pair sizes 1 B to 64 KiB,
+ * as a fraction of the bisection bound: the packet-scheduled alltoall
+ * (torus) against every rank sending a message to every other in rank
+ * order (p2p, standing in for MPICH's default). Time = from the first rank
+ * leaving a barrier to the last rank's completion. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectives/coll.h"
+
+#define MAXPP (1u << 20)
+
+static const char *const algos[] = {"torus", "p2p"};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mpirun -np N [-shape XxYxZ] [-connect TORUS|MESH] [-mode CO|VN] coll_alltoall\n"
+            "           [--algo torus|p2p] [--min BYTES] [--max BYTES] [--step F]\n"
+            "           [--order stagger|random|rank] [--window W] [--iters K]\n"
+            "Alltoall time in simulated cycles for per-pair sizes min, min*F, ... max\n"
+            "(default 1 B .. 64 KiB, F = 4), and its fraction of the bisection bound: the\n"
+            "time the links across the tightest half cut need to carry the packets that\n"
+            "must cross it (cut across the dimension where that time is largest).\n"
+            "  torus  packet-scheduled alltoall: packets interleaved across destinations,\n"
+            "         adaptive routing; --order sets each source's destination order\n"
+            "         (default stagger: me+1, me+2, ...)\n"
+            "  p2p    every rank sends one message to every other rank in rank order, at\n"
+            "         most W outstanding (--window, default 8; 0: all at once)\n"
+            "Both when --algo is not given.\n"
+            "Example: mpirun -np 64 -shape 4x4x4 coll_alltoall\n");
+}
+
+static int parse_size(const char *s, size_t *out)
+{
+    char *e;
+    unsigned long long v = strtoull(s, &e, 0);
+    if (e == s) return -1;
+    if (*e == 'k' || *e == 'K') v <<= 10, e++;
+    else if (*e == 'm' || *e == 'M') v <<= 20, e++;
+    if (*e) return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+static uint8_t byte_of(int src, int dst, size_t i, unsigned seed)
+{
+    return (uint8_t)(i * 131u + (unsigned)src * 7u + (unsigned)dst * 17u + seed + (i >> 8));
+}
+
+/* Link cycles to carry m bytes of one pair (its packets and wire bytes). */
+static double wire_cycles(const tsim_params *p, size_t m)
+{
+    double w = 0;
+    for (size_t off = 0; off < m; off += TSIM_PAYLOAD_MAX) {
+        size_t n = m - off < TSIM_PAYLOAD_MAX ? m - off : TSIM_PAYLOAD_MAX;
+        size_t chunks = (TSIM_HDR_BYTES + n + TSIM_CHUNK - 1) / TSIM_CHUNK;
+        w += (double)(chunks * TSIM_CHUNK + p->wire_overhead) * (double)p->link_cycles_per_byte;
+    }
+    return w;
+}
+
+/* Bisection bound in cycles for per-pair size m: for every dimension, cut
+ * it in two halves; the pairs across the cut send |A||B| messages each way
+ * over the links that cross it (two per line on a torus ring longer than
+ * 2, else one). The largest such time bounds any alltoall. */
+static double bisection_bound(const tsim_geom *g, const tsim_params *p, int nranks, size_t m)
+{
+    double best = 0, w = wire_cycles(p, m);
+    for (int d = 0; d < 3; d++) {
+        int n = g->dim[d];
+        if (n < 2) continue;
+        double per_plane = (double)nranks / n;
+        double a = per_plane * (n / 2), b = per_plane * (n - n / 2);
+        double links = (double)(g->nnodes / n) * (g->torus[d] && n > 2 ? 2 : 1);
+        double t = a * b * w / links;
+        if (t > best) best = t;
+    }
+    return best;
+}
+
+/* Link bound in cycles: minimal routing fixes how many hops each pair
+ * makes in each dimension and direction (a tie on an even ring goes the +
+ * way), so the busiest class of links (dimension, direction) carries at
+ * least its share even with perfect adaptive spreading. */
+static double link_bound(const tsim_geom *g, const tsim_params *p, int nranks, size_t m)
+{
+    double hops[3][2] = {{0}}, per_node = (double)nranks / g->nnodes, best = 0;
+    for (int a = 0; a < g->nnodes; a++) {
+        int ca[3], cb[3];
+        tsim_coords(g, a, ca);
+        for (int b = 0; b < g->nnodes; b++) {
+            tsim_coords(g, b, cb);
+            for (int d = 0; d < 3; d++) {
+                int dd = tsim_delta(ca[d], cb[d], g->dim[d], g->torus[d]);
+                hops[d][dd < 0] += dd < 0 ? -dd : dd;
+            }
+        }
+    }
+    for (int d = 0; d < 3; d++) {
+        int n = g->dim[d];
+        if (n < 2) continue;
+        double links = g->torus[d] ? g->nnodes : (double)g->nnodes / n * (n - 1);
+        for (int s = 0; s < 2; s++) {
+            double t = hops[d][s] * per_node * per_node * wire_cycles(p, m) / links;
+            if (t > best) best = t;
+        }
+    }
+    return best;
+}
+
+int main(int argc, char **argv)
+{
+    int algo = -1, order = COLL_A2A_STAGGER, window = 8, iters = 1;
+    size_t min = 1, max = 64u << 10, step = 4;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "coll_alltoall: unknown option or missing value '%s' (try --help)\n", a);
+            return 2;
+        }
+        const char *v = argv[++i];
+        if (!strcmp(a, "--algo")) {
+            algo = !strcmp(v, "torus") ? 0 : !strcmp(v, "p2p") ? 1 : -2;
+            if (algo < 0) {
+                fprintf(stderr, "coll_alltoall: unknown algorithm '%s' (torus or p2p)\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--order")) {
+            order = !strcmp(v, "stagger") ? COLL_A2A_STAGGER
+                    : !strcmp(v, "random") ? COLL_A2A_RANDOM
+                    : !strcmp(v, "rank")   ? COLL_A2A_RANKORDER : -1;
+            if (order < 0) {
+                fprintf(stderr, "coll_alltoall: unknown order '%s' (stagger, random or rank)\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--min") || !strcmp(a, "--max")) {
+            size_t s;
+            if (parse_size(v, &s) != 0 || s < 1 || s > MAXPP) {
+                fprintf(stderr, "coll_alltoall: %s must be 1..%u bytes (K, M suffixes), not '%s'\n",
+                        a, MAXPP, v);
+                return 2;
+            }
+            *(!strcmp(a, "--min") ? &min : &max) = s;
+        } else if (!strcmp(a, "--step")) {
+            if (parse_size(v, &step) != 0 || step < 2) {
+                fprintf(stderr, "coll_alltoall: --step must be >= 2\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--window")) {
+            window = atoi(v);
+        } else if (!strcmp(a, "--iters")) {
+            iters = atoi(v);
+            if (iters < 1) {
+                fprintf(stderr, "coll_alltoall: --iters must be >= 1\n");
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "coll_alltoall: unknown option '%s' (try --help)\n", a);
+            return 2;
+        }
+    }
+    if (min > max) {
+        fprintf(stderr, "coll_alltoall: --min is larger than --max\n");
+        return 2;
+    }
+    coll_upcall_arg ua = {0};
+    char err[256];
+    ml_ctx *ml = ml_init_env(coll_upcall, &ua, err, sizeof err);
+    if (!ml) {
+        fprintf(stderr, "coll_alltoall: %s\n", err);
+        return 1;
+    }
+    coll_ctx *c = coll_init_with(ml, &ua);
+    if (!c) {
+        fprintf(stderr, "coll_alltoall: cannot open the collectives\n");
+        ml_finalize(ml);
+        return 1;
+    }
+    coll_set_a2a_order(c, order);
+    coll_set_p2p_window(c, window);
+    int me = ml_rank(ml), n = ml_nranks(ml), rc = 0;
+    pl_proc *pp = ml_proc(ml);
+    const tsim_params *prm = &pp->seg->params;
+    const tsim_geom *g = &pp->seg->geom;
+    double mhz = (double)prm->clock_mhz;
+    uint8_t *sbuf = malloc((size_t)n * max), *rbuf = malloc((size_t)n * max);
+    if (!sbuf || !rbuf) {
+        fprintf(stderr, "coll_alltoall: out of memory (%zu bytes per buffer)\n", (size_t)n * max);
+        return 1;
+    }
+    if (me == 0) {
+        printf("# coll_alltoall: %d ranks on a %dx%dx%d %s, %s mode\n", n, g->dim[0], g->dim[1],
+               g->dim[2], g->torus[0] ? "torus" : "mesh", g->cpus == 2 ? "VN" : "CO");
+        printf("# bisection: the cut bound; links: the busiest (dimension, direction) class of\n"
+               "# links under minimal routing (ties on even rings go +); fraction = bound / cycles\n");
+        printf("%-6s %8s %12s %12s %9s %12s %9s %10s\n", "algo", "bytes", "cycles", "bisection",
+               "fraction", "links", "fraction", "MB/s/rank");
+    }
+    unsigned seed = 1;
+    for (int k = 0; k < 2 && !rc; k++) {
+        if (algo >= 0 && algo != k) continue;
+        for (size_t m = min; m <= max && !rc; m = m * step > max && m < max ? max : m * step) {
+            uint64_t worst = 0;
+            for (int it = 0; it < iters && !rc; it++, seed++) {
+                for (int d = 0; d < n; d++)
+                    for (size_t i = 0; i < m; i++) sbuf[(size_t)d * m + i] = byte_of(me, d, i, seed);
+                memset(rbuf, 0, (size_t)n * m);
+                uint64_t t[1] = {0};
+                rc |= coll_allreduce_max_p2p(c, t, 1); /* barrier */
+                uint64_t t0 = pl_now(pp);
+                rc |= k == 0 ? coll_alltoall(c, sbuf, rbuf, m) : coll_alltoall_p2p(c, sbuf, rbuf, m);
+                uint64_t t1 = pl_now(pp);
+                int bad = 0;
+                for (int s = 0; s < n && !bad; s++)
+                    for (size_t i = 0; i < m; i++)
+                        if (rbuf[(size_t)s * m + i] != byte_of(s, me, i, seed)) {
+                            fprintf(stderr, "coll_alltoall: rank %d: %s %zu bytes: wrong data from %d\n",
+                                    me, algos[k], m, s);
+                            bad = 1;
+                            break;
+                        }
+                uint64_t r[3] = {t1, UINT64_MAX - t0, (uint64_t)bad};
+                rc |= coll_allreduce_max_p2p(c, r, 3); /* everyone stops on an error */
+                if (r[2]) rc = 1;
+                uint64_t dt = r[0] - (UINT64_MAX - r[1]);
+                if (dt > worst) worst = dt;
+            }
+            if (me == 0 && !rc) {
+                double bound = bisection_bound(g, prm, n, m), lb = link_bound(g, prm, n, m);
+                printf("%-6s %8zu %12llu %12.0f %9.3f %12.0f %9.3f %10.2f\n", algos[k], m,
+                       (unsigned long long)worst, bound, bound / (double)worst, lb,
+                       lb / (double)worst, (double)m * (n - 1) * mhz / (double)worst);
+                fflush(stdout);
+            }
+            if (m == max) break;
+        }
+    }
+    free(sbuf);
+    free(rbuf);
+    coll_finalize(c);
+    ml_finalize(ml);
+    return rc ? 1 : 0;
+}
