@@ -124,6 +124,7 @@ install: deps
 	@for d in $(LAYERS); do mkdir -p $(PREFIX)/include/bglemu/$$d; \
 	  for h in $$d/*.h $$d/*.def; do [ -e "$$h" ] && cp "$$h" $(PREFIX)/include/bglemu/$$d/ || true; done; done
 	cp mapfiles/* $(PREFIX)/share/bglemu/mapfiles/ 2>/dev/null || true
+	cp adi3-device/mpirun/ch4-coll.json $(PREFIX)/share/bglemu/
 
 check: install
 	@BUILD=$(BUILD) PREFIX=$(PREFIX) tests/run.sh

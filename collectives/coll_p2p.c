@@ -40,10 +40,10 @@ void coll_upcall(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t len
     coll_ctx *c = ua->c;
     if (c->op == h.kind && c->cur == h.seq) {
         if (c->op == OP_P2P_BCAST) {
-            *out = (ml_recv){c->buf, c->len, count, (void *)&c->p2p_got};
+            *out = (ml_recv){.buf = c->buf, .cap = c->len, .done = count, .arg = (void *)&c->p2p_got};
         } else {
-            *out = (ml_recv){c->rbuf + c->rdispls[src], c->rcounts[src], count,
-                             (void *)&c->p2p_got};
+            *out = (ml_recv){.buf = c->rbuf + c->rdispls[src], .cap = c->rcounts[src],
+                             .done = count, .arg = (void *)&c->p2p_got};
         }
         return;
     }
@@ -55,7 +55,7 @@ void coll_upcall(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t len
     e->next = c->p2p_early;
     c->p2p_early = e;
     c->st.pkts_early++;
-    *out = (ml_recv){e->buf, len, early_done, e};
+    *out = (ml_recv){.buf = e->buf, .cap = len, .done = early_done, .arg = e};
 }
 
 /* Takes messages of the running collective that arrived before it started. */

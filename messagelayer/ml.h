@@ -67,11 +67,24 @@ typedef struct ml_recv {
     size_t cap;
     ml_done_fn done;
     void *arg;
+    /* rendezvous only: set defer to 1 to answer later (e.g. when a matching
+     * receive is posted): the sender waits, and ml_accept(token, ...) sends
+     * the grant. The other fields are ignored then. */
+    int defer;
+    /* given to the upcall (read-only): the message's protocol, and the
+     * token ml_accept needs */
+    ml_proto proto;
+    unsigned token;
 } ml_recv;
 
 /* Called, in per-pair send order, when a message from rank src arrives. */
 typedef void (*ml_upcall_fn)(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t len,
                              ml_recv *out, void *uarg);
+
+/* Answers a rendezvous whose upcall deferred it: its data goes to buf
+ * (cap bytes), done runs when it is there. Returns 0, or -1 for a token
+ * that is not a deferred rendezvous. */
+int ml_accept(ml_ctx *ml, unsigned token, void *buf, size_t cap, ml_done_fn done, void *arg);
 
 /* Opens the message layer on an open processor of seg (rank `rank`).
  * mode CO starts the coprocessor thread on cpu 1 of the node. */

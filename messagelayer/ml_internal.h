@@ -51,6 +51,7 @@ typedef struct ml_rx {
     size_t hi;             /* highest offset seen: a lower one arrived out of order */
     int src;
     uint16_t seq;          /* the message's per-pair sequence number */
+    uint16_t sender_id;    /* rendezvous: the sender's message id, for the grant */
     uint8_t used, cpu;
 } ml_rx;
 

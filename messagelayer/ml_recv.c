@@ -46,9 +46,12 @@ static void rx_complete(ml_ctx *ml, ml_rx *rx)
     if (r.done) r.done(ml, r.arg);
 }
 
-static void upcall(ml_ctx *ml, int src, const uint8_t *hdr, size_t hl, size_t len, ml_rx *rx)
+static void upcall(ml_ctx *ml, int src, const uint8_t *hdr, size_t hl, size_t len, ml_rx *rx,
+                   ml_proto proto, unsigned token)
 {
     memset(rx, 0, sizeof *rx);
+    rx->r.proto = proto;
+    rx->r.token = token;
     ml_charge(ml, ml->prm->ml_callback_cycles);
     ml->upcall(ml, src, hdr, hl, len, &rx->r, ml->uarg);
     rx->len = len;
@@ -80,6 +83,33 @@ static void send_ctl(ml_ctx *ml, int src, int fifo, uint8_t type, uint8_t b, uin
     ml_inject(ml, ml->map.proc[src], fifo, 0, 0, &sw, NULL, 0, NULL, 0);
 }
 
+/* Rendezvous: tells the sender where the data goes (now or, if the upcall
+ * deferred it, from ml_accept). */
+static void grant(ml_ctx *ml, uint16_t k)
+{
+    ml_rx *rx = &ml->slots[k];
+    /* cache-line-aligned contiguous data is received by the coprocessor */
+    uint8_t cpu = ml->co_running && ml->prm->ml_coproc_align &&
+                  (uintptr_t)rx->r.buf % ml->prm->ml_coproc_align == 0 && rx->r.cap >= rx->len;
+    rx->cpu = cpu;
+    send_ctl(ml, rx->src, ml_fifo_for(ml->rank), T_GRANT, cpu, rx->sender_id, k);
+    if (rx->len == 0) rx_complete(ml, rx);
+}
+
+int ml_accept(ml_ctx *ml, unsigned token, void *buf, size_t cap, ml_done_fn done, void *arg)
+{
+    if (token >= ML_MAX_IDS || !ml->slots[token].used || !ml->slots[token].r.defer) return -1;
+    ml_rx *rx = &ml->slots[token];
+    rx->r.buf = buf;
+    rx->r.cap = cap;
+    rx->r.done = done;
+    rx->r.arg = arg;
+    rx->r.defer = 0;
+    ml_charge(ml, ml->prm->ml_callback_cycles);
+    grant(ml, (uint16_t)token);
+    return 0;
+}
+
 /* The first packet of a message, in per-pair order. */
 static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
 {
@@ -97,7 +127,8 @@ static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
         }
         ml_charge(ml, sw.type == T_EAGER ? ml->prm->ml_eager_cycles
                       : sw.type == T_AE  ? ml->prm->ml_adaptive_cycles : 0);
-        upcall(ml, src, pl, hl, len, rx);
+        upcall(ml, src, pl, hl, len, rx,
+               sw.type == T_ONE ? ML_ONEPKT : sw.type == T_EAGER ? ML_EAGER : ML_ADAPTIVE, 0);
         rx->seq = sw.id;
         rx_write(ml, rx, 0, pl + hl, len < room ? len : room);
         if (sw.type == T_AE) {
@@ -134,13 +165,9 @@ static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
         ml_charge(ml, ml->prm->ml_rzv_cycles);
         uint16_t k = slot_alloc(ml);
         ml_rx *rx = &ml->slots[k];
-        upcall(ml, src, pl, hl, len, rx);
-        /* cache-line-aligned contiguous data is received by the coprocessor */
-        uint8_t cpu = ml->co_running && ml->prm->ml_coproc_align &&
-                      (uintptr_t)rx->r.buf % ml->prm->ml_coproc_align == 0 && rx->r.cap >= len;
-        rx->cpu = cpu;
-        send_ctl(ml, src, ml_fifo_for(ml->rank), T_GRANT, cpu, id, k);
-        if (len == 0) rx_complete(ml, rx);
+        upcall(ml, src, pl, hl, len, rx, ML_RZV, k);
+        rx->sender_id = id;
+        if (!rx->r.defer) grant(ml, k);
         break;
     }
     case T_VN_ADDR: {
@@ -148,7 +175,7 @@ static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
         memcpy(&a, pl + hl, sizeof a);
         ml_charge(ml, ml->prm->ml_vn_cycles);
         ml_rx tmp, *rx = &tmp;
-        upcall(ml, src, pl, hl, len, rx);
+        upcall(ml, src, pl, hl, len, rx, ML_VN, 0);
         size_t n = len < rx->r.cap ? len : rx->r.cap;
         int ok = 1;
         if (n) {

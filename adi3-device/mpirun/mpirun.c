@@ -65,7 +65,7 @@ static void choose_launcher(mpirun_job *j)
     const mpirun_opts *o = j->o;
     if (o->launcher == MPIRUN_FORK || (o->launcher == MPIRUN_AUTO && !links_libmpi(j->path)))
         return;
-    static char hydra[4096], wtime[4096];
+    static char hydra[4096], wtime[4096], csel[4096];
     char self[3800];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) mpirun_die("cannot find mpirun's own directory (/proc/self/exe)");
@@ -74,12 +74,16 @@ static void choose_launcher(mpirun_job *j)
     *slash = '\0';
     snprintf(hydra, sizeof hydra, "%s/mpiexec.hydra", self);
     snprintf(wtime, sizeof wtime, "%s/../lib/libbglemu-wtime.so", self);
+    snprintf(csel, sizeof csel, "%s/../share/bglemu/ch4-coll.json", self);
     if (access(hydra, X_OK) != 0)
         mpirun_die("%s: not found: MPI programs need MPICH with the bgl netmod (make mpich)", hydra);
     if (access(wtime, R_OK) != 0)
         mpirun_die("%s: not found (make install)", wtime);
+    if (access(csel, R_OK) != 0)
+        mpirun_die("%s: not found (make install)", csel);
     j->hydra = hydra;
     j->wtime_lib = wtime;
+    j->coll_json = csel;
 }
 
 /* The mapping as the JSON report shows it: no quote, backslash or control

@@ -58,6 +58,7 @@ typedef struct mpirun_job {
     int engine_started;
     const char *hydra;    /* mpiexec.hydra that starts the ranks, or NULL (fork) */
     const char *wtime_lib; /* preloaded into MPI ranks: MPI_Wtime in simulated time */
+    const char *coll_json; /* CH4's collective selection: bcast/alltoall to the netmod */
     pid_t hydra_pid;      /* its pid while it runs */
     int hydra_status;
     int first_dead;       /* hydra: first rank seen dead without leaving the machine, -1 */

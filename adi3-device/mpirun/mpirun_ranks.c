@@ -89,6 +89,16 @@ static int spawn_hydra(mpirun_job *j, char **ours, int nours)
     snprintf(preload, sizeof preload, "LD_PRELOAD=%s%s%s", j->wtime_lib,
              old && *old ? " " : "", old && *old ? old : "");
     ours[nours++] = preload;
+    /* CH4 hands MPI_Bcast / MPI_Alltoall to the netmod (torus collectives)
+     * unless the user chose a selection file */
+    static char csel[4200];
+    const char *cv = "MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE";
+    int user = getenv(cv) != NULL;
+    for (int q = 0; q < j->o->nenv; q++) user |= name_matches(j->o->env[q], cv) ;
+    if (!user) {
+        snprintf(csel, sizeof csel, "%s=%s", cv, j->coll_json);
+        ours[nours++] = csel;
+    }
     char **env = build_env(j, ours, nours);
     int argc = 0;
     while (j->o->argv[argc]) argc++;

@@ -94,6 +94,13 @@ passed fortran "Fortran (mpif.h): sendrecv ring, allreduce, MPI_WTIME, processor
 run coll64 -np 64 -shape 4x4x4 -clock none "$out/collectives" 5 16
 passed coll64 "64 ranks on 4x4x4: allreduce + alltoall loop"
 
+# ---- MPI_Bcast / MPI_Alltoall: torus collectives and MPICH's, one program ----
+run bcast -np 8 -shape 2x2x2 -clock none "$out/bcast"
+passed bcast "MPI_Bcast (torus3, torus1, mpich) from every root and MPI_Alltoall (torus, mpich) on a 2x2x2 torus"
+grep '^bcast:' "$tmp/bcast.out" | sed 's/^/    /'
+run bcast-vn -np 6 -mode VN -shape 3x1x1 -connect MESH -clock none "$out/bcast"
+passed bcast-vn "the same on a 3x1x1 mesh in VN mode (6 ranks)"
+
 # ---- things that go wrong ----
 run spawn -np 2 -clock none "$out/failures" spawn
 passed spawn "dynamic processes: MPI_Comm_spawn fails with an MPI error, no crash"

@@ -1,6 +1,6 @@
 /* Point-to-point semantics over the bgl netmod: wildcards, probe/iprobe,
- * cancel, synchronous send, truncation, many outstanding requests,
- * communicator split/dup. Needs >= 2 ranks (rank 0 and 1 talk; the rest
+ * cancel, synchronous send, truncation, many outstanding requests, large
+ * unexpected messages, communicator split/dup. Needs >= 2 ranks (rank 0 and 1 talk; the rest
  * join the collective parts). */
 #include <string.h>
 
@@ -144,6 +144,48 @@ static void many(int rank)
     }
 }
 
+/* Large messages that arrive before their receive (rendezvous, granted only
+ * when the receive is posted), probed, matched in order, one by mprobe. */
+static void unexpected_large(int rank)
+{
+    enum { BIG = 300000 };
+    if (rank == 0) {
+        MPI_Request r[3];
+        MPI_Status sts[3];
+        char *m = malloc(3 * (size_t)BIG);
+        for (int k = 0; k < 3; k++) {
+            memset(m + k * BIG, k + 1, BIG);
+            MPI_Isend(m + k * BIG, BIG, MPI_BYTE, 1, 5, MPI_COMM_WORLD, &r[k]);
+        }
+        int x = 42;
+        MPI_Send(&x, 1, MPI_INT, 1, 6, MPI_COMM_WORLD);
+        MPI_Waitall(3, r, sts);
+        free(m);
+    } else if (rank == 1) {
+        char *b = malloc(BIG);
+        int x, flag = 0, c = -1, good = 1;
+        MPI_Status st;
+        MPI_Recv(&x, 1, MPI_INT, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Iprobe(0, 5, MPI_COMM_WORLD, &flag, &st);
+        if (flag) MPI_Get_count(&st, MPI_BYTE, &c);
+        CHECK(x == 42 && flag && c == BIG,
+              "a small message overtakes 3 unreceived %d-byte ones; iprobe sees the first", BIG);
+        for (int k = 0; k < 2; k++) {
+            MPI_Recv(b, BIG, MPI_BYTE, 0, 5, MPI_COMM_WORLD, &st);
+            MPI_Get_count(&st, MPI_BYTE, &c);
+            for (int i = 0; i < BIG; i++) good &= b[i] == k + 1;
+            good &= c == BIG;
+        }
+        MPI_Message msg;
+        MPI_Mprobe(0, 5, MPI_COMM_WORLD, &msg, &st);
+        MPI_Mrecv(b, BIG, MPI_BYTE, &msg, &st);
+        MPI_Get_count(&st, MPI_BYTE, &c);
+        for (int i = 0; i < BIG; i++) good &= b[i] == 3;
+        CHECK(good && c == BIG, "the 3 unexpected large messages received in order (2 recv, 1 mprobe/mrecv)");
+        free(b);
+    }
+}
+
 static void comms(int rank, int n)
 {
     MPI_Comm half, dup;
@@ -185,6 +227,8 @@ int main(int argc, char **argv)
     truncation(rank);
     MPI_Barrier(MPI_COMM_WORLD);
     many(rank);
+    MPI_Barrier(MPI_COMM_WORLD);
+    unexpected_large(rank);
     MPI_Barrier(MPI_COMM_WORLD);
     comms(rank, n);
     return mc_finish();

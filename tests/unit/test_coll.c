@@ -262,11 +262,11 @@ static void rk_a2a(crk *r)
 {
     unsigned seed = 7;
     for (size_t k = 0; k < NA2A; k++) one_a2a(r, a2a_sizes[k], seed++, 0);
-    coll_set_a2a_order(r->c, COLL_A2A_RANDOM);
+    coll_set_a2a_order(r->c, COLL_A2A_STAGGER);
     one_a2a(r, 1000, seed++, 0);
     coll_set_a2a_order(r->c, COLL_A2A_RANKORDER);
     one_a2a(r, 1000, seed++, 0);
-    coll_set_a2a_order(r->c, COLL_A2A_STAGGER);
+    coll_set_a2a_order(r->c, COLL_A2A_RANDOM);
     one_a2a(r, 1000, seed++, 1); /* the p2p baseline */
 }
 
@@ -274,7 +274,7 @@ static void a2a_case(int x, int y, int z, ml_mode mode)
 {
     cworld *w = cw_run(x, y, z, 1, mode, rk_a2a, NULL);
     printf("coll: alltoall on a %dx%dx%d torus, %s mode (%d ranks): random data, per pair "
-           "0, 1, 240, 241, 1000, 4000 B (staggered order), 1000 B in random and rank order, "
+           "0, 1, 240, 241, 1000, 4000 B (random order), 1000 B in staggered and rank order, "
            "and the p2p baseline: %d receive buffers checked over all ranks; %llu cycles\n",
            x, y, z, mode == ML_MODE_VN ? "VN" : "CO", w->n, cw_checks(w),
            (unsigned long long)cw_max_end(w));
@@ -349,7 +349,7 @@ static void mix_up(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t l
 {
     (void)ml, (void)src, (void)hdr, (void)hdrlen, (void)len;
     mixst *m = uarg;
-    *out = (ml_recv){m->buf, sizeof m->buf, count_cb, &m->got};
+    *out = (ml_recv){.buf = m->buf, .cap = sizeof m->buf, .done = count_cb, .arg = &m->got};
 }
 
 static void rk_mix(crk *r)

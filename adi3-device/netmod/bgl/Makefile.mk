@@ -15,6 +15,7 @@ pmpi_convenience_libs += $(prefix)/lib/libbglemu.a
 noinst_HEADERS   += src/mpid/ch4/netmod/bgl/bgl_pre.h \
                     src/mpid/ch4/netmod/bgl/bgl_impl.h \
                     src/mpid/ch4/netmod/bgl/bgl_ml.h \
+                    src/mpid/ch4/netmod/bgl/bgl_coll.h \
                     src/mpid/ch4/netmod/bgl/bgl_am.h \
                     src/mpid/ch4/netmod/bgl/bgl_progress.h \
                     src/mpid/ch4/netmod/bgl/bgl_proc.h \
@@ -25,6 +26,7 @@ mpi_core_sources += src/mpid/ch4/netmod/bgl/func_table.c \
                     src/mpid/ch4/netmod/bgl/bgl_init.c \
                     src/mpid/ch4/netmod/bgl/bgl_am.c \
                     src/mpid/ch4/netmod/bgl/bgl_clock.c \
+                    src/mpid/ch4/netmod/bgl/bgl_coll.c \
                     src/mpid/ch4/netmod/bgl/bgl_comm.c \
                     src/mpid/ch4/netmod/bgl/bgl_win.c \
                     src/mpid/ch4/netmod/bgl/bgl_part.c \

@@ -91,6 +91,11 @@ static int send_am(int world_rank, int handler_id, const void *am_hdr, MPI_Aint 
     }
     if (p == ML_AUTO)
         p = ml_choose(g->ml, world_rank, hdrlen, (size_t) data_sz);
+    /* A message that carries its data (all but rendezvous) lands, if
+     * unexpected, in one of MPIDIG's pack buffers: larger ones must wait for
+     * their receive, which only the rendezvous does. */
+    if (p != ML_RZV && data_sz > MPIR_CVAR_CH4_AM_PACK_BUFFER_SIZE)
+        p = ML_RZV;
     pl_charge(g->pp, g->prm->mpi_send_cycles);
     if (sreq)
         pl_charge(g->pp, p == ML_EAGER ? g->prm->mpi_eager_cycles
@@ -162,19 +167,47 @@ bool MPIDI_BGL_am_check_eager(MPI_Aint am_hdr_sz, MPI_Aint data_sz, const void *
 
 /* ---- receiving ---- */
 
+/* All of a message's data is in place: MPIDIG completes the receive.
+ *
+ * MPICH 4.0.2 loses the status of a receive posted while an unexpected
+ * message's data is still arriving (MPIDIG_REQ_BUSY + MATCHED): it copies
+ * the data into the matching request's buffer and completes it, but writes
+ * count, source and tag only into the unexpected request. Fixed upstream
+ * later (pmodels/mpich#6042 reworked this path); here the status is carried
+ * over by hand. Without it MPICH's own scatter-allgather broadcast fails
+ * ("Received 10000 but expected 20000"). */
+static void complete_recv(MPIR_Request * rreq)
+{
+    MPIR_Request *match = NULL;
+    if ((MPIDIG_REQUEST(rreq, req->status) & MPIDIG_REQ_UNEXPECTED) &&
+        (MPIDIG_REQUEST(rreq, req->status) & MPIDIG_REQ_MATCHED) &&
+        !(MPIDIG_REQUEST(rreq, req->status) & MPIDIG_REQ_UNEXP_DQUED)) {
+        match = MPIDIG_REQUEST(rreq, req->rreq.match_req);
+        MPIR_Request_add_ref(match);
+        MPIR_Request_add_ref(rreq);
+    }
+    MPIDIG_REQUEST(rreq, req->target_cmpl_cb) (rreq);
+    if (match) {
+        match->status = rreq->status;
+        MPIR_Request_free(rreq);
+        MPIR_Request_free(match);
+    }
+}
+
 static void recv_done(ml_ctx * ml, void *arg)
 {
-    MPIR_Request *rreq = arg;
-    MPIDIG_REQUEST(rreq, req->target_cmpl_cb) (rreq);
+    complete_recv(arg);
 }
 
 static void bounce_done(ml_ctx * ml, void *arg)
 {
     MPIDI_BGL_bounce_t *b = arg;
     MPIDIG_recv_copy_seg(b->data, (MPI_Aint) b->len, b->rreq);
-    MPIDIG_REQUEST(b->rreq, req->target_cmpl_cb) (b->rreq);
+    complete_recv(b->rreq);
     MPL_free(b);
 }
+
+static void land(MPIR_Request * rreq, size_t len, ml_recv * out);
 
 /* A message's first packet (or rendezvous scout) arrived, in per-pair send
  * order: MPIDIG matches it and says where its len bytes go. */
@@ -200,11 +233,31 @@ static void upcall(ml_ctx * ml, int src, const void *hdr, size_t hdrlen, size_t 
         MPIDIG_global.target_msg_cbs[handler_id] (am_hdr, NULL, 0, attr, NULL);
         return;
     }
+    /* A rendezvous is "transport rendezvous" for MPIDIG: if nothing matches,
+     * MPIDIG queues it without a buffer and calls rndv_matched when a
+     * receive is posted; the grant waits until then. */
+    if (out->proto == ML_RZV)
+        attr |= MPIDIG_AM_ATTR__IS_RNDV;
     MPIR_Request *rreq = NULL;
     MPIDIG_global.target_msg_cbs[handler_id] (am_hdr, NULL, (MPI_Aint) len,
                                               attr | MPIDIG_AM_ATTR__IS_ASYNC, &rreq);
     if (!rreq)  /* a handler that wants no data: it is dropped */
         return;
+    if (out->proto == ML_RZV && (MPIDIG_REQUEST(rreq, req->status) & MPIDIG_REQ_UNEXPECTED)) {
+        MPIDI_BGL_deferred_t *d = MPL_malloc(sizeof *d, MPL_MEM_OTHER);
+        MPIR_Assert(d);
+        *d = (MPIDI_BGL_deferred_t) {.next = g->deferred,.rreq = rreq,.token = out->token,.len = len};
+        g->deferred = d;
+        out->defer = 1;
+        return;
+    }
+    land(rreq, len, out);
+}
+
+/* Where the len bytes for rreq go: straight into a contiguous receive
+ * buffer, or a bounce buffer that MPIDIG unpacks. */
+static void land(MPIR_Request * rreq, size_t len, ml_recv * out)
+{
     int is_contig, is_gpu;
     void *p;
     MPI_Aint sz;
@@ -225,6 +278,31 @@ static void upcall(ml_ctx * ml, int src, const void *hdr, size_t hdrlen, size_t 
     out->cap = len;
     out->done = bounce_done;
     out->arg = b;
+}
+
+/* MPIDIG: a receive now matches a rendezvous the upcall deferred. */
+static int rndv_matched(MPIR_Request * rreq)
+{
+    MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
+    MPIDI_BGL_deferred_t **pd = &g->deferred;
+    while (*pd && (*pd)->rreq != rreq)
+        pd = &(*pd)->next;
+    MPIR_Assert(*pd);
+    MPIDI_BGL_deferred_t *d = *pd;
+    *pd = d->next;
+    ml_recv r = { 0 };
+    MPIDI_BGL_clock_enter();
+    land(rreq, d->len, &r);
+    int rc = ml_accept(g->ml, d->token, r.buf, r.cap, r.done, r.arg);
+    MPIR_Assert(rc == 0);
+    MPIDI_BGL_clock_leave();
+    MPL_free(d);
+    return MPI_SUCCESS;
+}
+
+MPIDIG_recv_data_copy_cb MPIDI_BGL_data_copy_cb(uint32_t attr)
+{
+    return (attr & MPIDIG_AM_ATTR__IS_RNDV) ? rndv_matched : NULL;
 }
 
 ml_upcall_fn MPIDI_BGL_upcall = upcall;

@@ -69,10 +69,11 @@ MPL_STATIC_INLINE_PREFIX bool MPIDI_NM_am_check_eager(MPI_Aint am_hdr_sz, MPI_Ai
     return MPIDI_BGL_am_check_eager(am_hdr_sz, data_sz, data, count, datatype, sreq);
 }
 
-/* NULL: MPIDIG's default copy of received data into the user buffer. */
+/* For a rendezvous MPIDIG queued as unexpected: the callback that sends
+ * the grant once a receive matches (bgl_am.c). */
 MPL_STATIC_INLINE_PREFIX MPIDIG_recv_data_copy_cb MPIDI_NM_am_get_data_copy_cb(uint32_t attr)
 {
-    return NULL;
+    return MPIDI_BGL_data_copy_cb(attr);
 }
 
 #endif /* BGL_AM_H_INCLUDED */

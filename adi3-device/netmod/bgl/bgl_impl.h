@@ -31,5 +31,12 @@ int MPIDI_BGL_am_isend_reply(MPIR_Comm * comm, int src_rank, int handler_id,
 bool MPIDI_BGL_am_check_eager(MPI_Aint am_hdr_sz, MPI_Aint data_sz, const void *data,
                               MPI_Aint count, MPI_Datatype datatype, MPIR_Request * sreq);
 int MPIDI_BGL_progress(int vci, int blocking);
+MPIDIG_recv_data_copy_cb MPIDI_BGL_data_copy_cb(uint32_t attr);
+/* bgl_coll.c: MPI_Bcast / MPI_Alltoall (torus collectives or MPICH's) */
+int MPIDI_BGL_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
+                        MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag);
+int MPIDI_BGL_mpi_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                           void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                           MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag);
 
 #endif /* BGL_IMPL_H_INCLUDED */

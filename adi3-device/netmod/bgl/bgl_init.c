@@ -22,6 +22,7 @@ int MPIDI_BGL_init_local(int *tag_bits)
     MPIR_ERR_CHKANDJUMP2(ml_nranks(g->ml) != MPIR_Process.size, mpi_errno, MPI_ERR_OTHER,
                          "**bgl_size", "**bgl_size %d %d", MPIR_Process.size, ml_nranks(g->ml));
     g->pp = ml_proc(g->ml);
+    g->coll = coll_init(g->ml); /* NULL: MPICH's algorithms for every collective */
     g->prm = &g->pp->seg->params;
     g->force = ML_AUTO;
     const char *proto = getenv("BGLMPI_PROTOCOL");
@@ -71,6 +72,9 @@ int MPIDI_BGL_mpi_finalize_hook(void)
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
     if (g->ml) {
         MPIDI_BGL_clock_enter();
+        if (g->coll)
+            coll_finalize(g->coll);
+        g->coll = NULL;
         ml_finalize(g->ml);
         g->ml = NULL;
         g->pp = NULL;

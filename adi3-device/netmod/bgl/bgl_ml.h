@@ -5,6 +5,7 @@
 #define BGL_ML_H_INCLUDED
 
 #include "messagelayer/ml.h"
+#include "collectives/coll.h"
 
 /* What the netmod puts in front of MPIDIG's header in every message:
  * the handler id, padded so that MPIDIG's header stays 8-byte aligned. */
@@ -12,12 +13,23 @@
 
 typedef enum { MPIDI_BGL_CLOCK_NONE, MPIDI_BGL_CLOCK_CPUTIME } MPIDI_BGL_clock_mode;
 
+/* A rendezvous that arrived before its receive was posted: ml_accept(token)
+ * once MPIDIG matches it (bgl_am.c). */
+typedef struct MPIDI_BGL_deferred {
+    struct MPIDI_BGL_deferred *next;
+    MPIR_Request *rreq;
+    unsigned token;
+    size_t len;
+} MPIDI_BGL_deferred_t;
+
 typedef struct {
     ml_ctx *ml;
+    coll_ctx *coll;             /* torus collectives, NULL if unavailable */
     pl_proc *pp;
     const tsim_params *prm;
     ml_proto force;             /* BGLMPI_PROTOCOL: protocol of data messages, ML_AUTO */
     int empty_polls;            /* consecutive progress calls that moved nothing */
+    MPIDI_BGL_deferred_t *deferred;
     MPIDI_BGL_clock_mode clock;
     uint64_t cpu_mark_ns;       /* thread CPU time when the netmod last returned */
 } MPIDI_BGL_global_t;

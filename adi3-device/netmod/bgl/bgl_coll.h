@@ -1,0 +1,27 @@
+/* bglemu CH4 netmod "bgl": MPI_Bcast and MPI_Alltoall on the torus.
+ * CH4 reaches these through the collective selection file mpirun points
+ * MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE at (share/bglemu/ch4-coll.json);
+ * bgl_coll.c decides per call between bglemu's collectives and MPICH's
+ * algorithms (MPIR_*_impl, what MPICH's fallbacks call). */
+#ifndef BGL_COLL_H_INCLUDED
+#define BGL_COLL_H_INCLUDED
+
+#include "bgl_impl.h"
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype,
+                                                int root, MPIR_Comm * comm_ptr,
+                                                MPIR_Errflag_t * errflag)
+{
+    return MPIDI_BGL_mpi_bcast(buffer, count, datatype, root, comm_ptr, errflag);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_alltoall(const void *sendbuf, MPI_Aint sendcount,
+                                                   MPI_Datatype sendtype, void *recvbuf,
+                                                   MPI_Aint recvcount, MPI_Datatype recvtype,
+                                                   MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag)
+{
+    return MPIDI_BGL_mpi_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                  comm_ptr, errflag);
+}
+
+#endif /* BGL_COLL_H_INCLUDED */
