@@ -9,7 +9,8 @@
  *    takes part in the tree and hands every packet to cpu 1 over the
  *    scratchpad FIFO.
  *  - coll_alltoall / coll_alltoallv: every rank injects its packets itself,
- *    interleaved across destinations in a per-source staggered order,
+ *    interleaved across destinations in a per-source random (or staggered)
+ *    order,
  *    adaptively routed; receivers place data by offset.
  *
  * Packets are the collectives' own software-header types (COLL_T_*,
@@ -69,8 +70,9 @@ int coll_alltoall_p2p(coll_ctx *c, const void *sbuf, void *rbuf, size_t per_pair
  * Also a barrier: nobody returns before everyone has entered. */
 int coll_allreduce_max_p2p(coll_ctx *c, uint64_t *v, int n);
 
-/* Destination order of the packet-scheduled alltoall (default STAGGER). */
-enum { COLL_A2A_STAGGER = 0, COLL_A2A_RANDOM = 1, COLL_A2A_RANKORDER = 2 };
+/* Destination order of the packet-scheduled alltoall (default RANDOM: a
+ * per-source random permutation; STAGGER: me+1, me+2, ...; RANKORDER). */
+enum { COLL_A2A_RANDOM = 0, COLL_A2A_STAGGER = 1, COLL_A2A_RANKORDER = 2 };
 void coll_set_a2a_order(coll_ctx *c, int order);
 /* coll_alltoall_p2p: at most this many sends outstanding (default 8, as
  * MPICH throttles its isend/irecv alltoall; <= 0: all at once). */

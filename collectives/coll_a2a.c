@@ -2,9 +2,10 @@
  *
  * Every rank injects its own packets, adaptively routed, one packet per
  * destination in turn: round i sends packet i of every destination's block,
- * destinations in a per-source order (staggered: me+1, me+2, ... so that at
- * any moment the sources address a permutation of the ranks; or a
- * per-source random order). Each block is read sequentially. The software
+ * destinations in a per-source order: a random permutation per source
+ * (default; seeded by rank and sequence number, so runs are reproducible),
+ * staggered (me+1, me+2, ...: at any moment the sources address a
+ * permutation of the ranks) or rank order. Each block is read sequentially. The software
  * header carries the byte offset inside the block; the receiver finds the
  * source from the packet's metadata and places the data by offset, so the
  * reordering of adaptive routing does not matter. */

@@ -25,7 +25,8 @@ static void usage(FILE *f)
             "must cross it (cut across the dimension where that time is largest).\n"
             "  torus  packet-scheduled alltoall: packets interleaved across destinations,\n"
             "         adaptive routing; --order sets each source's destination order\n"
-            "         (default stagger: me+1, me+2, ...)\n"
+            "         (default random: a per-source random permutation; stagger:\n"
+            "         me+1, me+2, ...; rank: 0, 1, 2, ...)\n"
             "  p2p    every rank sends one message to every other rank in rank order, at\n"
             "         most W outstanding (--window, default 8; 0: all at once)\n"
             "Both when --algo is not given.\n"
@@ -112,7 +113,7 @@ static double link_bound(const tsim_geom *g, const tsim_params *p, int nranks, s
 
 int main(int argc, char **argv)
 {
-    int algo = -1, order = COLL_A2A_STAGGER, window = 8, iters = 1;
+    int algo = -1, order = COLL_A2A_RANDOM, window = 8, iters = 1;
     size_t min = 1, max = 64u << 10, step = 4;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
