@@ -7,29 +7,24 @@
 
 #include "mpi_check.h"
 
+/* One round trip between ranks 0 and 1. */
+static void round_trip(int rank, char *buf, int size, int tag)
+{
+    if (rank == 0) {
+        MPI_Send(buf, size, MPI_CHAR, 1, tag, MPI_COMM_WORLD);
+        MPI_Recv(buf, size, MPI_CHAR, 1, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+        MPI_Recv(buf, size, MPI_CHAR, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(buf, size, MPI_CHAR, 0, tag, MPI_COMM_WORLD);
+    }
+}
+
 static double pingpong(int rank, char *buf, int size, int iters)
 {
-    MPI_Status st;
     MPI_Barrier(MPI_COMM_WORLD);
-    for (int w = 0; w < 2; w++) { /* warm-up */
-        if (rank == 0) {
-            MPI_Send(buf, size, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
-            MPI_Recv(buf, size, MPI_CHAR, 1, 1, MPI_COMM_WORLD, &st);
-        } else if (rank == 1) {
-            MPI_Recv(buf, size, MPI_CHAR, 0, 1, MPI_COMM_WORLD, &st);
-            MPI_Send(buf, size, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
-        }
-    }
+    for (int w = 0; w < 2; w++) round_trip(rank, buf, size, 1); /* warm-up */
     double t0 = MPI_Wtime();
-    for (int i = 0; i < iters; i++) {
-        if (rank == 0) {
-            MPI_Send(buf, size, MPI_CHAR, 1, 0, MPI_COMM_WORLD);
-            MPI_Recv(buf, size, MPI_CHAR, 1, 0, MPI_COMM_WORLD, &st);
-        } else if (rank == 1) {
-            MPI_Recv(buf, size, MPI_CHAR, 0, 0, MPI_COMM_WORLD, &st);
-            MPI_Send(buf, size, MPI_CHAR, 0, 0, MPI_COMM_WORLD);
-        }
-    }
+    for (int i = 0; i < iters; i++) round_trip(rank, buf, size, 0);
     return (MPI_Wtime() - t0) / (2.0 * iters);
 }
 
