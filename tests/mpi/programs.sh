@@ -80,6 +80,14 @@ else
   notok "determinism: runs differ"
 fi
 
+# ---- clock modes: computation between MPI calls ----
+run cpu-none -np 2 -clock none "$out/cputime" 0
+passed cpu-none "-clock none: computation between MPI calls costs no simulated time"
+run cpu-100 -np 2 -clock cputime "$out/cputime" 100
+passed cpu-100 "-clock cputime: thread CPU time becomes simulated time (scale 100%)"
+run cpu-25 -np 2 -clock cputime -p cputime_scale_pct=25 "$out/cputime" 25
+passed cpu-25 "-clock cputime -p cputime_scale_pct=25: a quarter of it"
+
 # ---- MPI semantics ----
 run pt2pt -np 4 -clock none "$out/pt2pt"
 passed pt2pt "point-to-point semantics on 4 ranks (wildcards, probe, cancel, ssend, truncation, 2000 requests, split/dup)"
