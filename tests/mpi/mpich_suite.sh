@@ -26,11 +26,17 @@ Options:
   --results DIR       where TAP files and per-test logs go (default
                       <tree>/bglemu-results)
   --build-only        configure and build the tests, run nothing
+  --no-snapshot       run against PREFIX itself instead of a copy of it
+                      taken at the start (see below)
+  --run-all           also run the expected failures marked "[not run]"
   -v, --verbose       a progress line on stderr as each test's job ends
   --help              this text
 Environment: BGLEMU_CACHE (default /var/cache/bglemu, $HOME/.cache/bglemu if
 not writable), MPITEST_TIMEOUT_MULTIPLIER, MPICH_NICE (default 19).
-The configured and built test tree is cached in
+PREFIX is copied (bin, lib, share: ~35 MB) to <tree>/prefix-snapshot once
+the build lock of make mpich is free, and every test runs against that copy
+(LD_LIBRARY_PATH), so a make/make mpich in the clone during the run cannot
+mix two builds. The configured and built test tree is cached in
 $CACHE/testsuite-<version>-<key> (key: MPICH version, PREFIX, configure
 flags); a rerun only rebuilds what changed.
 EOF
@@ -44,6 +50,8 @@ MULT=${MPITEST_TIMEOUT_MULTIPLIER:-2}
 EXPECTED=$here/mpich-expected-failures.txt
 RESULTS=""
 BUILD_ONLY=0
+SNAPSHOT=1
+RUN_ALL=0
 VERBOSE=0
 NICE=${MPICH_NICE:-19}
 DEFAULT_DIRS="pt2pt datatype coll comm group attr init topo"
@@ -65,6 +73,8 @@ while [ $# -gt 0 ]; do
     --results) RESULTS=${2:?}; shift 2 ;;
     --results=*) RESULTS=${1#*=}; shift ;;
     --build-only) BUILD_ONLY=1; shift ;;
+    --no-snapshot) SNAPSHOT=0; shift ;;
+    --run-all) RUN_ALL=1; shift ;;
     -v|--verbose) VERBOSE=1; shift ;;
     -*) die "unknown option $1 (see --help)" ;;
     *) sel+=("$1"); shift ;;
@@ -163,7 +173,7 @@ echo "make ${dirs[*]} $(( $(date +%s) - t0 )) s $(date -u +%FT%TZ)" >>"$ST/timin
 # takes the build tree's lock shared for a moment (the build holds it
 # exclusively), then checks that mpirun is bglemu's (a regular file).
 BUILD_LOCK=""
-for t in "$CACHE"/mpich-"$VER"-*/; do
+for t in "$CACHE"/mpich-"$VER"-*/ "$(cd "$SRC/../.." && pwd)"/mpich-"$VER"-*/; do
   if [ "$(cat "$t.bglemu/prefix" 2>/dev/null)" = "$PREFIX" ] && [ -e "${t%/}.lock" ]; then
     BUILD_LOCK=${t%/}.lock
   fi
@@ -171,6 +181,26 @@ done
 fingerprint() {
   stat -c '%n %s %Y' "$PREFIX/bin/mpirun" "$PREFIX"/lib/libmpi.so.* "$PREFIX"/lib/libbglemu-wtime.so 2>/dev/null
 }
+
+wait_for_build() {
+  local i
+  for i in $(seq 240); do
+    if [ -n "$BUILD_LOCK" ]; then flock -s -w 1200 "$BUILD_LOCK" true 2>/dev/null; fi
+    [ -f "$PREFIX/bin/mpirun" ] && [ ! -L "$PREFIX/bin/mpirun" ] && return 0
+    sleep 5
+  done
+  die "$PREFIX/bin/mpirun is not bglemu's mpirun (make mpich unfinished?)"
+}
+RUN_PREFIX=$PREFIX
+if [ "$SNAPSHOT" = 1 ]; then
+  wait_for_build
+  RUN_PREFIX=$TREE/prefix-snapshot
+  rm -rf "$RUN_PREFIX"; mkdir -p "$RUN_PREFIX"
+  cp -a "$PREFIX/bin" "$PREFIX/lib" "$RUN_PREFIX/" || die "cannot copy $PREFIX"
+  [ -d "$PREFIX/share" ] && cp -a "$PREFIX/share" "$RUN_PREFIX/"
+  step "testing a copy of $PREFIX taken at $(date -u +%TZ): $RUN_PREFIX"
+  export LD_LIBRARY_PATH=$RUN_PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 
 # 5. the mpiexec runtests calls: "WRAP -n N [mpiexecargs] ./prog args".
 #    mpirun accepts -n; the wrapper adds -clock none and the timeout, keeps
@@ -189,8 +219,10 @@ while [ \$# -gt 0 ]; do
   case \$1 in -n|-np) np=\$2; shift 2 ;; *) break ;; esac
 done
 to=\${MPIEXEC_TIMEOUT:-360}; to=\${to%%.*}
-# wait for a make mpich in progress (it holds its tree's lock), up to 20 min
+# without a snapshot: wait for a make mpich in progress (it holds its
+# tree's lock), up to 20 min
 for i in \$(seq 240); do
+  [ "$SNAPSHOT" = 1 ] && break
   if [ -n "$BUILD_LOCK" ]; then flock -s -w 1200 "$BUILD_LOCK" true 2>/dev/null; fi
   [ -f "$PREFIX/bin/mpirun" ] && [ ! -L "$PREFIX/bin/mpirun" ] && break
   sleep 5
@@ -202,7 +234,7 @@ log="$RESULTS/logs/\$dir/\$prog.np\$np.\$k.log"
 { echo "#bglemu cd \$PWD; mpirun -np \$np -clock none --progress 0 --timeout \$((to+30)) \$*"
   env | grep -E '^MPIR_CVAR|^MPITEST' | sed 's/^/#bglemu env /'; } >"\$log"
 t0=\$(date +%s.%N)
-"$PREFIX/bin/mpirun" -np "\$np" -clock none --progress 0 --timeout \$((to+30)) "\$@" >>"\$log" 2>&1
+"$RUN_PREFIX/bin/mpirun" -np "\$np" -clock none --progress 0 --timeout \$((to+30)) "\$@" >>"\$log" 2>&1
 rc=\$?
 secs=\$(awk -v a="\$t0" -v b="\$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 echo "#bglemu exit \$rc after \$secs s" >>"\$log"
@@ -303,7 +335,7 @@ for d in "${dirs[@]}"; do
     read -r prog n rest <<<"${line%%#*}"
     [[ ${n:-} =~ ^[0-9]+$ ]] || n=2
     k="$d/${prog:-} $n"
-    if [ -n "${prog:-}" ] && [ -n "${xf[$k]+x}" ] && [[ ${xf[$k]} == "[not run]"* ]]; then
+    if [ "$RUN_ALL" = 0 ] && [ -n "${prog:-}" ] && [ -n "${xf[$k]+x}" ] && [[ ${xf[$k]} == "[not run]"* ]]; then
       notrun+=("$d/$prog $n")
       continue
     fi
@@ -365,7 +397,7 @@ echo "# tests ran in $(( t_end - t_tests )) s, $(( t_end - t_start )) s with con
 if [ ${#failures[@]} -gt 0 ]; then
   echo "# unexpected failures:"; printf '#   %s\n' "${failures[@]}"
 fi
-if [ "$(fingerprint)" != "$fp_start" ]; then
+if [ "$SNAPSHOT" = 0 ] && [ "$(fingerprint)" != "$fp_start" ]; then
   echo "# warning: $PREFIX (mpirun or libmpi) was reinstalled during the run: tests ran against two builds"
 fi
 total=$((passed + failed + xfailed))
