@@ -80,6 +80,12 @@ else
   notok "determinism: runs differ"
 fi
 
+# ---- the rank map (BGLMPI_MAPPING) seen from MPI ----
+run map-vn -np 8 -mode VN -shape 2x2x1 -mapfile TXYZ -clock none "$out/mapping" 2 2 1 2
+passed map-vn "-mapfile TXYZ in VN mode: MPI_Get_processor_name gives each rank's <x,y,z,t>"
+run map-zyx -np 8 -shape 2x2x2 -mapfile ZYXT -clock none "$out/mapping" 2 2 2 1
+passed map-zyx "-mapfile ZYXT: MPI_Get_processor_name gives each rank's <x,y,z,t>"
+
 # ---- clock modes: computation between MPI calls ----
 run cpu-none -np 2 -clock none "$out/cputime" 0
 passed cpu-none "-clock none: computation between MPI calls costs no simulated time"
