@@ -224,6 +224,12 @@ START_TEST(bcast_3x3x3_torus_vn) { bcast_case(3, 3, 3, 1, ML_MODE_VN); }
 END_TEST
 START_TEST(bcast_3x3x3_mesh_vn) { bcast_case(3, 3, 3, 0, ML_MODE_VN); }
 END_TEST
+/* one node in VN mode (only the scratchpad), and a 5-ring (two-hop lines
+ * both ways, 3 routes asked, 1 possible) */
+START_TEST(bcast_1x1x1_vn) { bcast_case(1, 1, 1, 1, ML_MODE_VN); }
+END_TEST
+START_TEST(bcast_5x1x1_torus_co) { bcast_case(5, 1, 1, 1, ML_MODE_CO); }
+END_TEST
 
 /* ---- alltoall -------------------------------------------------------- */
 
@@ -460,6 +466,8 @@ Suite *coll_suite(void)
     tcase_add_test(tc, bcast_3x3x3_mesh_co);
     tcase_add_test(tc, bcast_3x3x3_torus_vn);
     tcase_add_test(tc, bcast_3x3x3_mesh_vn);
+    tcase_add_test(tc, bcast_1x1x1_vn);
+    tcase_add_test(tc, bcast_5x1x1_torus_co);
     tcase_add_test(tc, bcast_deterministic_and_3routes_faster);
     suite_add_tcase(s, tc);
     TCase *ta = tcase_create("alltoall");
