@@ -44,13 +44,20 @@ void coll_finalize(coll_ctx *c);
  * the mode uses (cpu 0 of every node, and cpu 1 in VN mode) runs a rank. */
 int coll_hw_ok(const coll_ctx *c);
 
+/* Returned when a call needs the p2p baseline but the context was opened
+ * with coll_init (no coll_upcall): nothing was sent; use another algorithm. */
+#define COLL_ENOTSUP (-2)
+
 /* Broadcast of len bytes from root's buf into everyone's buf.
  * routes: 1 (one dimension-ordered tree) or 3 (up to three edge-disjoint
- * trees, one per dimension of size > 1). Falls back to coll_bcast_p2p when
- * coll_hw_ok is 0. Returns 0, or -1 (bad argument, job aborting). */
+ * trees, one per dimension of size > 1). When coll_hw_ok is 0 it falls
+ * back to coll_bcast_p2p (COLL_ENOTSUP without coll_init_with: check
+ * coll_hw_ok first). Returns 0, or -1 (bad argument, job aborting). */
 int coll_bcast(coll_ctx *c, void *buf, size_t len, int root, int routes);
 
-/* Baseline: binomial tree of message-layer sends (ML_AUTO protocols). */
+/* Baseline: binomial tree of message-layer sends (ML_AUTO protocols).
+ * This and the other *_p2p calls need coll_init_with and coll_upcall as
+ * the message layer's upcall; else they return COLL_ENOTSUP. */
 int coll_bcast_p2p(coll_ctx *c, void *buf, size_t len, int root);
 
 /* Alltoall: per_pair bytes from sbuf + d*per_pair to rank d, into

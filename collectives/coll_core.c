@@ -39,7 +39,10 @@ coll_ctx *coll_init(ml_ctx *ml)
 coll_ctx *coll_init_with(ml_ctx *ml, coll_upcall_arg *ua)
 {
     coll_ctx *c = coll_init(ml);
-    if (c && ua) ua->c = c;
+    if (c && ua) {
+        ua->c = c;
+        c->p2p_bound = 1;
+    }
     return c;
 }
 

@@ -86,6 +86,7 @@ struct coll_ctx {
     coll_p2p_early *p2p_early;
     volatile int p2p_got, p2p_sent;
     int p2p_window;
+    int p2p_bound;         /* coll_init_with: coll_upcall delivers our messages */
 };
 
 /* coll_core.c */

@@ -91,6 +91,7 @@ static int wait_counts(coll_ctx *c, int got, int sent, const char *why)
 int coll_bcast_p2p(coll_ctx *c, void *buf, size_t len, int root)
 {
     if (!c || root < 0 || root >= c->nranks || (len && !buf) || c->op != OP_NONE) return -1;
+    if (!c->p2p_bound) return COLL_ENOTSUP;
     const int N = c->nranks, v = (c->rank - root + N) % N;
     c->cur = c->seq++;
     c->st.bcasts++;
@@ -120,6 +121,7 @@ int coll_bcast_p2p(coll_ctx *c, void *buf, size_t len, int root)
 int coll_alltoall_p2p(coll_ctx *c, const void *sbuf, void *rbuf, size_t per_pair)
 {
     if (!c || c->op != OP_NONE) return -1;
+    if (!c->p2p_bound) return COLL_ENOTSUP;
     const int N = c->nranks, me = c->rank;
     size_t *v = malloc(2 * (size_t)N * sizeof *v);
     ml_msg *m = malloc((size_t)N * sizeof *m);
@@ -170,6 +172,7 @@ int coll_alltoall_p2p(coll_ctx *c, const void *sbuf, void *rbuf, size_t per_pair
 int coll_allreduce_max_p2p(coll_ctx *c, uint64_t *v, int n)
 {
     if (!c || n < 1 || !v || c->op != OP_NONE) return -1;
+    if (!c->p2p_bound) return COLL_ENOTSUP;
     const int N = c->nranks, me = c->rank;
     size_t bytes = (size_t)n * sizeof *v;
     size_t *cd = malloc(2 * (size_t)N * sizeof *cd);

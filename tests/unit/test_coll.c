@@ -66,10 +66,12 @@ static void *crk_main(void *a)
 
 /* Machine x*y*z (torus or mesh), every processor slot of the mode runs a
  * rank; runs fn on every rank; returns the world for inspection. */
+static int cw_ranks; /* nonzero: only this many ranks (a partly populated machine) */
+
 static cworld *cw_run(int x, int y, int z, int torus, ml_mode mode, crk_fn fn, const void *arg)
 {
     cworld *w = calloc(1, sizeof *w);
-    int cpus = mode == ML_MODE_VN ? 2 : 1, n = x * y * z * cpus;
+    int cpus = mode == ML_MODE_VN ? 2 : 1, n = cw_ranks ? cw_ranks : x * y * z * cpus;
     ck_assert_int_le(n, MAXR);
     tsim_geom g = {{x, y, z}, {torus, torus, torus}, cpus, 0, n};
     tsim_params p;
@@ -448,6 +450,35 @@ START_TEST(bcast_deterministic_and_3routes_faster)
 }
 END_TEST
 
+/* 6 ranks on a 2x2x2 machine: the deposit broadcast can't serve it (copies
+ * would land on nodes where nobody reads); with coll_init_with it falls back
+ * to the p2p tree, with plain coll_init it refuses without sending. */
+static void rk_partial(crk *r)
+{
+    uint8_t buf[2001];
+    r->checks++;
+    if (coll_hw_ok(r->c)) crk_fail(r, "coll_hw_ok on a partly populated machine");
+    for (int root = 0; root < r->w->n; root++) one_bcast(r, buf, 2000, root, 3, (unsigned)root + 40);
+    coll_finalize(r->c);
+    r->c = coll_init(r->ml); /* no coll_upcall binding */
+    r->checks++;
+    if (!r->c || coll_bcast(r->c, buf, 100, 0, 3) != COLL_ENOTSUP ||
+        coll_alltoall_p2p(r->c, buf, buf + 1000, 10) != COLL_ENOTSUP)
+        crk_fail(r, "unbound context: expected COLL_ENOTSUP");
+}
+
+START_TEST(bcast_partial_machine)
+{
+    cw_ranks = 6;
+    cworld *w = cw_run(2, 2, 2, 1, ML_MODE_CO, rk_partial, NULL);
+    cw_ranks = 0;
+    printf("coll: 6 ranks on a 2x2x2 torus: coll_hw_ok is 0, coll_bcast falls back to the p2p "
+           "tree from every root (data checked), and without coll_init_with it returns "
+           "COLL_ENOTSUP without sending: %d checks\n", cw_checks(w));
+    cw_free(w);
+}
+END_TEST
+
 Suite *coll_suite(void)
 {
     (void)dummy;
@@ -468,6 +499,7 @@ Suite *coll_suite(void)
     tcase_add_test(tc, bcast_3x3x3_mesh_vn);
     tcase_add_test(tc, bcast_1x1x1_vn);
     tcase_add_test(tc, bcast_5x1x1_torus_co);
+    tcase_add_test(tc, bcast_partial_machine);
     tcase_add_test(tc, bcast_deterministic_and_3routes_faster);
     suite_add_tcase(s, tc);
     TCase *ta = tcase_create("alltoall");
