@@ -115,6 +115,8 @@ passed bcast "MPI_Bcast (torus3, torus1, mpich) from every root and MPI_Alltoall
 grep '^bcast:' "$tmp/bcast.out" | sed 's/^/    /'
 run bcast-vn -np 6 -mode VN -shape 3x1x1 -connect MESH -clock none "$out/bcast"
 passed bcast-vn "the same on a 3x1x1 mesh in VN mode (6 ranks)"
+run bcast-7 -np 7 -shape 2x2x2 -clock none "$out/bcast"
+passed bcast-7 "the same with 7 ranks on 2x2x2 (a node without a rank: broadcast falls back to MPICH's)"
 
 # ---- things that go wrong ----
 run spawn -np 2 -clock none "$out/failures" spawn

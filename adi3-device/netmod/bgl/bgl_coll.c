@@ -1,8 +1,9 @@
 /* bglemu CH4 netmod "bgl": MPI_Bcast and MPI_Alltoall over bglemu's torus
  * collectives (collectives/coll.h: deposit-bit broadcast, packet-scheduled
  * alltoall) on communicators whose ranks are the world's in order
- * (MPI_COMM_WORLD and its duplicates); everything else, and MPI_IN_PLACE,
- * goes to MPICH's algorithms. Non-contiguous datatypes are packed.
+ * (MPI_COMM_WORLD and its duplicates); everything else, MPI_IN_PLACE, and
+ * the broadcast on a partly populated machine go to MPICH's algorithms.
+ * Non-contiguous datatypes are packed.
  *
  * BGLMPI_BCAST = torus3 (default: three edge-disjoint routes) | torus1 |
  * mpich and BGLMPI_ALLTOALL = torus (default) | mpich choose per call, so
@@ -43,7 +44,8 @@ int MPIDI_BGL_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int
     int a = choice("BGLMPI_BCAST", algos, 3);
     MPIR_ERR_CHKANDJUMP1(a < 0, mpi_errno, MPI_ERR_OTHER, "**bgl_collalgo",
                          "**bgl_collalgo %s", "BGLMPI_BCAST=torus3|torus1|mpich");
-    if (a == 2 || !g->coll || !is_world(comm_ptr))
+    /* the deposit-bit trees need a rank on every processor the mode uses */
+    if (a == 2 || !g->coll || !coll_hw_ok(g->coll) || !is_world(comm_ptr))
         return MPIR_Bcast_impl(buffer, count, datatype, root, comm_ptr, errflag);
 
     int dt_contig;
