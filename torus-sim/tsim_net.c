@@ -96,12 +96,15 @@ void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
 }
 
 /* Frees the buffer space a packet held where it waited. */
+static int held_chunks(const tsim_engine *e, int port, int vc, int c);
+
 static void release_source(tsim_engine *e, int node, npkt *p, uint64_t t)
 {
     int c = p->s.p.hw.chunks;
     if (p->in_port == TSIM_NPORTS) {
         ev_push(e, t, EV_INJ_FREE, p->proc, p->fifo, (uint32_t)c);
     } else {
+        c = held_chunks(e, p->in_port, p->vc, c);
         int up = e->rt[node].nbr[p->in_port ^ 1];
         router *u = &e->rt[up];
         uint64_t at = t + e->prm.token_latency;
@@ -145,14 +148,28 @@ static int rec_room(const tsim_engine *e, int node, const npkt *p)
     return e->rt[node].rec_used[g][f] + p->s.p.hw.chunks <= (int)e->prm.fifo_chunks;
 }
 
-/* Credits a packet needs on (port, vc): the bubble rule on torus rings keeps
- * a full packet of free space on the escape VC when entering a ring. */
+/* Buffer space a packet of c chunks holds on (port, vc). On the escape and
+ * high-priority VCs of a torus ring every packet holds a full packet's
+ * slot, whatever its size: with chunk-exact holding, packets of mixed sizes
+ * can fragment the ring's free space (4 chunks here, 4 there, no 8
+ * anywhere) and every head then waits for more room than any buffer has —
+ * a ring deadlock the bubble rule cannot see (64 ranks doing an MPI
+ * alltoall hit it). In slots the bubble rule is the classic one and holds. */
+static int held_chunks(const tsim_engine *e, int port, int vc, int c)
+{
+    if ((vc == TSIM_VC_ESC || vc == TSIM_VC_HP) && e->g.torus[port / 2]) return TSIM_MAX_CHUNKS;
+    return c;
+}
+
+/* Credits a packet needs on (port, vc): the bubble rule on torus rings —
+ * entering a ring on the escape (or high-priority) VC needs room for two
+ * full packets, continuing in it room for one. */
 static int need_chunks(const tsim_engine *e, const npkt *p, int port, int vc)
 {
     int c = p->s.p.hw.chunks, d = port / 2;
     if (vc == TSIM_VC_ESC || vc == TSIM_VC_HP) {
         int entering = p->dim != d || p->vc != vc;
-        if (e->g.torus[d] && entering) return c + TSIM_MAX_CHUNKS;
+        if (e->g.torus[d]) return entering ? 2 * TSIM_MAX_CHUNKS : TSIM_MAX_CHUNKS;
     }
     return c;
 }
@@ -248,7 +265,7 @@ static void send_on_link(tsim_engine *e, int node, uint32_t pk, int port, int vc
     uint64_t ser = ser_cycles(&e->prm, c);
     release_source(e, node, p, t + ser);
     r->busy_until[port] = t + ser;
-    r->credits[port][vc] -= c;
+    r->credits[port][vc] -= held_chunks(e, port, vc, c);
     r->link[port].packets++;
     r->link[port].bytes += (uint64_t)c * TSIM_CHUNK;
     r->link[port].busy_cycles += ser;

@@ -43,6 +43,41 @@ static void print_waiters(tsim_engine *e, FILE *f)
                 p->waiting_on[0] ? ": " : "", p->waiting_on);
     }
     if (idle) fprintf(f, "  (and %d idle coprocessor%s)\n", idle, idle > 1 ? "s" : "");
+    /* packets the network still holds (a simulator fault if there are any) */
+    int held = 0;
+    for (int n = 0; n < e->g.nnodes; n++) {
+        const router *r = &e->rt[n];
+        if (!r->waiting) continue;
+        held += (int)r->waiting;
+        int c[3];
+        tsim_coords(&e->g, n, c);
+        fprintf(f, "  router <%d,%d,%d> holds %u packet%s:", c[0], c[1], c[2], r->waiting,
+                r->waiting > 1 ? "s" : "");
+        for (int q = 0; q < TSIM_NPORTS * TSIM_NVC; q++) {
+            const pq *x = &r->inq[0][0] + q;
+            if (x->head == NIL) continue;
+            const npkt *pk = &e->pool[x->head];
+            fprintf(f, " in %s/vc%d -> <%d,%d,%d> want 0x%x", port_name[q / TSIM_NVC], q % TSIM_NVC,
+                    pk->s.p.hw.dst[0], pk->s.p.hw.dst[1], pk->s.p.hw.dst[2], pk->want);
+        }
+        for (int q = 0; q < TSIM_CPUS * TSIM_NINJ; q++) {
+            const pq *x = &r->injq[0][0] + q;
+            if (x->head == NIL) continue;
+            const npkt *pk = &e->pool[x->head];
+            fprintf(f, " inj %d/%d -> <%d,%d,%d> want 0x%x", q / TSIM_NINJ, q % TSIM_NINJ,
+                    pk->s.p.hw.dst[0], pk->s.p.hw.dst[1], pk->s.p.hw.dst[2], pk->want);
+        }
+        fprintf(f, "; credits");
+        for (int p = 0; p < TSIM_NPORTS; p++)
+            fprintf(f, " %s %d/%d/%d/%d", port_name[p], r->credits[p][0], r->credits[p][1],
+                    r->credits[p][2], r->credits[p][3]);
+        fprintf(f, "; rec");
+        for (int g = 0; g < TSIM_CPUS; g++)
+            for (int q = 0; q < TSIM_NREC; q++)
+                if (r->rec_used[g][q]) fprintf(f, " %d/%d:%d", g, q, r->rec_used[g][q]);
+        fputc('\n', f);
+    }
+    (void)held;
 }
 
 void report_snapshot_deadlock(tsim_engine *e)
