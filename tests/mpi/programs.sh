@@ -108,6 +108,10 @@ run fortran -np 4 -clock none "$out/fortran"
 passed fortran "Fortran (mpif.h): sendrecv ring, allreduce, MPI_WTIME, processor name"
 run coll64 -np 64 -shape 4x4x4 -clock none "$out/collectives" 5 16
 passed coll64 "64 ranks on 4x4x4: allreduce + alltoall loop"
+# regression: MPICH's alltoall of 1000-byte (eager) messages on 64 ranks once
+# fragmented the escape VC's ring buffers into a network deadlock
+run a2a64 -np 64 -shape 4x4x4 -clock none -env BGLMPI_ALLTOALL=mpich "$out/collectives" 2 250
+passed a2a64 "64 ranks: MPICH's alltoall of 1000-byte messages (no ring deadlock on the escape VC)"
 
 # ---- MPI_Bcast / MPI_Alltoall: torus collectives and MPICH's, one program ----
 run bcast -np 8 -shape 2x2x2 -clock none "$out/bcast"
