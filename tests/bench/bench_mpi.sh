@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # MPI over the bgl netmod (needs `make mpich`): host (wall) time per message
 # of an MPI ping-pong next to its simulated half round trip, host and
-# simulated bandwidth of large messages, and the wall time of the 64-rank
-# allreduce + alltoall loop on 4x4x4.
+# simulated bandwidth of large messages, the wall time of the 64-rank
+# allreduce + alltoall loop on 4x4x4, and MPI_Bcast / MPI_Alltoall with
+# MPICH's algorithms against the torus collectives (simulated MB/s).
 set -eu
 if [ ! -x "$PREFIX/bin/mpicc" ]; then echo "  skipped: MPICH not built (make mpich)"; exit 0; fi
 out=$BUILD/mpi; mkdir -p "$out"
-for p in pingpong collectives; do
+for p in pingpong collectives collbench; do
   [ "$out/$p" -nt tests/mpi/$p.c ] || mpicc -O2 -o "$out/$p" tests/mpi/$p.c
 done
 N=${BENCH_MPI_ITERS:-1000}
@@ -30,3 +31,9 @@ echo "  64 ranks on 4x4x4 (CO), allreduce + alltoall of 16 ints per pair, 10 ite
 t0=$(now); line=$(mpirun -np 64 -shape 4x4x4 -clock none "$out/collectives" 10 16 2>&1 | grep -E '^collectives:|simulated time'); t1=$(now)
 echo "$line" | sed 's/^/    /'
 awk -v a="$t0" -v b="$t1" 'BEGIN { printf "    wall: %.1f s for the job (2 host cores)\n", b - a }'
+echo "  MPI_Bcast on a 4x4x2 mesh (32 ranks), simulated, MPICH's default vs deposit-bit torus1/torus3:"
+t0=$(now); mpirun -np 32 -shape 4x4x2 -connect MESH -clock none "$out/collbench" bcast 1024 16384 262144 2>/dev/null | grep '^collbench:' | sed 's/^/    /'; t1=$(now)
+awk -v a="$t0" -v b="$t1" 'BEGIN { printf "    (%.1f s wall)\n", b - a }'
+echo "  MPI_Alltoall on 4x4x4 (64 ranks), simulated, MPICH's default vs packet-scheduled torus:"
+t0=$(now); mpirun -np 64 -shape 4x4x4 -clock none "$out/collbench" alltoall 1024 4096 2>/dev/null | grep '^collbench:' | sed 's/^/    /'; t1=$(now)
+awk -v a="$t0" -v b="$t1" 'BEGIN { printf "    (%.1f s wall)\n", b - a }'
