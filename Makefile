@@ -116,11 +116,13 @@ build-all: $(LIB) $(BINS) $(MPIRUN) $(UNIT_BIN) $(WTIME_LIB)
 install: deps
 	@$(MAKE) --no-print-directory build-all
 	@mkdir -p $(PREFIX)/bin $(PREFIX)/lib $(PREFIX)/include/bglemu $(PREFIX)/share/bglemu/mapfiles
-	@# MPICH's install leaves mpirun as a symlink to mpiexec.hydra: never copy through it
+	@# install(1) replaces files (new inode): a running job keeps its programs and the
+	@# preloaded MPI_Wtime library; -C leaves unchanged ones (and their mtimes) alone.
+	@# MPICH's install leaves mpirun as a symlink to mpiexec.hydra: never write through it.
 	rm -f $(PREFIX)/bin/mpirun
-	cp $(BINS) $(MPIRUN) $(PREFIX)/bin/
-	cmp -s $(LIB) $(PREFIX)/lib/libbglemu.a || cp $(LIB) $(PREFIX)/lib/
-	cp $(WTIME_LIB) $(PREFIX)/lib/
+	install -C -m 755 $(BINS) $(MPIRUN) $(PREFIX)/bin/
+	install -C -m 644 $(LIB) $(PREFIX)/lib/
+	install -C -m 755 $(WTIME_LIB) $(PREFIX)/lib/
 	@for d in $(LAYERS); do mkdir -p $(PREFIX)/include/bglemu/$$d; \
 	  for h in $$d/*.h $$d/*.def; do [ -e "$$h" ] && cp "$$h" $(PREFIX)/include/bglemu/$$d/ || true; done; done
 	cp mapfiles/* $(PREFIX)/share/bglemu/mapfiles/ 2>/dev/null || true

@@ -115,6 +115,9 @@ int ml_advance(ml_ctx *ml);
  * nothing can move. Returns -1 if the job aborts. */
 int ml_wait(ml_ctx *ml, volatile int *flag);
 
+/* 1 while sends (or control packets) of this rank have not all left. */
+int ml_busy(const ml_ctx *ml);
+
 /* After an ml_advance that moved nothing: blocks in simulated time until a
  * packet arrives or a full injection FIFO this rank waits on has room.
  * Returns -1 if the job aborts. A progress loop is

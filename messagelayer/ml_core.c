@@ -131,6 +131,11 @@ static int no_outstanding(ml_ctx *ml)
     return ml->outstanding == 0 && !ml->ctl_head;
 }
 
+int ml_busy(const ml_ctx *ml)
+{
+    return ml->outstanding > 0 || ml->ctl_head != NULL;
+}
+
 void ml_finalize(ml_ctx *ml)
 {
     if (!ml) return;

@@ -312,11 +312,22 @@ ml_upcall_fn MPIDI_BGL_upcall = upcall;
 /* Empty polls in a row before the rank blocks on the engine's doorbell.
  * Each one is a synchronised, deterministic look at the FIFOs, so blocking
  * after a fixed number of them keeps runs reproducible. CH4 never says
- * whether it waits (MPI_Wait) or tests once (MPI_Test): the count restarts
+ * whether it waits (MPI_Wait) or tests once (MPI_Test), and some of what
+ * MPI waits for is local (a send to self, a request that is already
+ * inactive, a collective schedule's next step). So the rank blocks soon
+ * only when the network owes it something — its own sends are still
+ * leaving, or a posted receive waits for a message — and otherwise only
+ * after many polls, which still ends a real deadlock (MPI_Probe for a
+ * message nobody sends) with the engine's report. The count restarts
  * whenever the application does something between polls (a send,
- * MPI_Wtime, compute time in cputime mode), so a polling loop that waits
- * for its own clock or work is never put to sleep. */
+ * MPI_Wtime, compute time in cputime mode). */
 #define MPIDI_BGL_SPIN_POLLS 4
+#define MPIDI_BGL_SPIN_POLLS_IDLE 1000
+
+static int expecting_network(MPIDI_BGL_global_t * g)
+{
+    return ml_busy(g->ml) || MPIDI_global.per_vci[0].posted_list != NULL || g->deferred;
+}
 
 int MPIDI_BGL_progress(int vci, int blocking)
 {
@@ -326,7 +337,8 @@ int MPIDI_BGL_progress(int vci, int blocking)
     MPIDI_BGL_clock_enter();
     if (ml_advance(g->ml) > 0) {
         g->empty_polls = 0;
-    } else if (++g->empty_polls < MPIDI_BGL_SPIN_POLLS) {
+    } else if (++g->empty_polls <
+               (expecting_network(g) ? MPIDI_BGL_SPIN_POLLS : MPIDI_BGL_SPIN_POLLS_IDLE)) {
         sched_yield();
     } else {
         g->empty_polls = 0;

@@ -22,6 +22,11 @@ int MPIDI_BGL_init_local(int *tag_bits)
     MPIR_ERR_CHKANDJUMP2(ml_nranks(g->ml) != MPIR_Process.size, mpi_errno, MPI_ERR_OTHER,
                          "**bgl_size", "**bgl_size %d %d", MPIR_Process.size, ml_nranks(g->ml));
     g->pp = ml_proc(g->ml);
+    /* A rank is one emulated processor: progress happens in its own MPI
+     * calls (and on the coprocessor), as on BG/L. MPICH's progress thread
+     * would drive the same FIFOs from a second thread, so it is not started;
+     * MPI semantics do not depend on it. */
+    MPIR_CVAR_ASYNC_PROGRESS = 0;
     g->coll = coll_init(g->ml); /* NULL: MPICH's algorithms for every collective */
     g->prm = &g->pp->seg->params;
     g->force = ML_AUTO;
