@@ -20,8 +20,8 @@ failure (or a build/configure error), 0 otherwise.
 Options:
   --prefix DIR        installed MPICH + bglemu (default: the clone's install/)
   --src DIR           MPICH source (default: $CACHE/src/mpich-<version>)
-  --multiplier X      MPITEST_TIMEOUT_MULTIPLIER (default 2: runtests'
-                      180 s per test becomes 360 s; also mpirun --timeout)
+  --multiplier X      MPITEST_TIMEOUT_MULTIPLIER (default 3: runtests'
+                      180 s per test becomes 540 s; also mpirun --timeout)
   --expected FILE     expected-failures file (default
                       tests/mpi/mpich-expected-failures.txt)
   --results DIR       where TAP files and per-test logs go (default
@@ -48,7 +48,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 PREFIX=${PREFIX:-$repo/install}
 SRC=""
-MULT=${MPITEST_TIMEOUT_MULTIPLIER:-2}
+MULT=${MPITEST_TIMEOUT_MULTIPLIER:-3}
 EXPECTED=$here/mpich-expected-failures.txt
 RESULTS=""
 BUILD_ONLY=0
