@@ -196,12 +196,14 @@ static void complete_recv(MPIR_Request * rreq)
 
 static void recv_done(ml_ctx * ml, void *arg)
 {
+    MPIDI_BGL_global.rx_inflight--;
     complete_recv(arg);
 }
 
 static void bounce_done(ml_ctx * ml, void *arg)
 {
     MPIDI_BGL_bounce_t *b = arg;
+    MPIDI_BGL_global.rx_inflight--;
     MPIDIG_recv_copy_seg(b->data, (MPI_Aint) b->len, b->rreq);
     complete_recv(b->rreq);
     MPL_free(b);
@@ -262,6 +264,7 @@ static void land(MPIR_Request * rreq, size_t len, ml_recv * out)
     void *p;
     MPI_Aint sz;
     MPIDIG_get_recv_data(&is_contig, &is_gpu, &p, &sz, rreq);
+    MPIDI_BGL_global.rx_inflight++;     /* until recv_done / bounce_done */
     MPIDIG_recv_setup(rreq);    /* status count; truncation error if len > sz */
     if (is_contig) {
         out->buf = p;
@@ -316,7 +319,8 @@ ml_upcall_fn MPIDI_BGL_upcall = upcall;
  * MPI waits for is local (a send to self, a request that is already
  * inactive, a collective schedule's next step). So the rank blocks soon
  * only when the network owes it something — its own sends are still
- * leaving, or a posted receive waits for a message — and otherwise only
+ * leaving, a message's data is still arriving, or a posted receive waits
+ * for a message — and otherwise only
  * after many polls, which still ends a real deadlock (MPI_Probe for a
  * message nobody sends) with the engine's report. The count restarts
  * whenever the application does something between polls (a send,
@@ -326,7 +330,8 @@ ml_upcall_fn MPIDI_BGL_upcall = upcall;
 
 static int expecting_network(MPIDI_BGL_global_t * g)
 {
-    return ml_busy(g->ml) || MPIDI_global.per_vci[0].posted_list != NULL || g->deferred;
+    return ml_busy(g->ml) || g->rx_inflight > 0 || MPIDI_global.per_vci[0].posted_list != NULL ||
+        g->deferred;
 }
 
 int MPIDI_BGL_progress(int vci, int blocking)

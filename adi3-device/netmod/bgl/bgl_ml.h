@@ -30,6 +30,7 @@ typedef struct {
     ml_proto force;             /* BGLMPI_PROTOCOL: protocol of data messages, ML_AUTO */
     int empty_polls;            /* consecutive progress calls that moved nothing */
     MPIDI_BGL_deferred_t *deferred;
+    int rx_inflight;            /* receptions whose data is still arriving */
     MPIDI_BGL_clock_mode clock;
     uint64_t cpu_mark_ns;       /* thread CPU time when the netmod last returned */
 } MPIDI_BGL_global_t;
