@@ -241,14 +241,21 @@ static void unlink_when_attached(mpirun_job *j)
  * the others a moment later). Waits up to ms milliseconds. */
 static void watch_hydra_ranks(mpirun_job *j, int ms)
 {
-    int n = j->g.nranks, k = 0;
+    int n = j->g.nranks, k = 0, dead = -1, dead_running = -1;
     struct pollfd *fds = j->pidfd_poll;
     int *who = j->pidfd_rank;
     for (int r = 0; r < n; r++) {
         tsim_proc *p = &j->seg->procs[j->map.proc[r]];
         if (j->pidfd[r] == -1 && p->pid > 0) {
             j->pidfd[r] = (int)syscall(SYS_pidfd_open, (pid_t)p->pid, 0);
-            if (j->pidfd[r] < 0) j->pidfd[r] = -2; /* already gone, or no pidfd: not watched */
+            if (j->pidfd[r] < 0) { /* not watchable: gone already (attached and died at once) */
+                uint32_t st = atomic_load(&p->state);
+                if (errno == ESRCH && st != TSIM_P_EXITED) {
+                    if (dead < 0) dead = r;
+                    if (dead_running < 0 && st == TSIM_P_RUNNING) dead_running = r;
+                }
+                j->pidfd[r] = -2;
+            }
         }
         if (j->pidfd[r] >= 0) {
             fds[k].fd = j->pidfd[r];
@@ -256,20 +263,30 @@ static void watch_hydra_ranks(mpirun_job *j, int ms)
             who[k++] = r;
         }
     }
-    if (!k) {
-        struct timespec ts = {0, ms * 1000000L};
-        nanosleep(&ts, NULL);
-        return;
+    int polled = 0;
+    if (dead < 0) {
+        if (!k) {
+            struct timespec ts = {0, ms * 1000000L};
+            nanosleep(&ts, NULL);
+            return;
+        }
+        if (poll(fds, (nfds_t)k, ms) <= 0) return;
+        polled = 1;
     }
-    if (poll(fds, (nfds_t)k, ms) <= 0) return;
-    for (int i = 0; i < k; i++) {
+    /* Several may end before mpirun looks: the one that was running (not
+     * blocked in the network) is the one that crashed; hydra killed the
+     * others where they waited. */
+    for (int i = 0; i < k && polled; i++) {
         if (!(fds[i].revents & POLLIN)) continue;
         int r = who[i];
         close(j->pidfd[r]);
         j->pidfd[r] = -2;
-        if (j->first_dead < 0 && atomic_load(&j->seg->procs[j->map.proc[r]].state) != TSIM_P_EXITED)
-            j->first_dead = r;
+        uint32_t st = atomic_load(&j->seg->procs[j->map.proc[r]].state);
+        if (st == TSIM_P_EXITED) continue;
+        if (dead < 0) dead = r;
+        if (dead_running < 0 && st == TSIM_P_RUNNING) dead_running = r;
     }
+    if (j->first_dead < 0) j->first_dead = dead_running >= 0 ? dead_running : dead;
 }
 
 /* hydra ended: every rank that did not leave the machine (pl_close at
@@ -341,7 +358,7 @@ void mpirun_wait(mpirun_job *j)
     int failing = 0, termed = 0;
     while (j->live > 0) {
         struct timespec ts = {0, (j->hydra ? 0 : 50) * 1000000L};
-        if (j->hydra && j->live) watch_hydra_ranks(j, 50);
+        if (j->hydra && j->live) watch_hydra_ranks(j, 10);
         siginfo_t si;
         int sig = sigtimedwait(&set, &si, &ts);
         if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && !j->signal_received) {

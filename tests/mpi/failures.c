@@ -4,6 +4,7 @@
  *   failures spawn      MPI_Comm_spawn fails with a clear error class */
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mpi_check.h"
 
@@ -19,7 +20,10 @@ int main(int argc, char **argv)
         MPI_Send(&v, 1, MPI_INT, (rank + 1) % n, 0, MPI_COMM_WORLD);
     } else if (!strcmp(what, "crash")) {
         MPI_Barrier(MPI_COMM_WORLD);
-        if (rank == 1) raise(SIGSEGV);
+        if (rank == 1) {
+            usleep(300000); /* host time: the others are asleep in MPI_Recv by then */
+            raise(SIGSEGV);
+        }
         MPI_Recv(&v, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else if (!strcmp(what, "spawn")) {
         MPI_Comm child;
