@@ -106,4 +106,9 @@ void coll_upcall(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t len
 /* coll_init, and binds ua (the argument passed to ml_init with coll_upcall). */
 coll_ctx *coll_init_with(ml_ctx *ml, coll_upcall_arg *ua);
 
+/* For a program started by mpirun: the message layer from the environment
+ * with coll_upcall, then coll_init_with. NULL after printing
+ * "prog: why" on stderr. */
+coll_ctx *coll_open_env(const char *prog, coll_upcall_arg *ua, ml_ctx **ml);
+
 #endif

@@ -127,3 +127,21 @@ int coll_inject(coll_ctx *c, int fifo, int dst_proc, unsigned flags, unsigned hi
     c->st.pkts_sent++;
     return 0;
 }
+
+coll_ctx *coll_open_env(const char *prog, coll_upcall_arg *ua, ml_ctx **mlp)
+{
+    char err[256];
+    ml_ctx *ml = ml_init_env(coll_upcall, ua, err, sizeof err);
+    if (!ml) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        return NULL;
+    }
+    coll_ctx *c = coll_init_with(ml, ua);
+    if (!c) {
+        fprintf(stderr, "%s: cannot open the collectives\n", prog);
+        ml_finalize(ml);
+        return NULL;
+    }
+    *mlp = ml;
+    return c;
+}

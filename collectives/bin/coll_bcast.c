@@ -100,18 +100,9 @@ int main(int argc, char **argv)
         return 2;
     }
     coll_upcall_arg ua = {0};
-    char err[256];
-    ml_ctx *ml = ml_init_env(coll_upcall, &ua, err, sizeof err);
-    if (!ml) {
-        fprintf(stderr, "coll_bcast: %s\n", err);
-        return 1;
-    }
-    coll_ctx *c = coll_init_with(ml, &ua);
-    if (!c) {
-        fprintf(stderr, "coll_bcast: cannot open the collectives\n");
-        ml_finalize(ml);
-        return 1;
-    }
+    ml_ctx *ml;
+    coll_ctx *c = coll_open_env("coll_bcast", &ua, &ml);
+    if (!c) return 1;
     int me = ml_rank(ml), n = ml_nranks(ml), rc = 0;
     if (root < 0 || root >= n) {
         if (me == 0) fprintf(stderr, "coll_bcast: --root must be 0..%d\n", n - 1);
