@@ -189,6 +189,7 @@ int main(int argc, char **argv)
     j.o = &o;
     j.failed_rank = -1;
     j.first_dead = -1;
+    j.first_dead_running = -1;
     j.path = resolve(o.argv[0]);
     choose_launcher(&j);
 

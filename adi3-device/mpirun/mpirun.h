@@ -62,6 +62,7 @@ typedef struct mpirun_job {
     pid_t hydra_pid;      /* its pid while it runs */
     int hydra_status;
     int first_dead;       /* hydra: first rank seen dead without leaving the machine, -1 */
+    int first_dead_running; /* hydra: the same among ranks that were running, -1 */
     int *pidfd;           /* hydra: per rank, -1 not yet opened, -2 not watched */
     int *pidfd_rank;      /* scratch for poll */
     struct pollfd *pidfd_poll;

@@ -236,9 +236,8 @@ static void unlink_when_attached(mpirun_job *j)
 
 /* Under hydra the ranks are not our children, so their exit statuses never
  * reach mpirun. Each rank's process is watched through a pidfd, opened once
- * it has attached (its pid is in the segment): the first one that ends
- * without having left the machine is the job's failed rank (hydra kills
- * the others a moment later). Waits up to ms milliseconds. */
+ * it has attached (its pid is in the segment), to find the rank whose
+ * death made hydra kill the others. Waits up to ms milliseconds. */
 static void watch_hydra_ranks(mpirun_job *j, int ms)
 {
     int n = j->g.nranks, k = 0, dead = -1, dead_running = -1;
@@ -273,9 +272,10 @@ static void watch_hydra_ranks(mpirun_job *j, int ms)
         if (poll(fds, (nfds_t)k, ms) <= 0) return;
         polled = 1;
     }
-    /* Several may end before mpirun looks: the one that was running (not
-     * blocked in the network) is the one that crashed; hydra killed the
-     * others where they waited. */
+    /* Several may end before mpirun looks, and hydra may kill the others
+     * before the crashed rank is seen to end (it notices the closed pipes
+     * first, and a core dump takes time): the one that was running (not
+     * blocked in the network) is the one that crashed. */
     for (int i = 0; i < k && polled; i++) {
         if (!(fds[i].revents & POLLIN)) continue;
         int r = who[i];
@@ -286,28 +286,39 @@ static void watch_hydra_ranks(mpirun_job *j, int ms)
         if (dead < 0) dead = r;
         if (dead_running < 0 && st == TSIM_P_RUNNING) dead_running = r;
     }
-    if (j->first_dead < 0) j->first_dead = dead_running >= 0 ? dead_running : dead;
+    if (j->first_dead < 0) j->first_dead = dead;
+    if (j->first_dead_running < 0) j->first_dead_running = dead_running;
 }
 
 /* hydra ended: every rank that did not leave the machine (pl_close at
- * MPI_Finalize) failed; the one seen dying first is the job's failed rank. */
+ * MPI_Finalize) failed; one of them is named as the job's failed rank. */
 static void reap_hydra(mpirun_job *j, int st, int *failing)
 {
     j->hydra_status = st;
     j->hydra_pid = 0;
     j->live = 0;
-    int bad = -1;
-    for (int r = 0; r < j->g.nranks; r++) {
-        tsim_proc *p = &j->seg->procs[j->map.proc[r]];
-        if (atomic_load(&p->state) != TSIM_P_EXITED) {
-            if (bad < 0) bad = r;
+    int bad = -1, running = -1;
+    for (int r = 0; r < j->g.nranks && running < 0; r++)
+        if (atomic_load(&j->seg->procs[j->map.proc[r]].state) == TSIM_P_RUNNING) running = r;
+    /* Blocked ranks leave first: had a running one (the crashed rank) gone
+     * first, the engine could look in between, see only blocked ranks and
+     * call the crash a deadlock. */
+    for (int pass = 0; pass < 2; pass++)
+        for (int r = 0; r < j->g.nranks; r++) {
+            tsim_proc *p = &j->seg->procs[j->map.proc[r]];
+            uint32_t st = atomic_load(&p->state);
+            if (st == TSIM_P_EXITED || (pass == 0 && st != TSIM_P_BLOCKED)) continue;
+            if (bad < 0 || r < bad) bad = r;
             atomic_store(&p->state, TSIM_P_EXITED);
         }
-    }
     tsim_kick(j->seg);
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && bad < 0) return;
     if (atomic_load(&j->seg->deadlock)) return;
-    if (j->first_dead >= 0) bad = j->first_dead;
+    /* the crashed rank: the first seen dying while running, else one that
+     * was running, else the first seen dying */
+    if (j->first_dead_running >= 0) bad = j->first_dead_running;
+    else if (running >= 0) bad = running;
+    else if (j->first_dead >= 0) bad = j->first_dead;
     if (j->failed_rank < 0 && !j->signal_received && !j->timed_out)
         j->failed_rank = bad >= 0 ? bad : -3;
     if (!*failing) {
