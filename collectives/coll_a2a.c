@@ -42,29 +42,6 @@ void coll_a2a_packet(ml_ctx *ml, const tsim_slot *s, void *arg)
     a2a_push(c); /* keep the injection FIFOs fed between receptions */
 }
 
-/* Direction hints for a packet to processor dst: where the router offers
- * both directions of a dimension (a tie at n/2 on an even ring, if
- * torus-sim counts both as minimal), pick one at random so that both
- * halves of the ring carry ties; otherwise no hints (the router chooses
- * among the minimal directions). torus-sim today sends ties only the +
- * way, so this returns 0 there (docs/collectives.md, "Known problems"). */
-static unsigned tie_hints(coll_ctx *c, int dst)
-{
-    int co[3];
-    tsim_coords(&c->g, dst / TSIM_CPUS, co);
-    uint8_t d[3] = {(uint8_t)co[0], (uint8_t)co[1], (uint8_t)co[2]};
-    unsigned prof = tsim_route_profitable(&c->g, c->pp->node, d), split = 0;
-    for (int k = 0; k < 3; k++) {
-        unsigned both = 3u << (2 * k);
-        if ((prof & both) == both) {
-            c->rng ^= c->rng << 13, c->rng ^= c->rng >> 7, c->rng ^= c->rng << 17;
-            prof &= ~(1u << (2 * k + (int)(c->rng & 1)));
-            split = 1;
-        }
-    }
-    return split ? prof : 0;
-}
-
 static uint32_t npk(size_t bytes) { return (uint32_t)((bytes + PAY - 1) / PAY); }
 
 /* Sends packets in schedule order until every injection FIFO is full. */
@@ -82,12 +59,11 @@ static int a2a_push(coll_ctx *c)
         size_t off = (size_t)c->round * PAY;
         size_t n = c->scounts[d] - off < PAY ? c->scounts[d] - off : PAY;
         coll_sw sw = {COLL_T_A2A, 0, c->cur, (uint32_t)off};
-        unsigned hints = tie_hints(c, c->map->proc[d]);
         int ok = -1;
         for (int k = 0; k < 3 && ok != 0; k++) {
             int f = (int)((c->rr_fifo + (unsigned)k) % 3);
             if (c->inj_wait & TSIM_WAKE_INJ(f)) continue;
-            if ((ok = coll_inject(c, f, c->map->proc[d], TSIM_F_DYNAMIC, hints, &sw,
+            if ((ok = coll_inject(c, f, c->map->proc[d], TSIM_F_DYNAMIC, &sw,
                                   c->sbuf + c->sdispls[d] + off, n)) == 0)
                 c->rr_fifo = (unsigned)(f + 1) % 3;
         }
@@ -156,7 +132,6 @@ int coll_alltoallv(coll_ctx *c, const void *sbuf, const size_t *scounts, const s
     }
     c->round = 0;
     c->pos = 0;
-    c->rng = 0x2545f4914f6cdd1dull ^ ((uint64_t)me << 32) ^ c->cur;
     c->op = OP_A2A;
     coll_replay(c, COLL_T_A2A, a2a_take);
     int rc = coll_run(c, a2a_done, a2a_push, "coll_alltoall");

@@ -166,7 +166,7 @@ static int bc_push(coll_ctx *c)
             size_t off = c->part_off[t->route] + (size_t)t->cur * PAY;
             size_t n = c->len - off < PAY ? c->len - off : PAY;
             coll_sw sw = {COLL_T_BCAST, (uint8_t)t->route, c->cur, t->cur};
-            if (coll_inject(c, t->fifo, t->proc, t->flags, 0, &sw, c->buf + off, n) != 0) continue;
+            if (coll_inject(c, t->fifo, t->proc, t->flags, &sw, c->buf + off, n) != 0) continue;
             t->cur++;
             any = 1;
             moved++;

@@ -114,12 +114,11 @@ void coll_replay(coll_ctx *c, uint8_t type, void (*fn)(coll_ctx *, const tsim_sl
     }
 }
 
-int coll_inject(coll_ctx *c, int fifo, int dst_proc, unsigned flags, unsigned hints,
-                const coll_sw *sw, const void *data, size_t n)
+int coll_inject(coll_ctx *c, int fifo, int dst_proc, unsigned flags, const coll_sw *sw,
+                const void *data, size_t n)
 {
     tsim_hwhdr hw;
     pl_header(c->pp, &hw, dst_proc, n, flags);
-    hw.hints = (uint8_t)hints;
     if (pl_inject(c->pp, fifo, &hw, sw, data, n) != 0) {
         c->inj_wait |= TSIM_WAKE_INJ(fifo);
         return -1;

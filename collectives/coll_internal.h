@@ -80,7 +80,6 @@ struct coll_ctx {
     uint64_t a2a_recv, a2a_need; /* bytes received from others / expected */
     uint64_t a2a_left;     /* packets still to send */
     unsigned rr_fifo;
-    uint64_t rng;          /* hint choices for ties (seeded per collective) */
 
     /* p2p baselines */
     coll_p2p_early *p2p_early;
@@ -100,9 +99,9 @@ static inline coll_sw coll_sw_get(const tsim_slot *s)
     __builtin_memcpy(&sw, s->p.sw, sizeof sw);
     return sw;
 }
-/* hints: direction hint bits for the hardware header (0: none). */
-int coll_inject(coll_ctx *c, int fifo, int dst_proc, unsigned flags, unsigned hints,
-                const coll_sw *sw, const void *data, size_t n);
+/* 0, or -1 with the FIFO marked full in c->inj_wait. */
+int coll_inject(coll_ctx *c, int fifo, int dst_proc, unsigned flags, const coll_sw *sw,
+                const void *data, size_t n);
 /* coll_bcast.c / coll_a2a.c: packet handlers */
 void coll_bcast_packet(ml_ctx *ml, const tsim_slot *s, void *arg);
 void coll_a2a_packet(ml_ctx *ml, const tsim_slot *s, void *arg);

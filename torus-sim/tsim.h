@@ -198,7 +198,8 @@ int tsim_delta(int a, int b, int n, int torus);
 /* Output port deterministic dimension-order routing takes from node to dst,
  * or -1 when node == dst. */
 int tsim_route_det(const tsim_geom *g, int node, const uint8_t dst[3]);
-/* Bitmask of profitable (minimal) output ports from node to dst. */
+/* Bitmask of profitable (minimal) output ports from node to dst: both
+ * directions of a dimension where dst is a tie (n/2 on an even ring). */
 unsigned tsim_route_profitable(const tsim_geom *g, int node, const uint8_t dst[3]);
 /* Neighbour through port, or -1 (mesh edge). */
 int tsim_neighbor(const tsim_geom *g, int node, int port);

@@ -33,8 +33,13 @@ unsigned tsim_route_profitable(const tsim_geom *g, int node, const uint8_t dst[3
     int d[3];
     unsigned m = 0;
     delta3(g, node, dst, d);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
         if (d[i]) m |= 1u << (2 * i + (d[i] < 0));
+        /* a tie on an even ring is minimal both ways; adaptive routing (or
+         * the hint bits) may take either, so ties need not all load the +
+         * links (deterministic routing still goes +) */
+        if (g->torus[i] && 2 * d[i] == g->dim[i]) m |= 2u << (2 * i);
+    }
     return m;
 }
 

@@ -6,6 +6,20 @@
 # Part of `make`, `make demo` and `make test` (not of `make check`). It links
 # PREFIX/lib/libbglemu.a into libmpi, so it needs `install` first.
 # MPICH_JOBS (default 2) and MPICH_NICE (default 19) tune the build.
-.PHONY: mpich
+# Then the MPI benchmark programs (adi3-device/bench: coll_bcast,
+# coll_alltoall) are built with the installed mpicc into $(PREFIX)/bin.
+.PHONY: mpich mpi-bench
 mpich: install
 	adi3-device/mpich/build-mpich.sh "$(PREFIX)"
+	@$(MAKE) --no-print-directory mpi-bench
+
+MPI_BENCH_SRCS := $(wildcard adi3-device/bench/*.c)
+MPI_BENCH      := $(MPI_BENCH_SRCS:adi3-device/bench/%.c=$(BUILD)/mpi-bench/%)
+
+$(BUILD)/mpi-bench/%: adi3-device/bench/%.c adi3-device/bench/coll_bench.h $(PREFIX)/lib/libmpi.so
+	@mkdir -p $(dir $@)
+	$(PREFIX)/bin/mpicc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror \
+	  -I$(PREFIX)/include/bglemu $< -o $@
+
+mpi-bench: $(MPI_BENCH)
+	install -C -m 755 $(MPI_BENCH) $(PREFIX)/bin/

@@ -68,6 +68,20 @@ double MPIDI_BGL_wtime(void)
     return t;
 }
 
+/* The machine this rank runs on, for programs that print bounds and links'
+ * worth (adi3-device/bench); -1 outside MPI_Init..MPI_Finalize. */
+__attribute__ ((visibility("default")))
+int MPIDI_BGL_machine(tsim_geom * geom, tsim_params * prm);
+int MPIDI_BGL_machine(tsim_geom * geom, tsim_params * prm)
+{
+    MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
+    if (!g->pp)
+        return -1;
+    *geom = g->pp->seg->geom;
+    *prm = *g->prm;
+    return 0;
+}
+
 void MPIDI_BGL_job_aborted(const char *where)
 {
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;

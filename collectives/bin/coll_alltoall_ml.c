@@ -1,4 +1,4 @@
-/* coll_alltoall: alltoall in simulated time, per-pair sizes 1 B to 64 KiB,
+/* coll_alltoall_ml: alltoall in simulated time, per-pair sizes 1 B to 64 KiB,
  * as a fraction of the bisection bound: the packet-scheduled alltoall
  * (torus) against every rank sending a message to every other in rank
  * order (p2p, standing in for MPICH's default). Time = from the first rank
@@ -16,7 +16,7 @@ static const char *const algos[] = {"torus", "p2p"};
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: mpirun -np N [-shape XxYxZ] [-connect TORUS|MESH] [-mode CO|VN] coll_alltoall\n"
+            "usage: mpirun -np N [-shape XxYxZ] [-connect TORUS|MESH] [-mode CO|VN] coll_alltoall_ml\n"
             "           [--algo torus|p2p] [--min BYTES] [--max BYTES] [--step F]\n"
             "           [--order stagger|random|rank] [--window W] [--iters K]\n"
             "Alltoall time in simulated cycles for per-pair sizes min, min*F, ... max\n"
@@ -30,7 +30,7 @@ static void usage(FILE *f)
             "  p2p    every rank sends one message to every other rank in rank order, at\n"
             "         most W outstanding (--window, default 8; 0: all at once)\n"
             "Both when --algo is not given.\n"
-            "Example: mpirun -np 64 -shape 4x4x4 coll_alltoall\n");
+            "Example: mpirun -np 64 -shape 4x4x4 coll_alltoall_ml\n");
 }
 
 static int parse_size(const char *s, size_t *out)
@@ -82,9 +82,9 @@ static double bisection_bound(const tsim_geom *g, const tsim_params *p, int nran
 }
 
 /* Link bound in cycles: minimal routing fixes how many hops each pair
- * makes in each dimension and direction (a tie on an even ring goes the +
- * way), so the busiest class of links (dimension, direction) carries at
- * least its share even with perfect adaptive spreading. */
+ * makes in each dimension and direction (a tie on an even ring at best
+ * half each way), so the busiest class of links (dimension, direction)
+ * carries at least its share even with perfect adaptive spreading. */
 static double link_bound(const tsim_geom *g, const tsim_params *p, int nranks, size_t m)
 {
     double hops[3][2] = {{0}}, per_node = (double)nranks / g->nnodes, best = 0;
@@ -95,7 +95,12 @@ static double link_bound(const tsim_geom *g, const tsim_params *p, int nranks, s
             tsim_coords(g, b, cb);
             for (int d = 0; d < 3; d++) {
                 int dd = tsim_delta(ca[d], cb[d], g->dim[d], g->torus[d]);
-                hops[d][dd < 0] += dd < 0 ? -dd : dd;
+                if (g->torus[d] && 2 * dd == g->dim[d]) {
+                    hops[d][0] += dd / 2.0;
+                    hops[d][1] += dd / 2.0;
+                } else {
+                    hops[d][dd < 0] += dd < 0 ? -dd : dd;
+                }
             }
         }
     }
@@ -122,14 +127,14 @@ int main(int argc, char **argv)
             return 0;
         }
         if (i + 1 >= argc) {
-            fprintf(stderr, "coll_alltoall: unknown option or missing value '%s' (try --help)\n", a);
+            fprintf(stderr, "coll_alltoall_ml: unknown option or missing value '%s' (try --help)\n", a);
             return 2;
         }
         const char *v = argv[++i];
         if (!strcmp(a, "--algo")) {
             algo = !strcmp(v, "torus") ? 0 : !strcmp(v, "p2p") ? 1 : -2;
             if (algo < 0) {
-                fprintf(stderr, "coll_alltoall: unknown algorithm '%s' (torus or p2p)\n", v);
+                fprintf(stderr, "coll_alltoall_ml: unknown algorithm '%s' (torus or p2p)\n", v);
                 return 2;
             }
         } else if (!strcmp(a, "--order")) {
@@ -137,20 +142,20 @@ int main(int argc, char **argv)
                     : !strcmp(v, "random") ? COLL_A2A_RANDOM
                     : !strcmp(v, "rank")   ? COLL_A2A_RANKORDER : -1;
             if (order < 0) {
-                fprintf(stderr, "coll_alltoall: unknown order '%s' (stagger, random or rank)\n", v);
+                fprintf(stderr, "coll_alltoall_ml: unknown order '%s' (stagger, random or rank)\n", v);
                 return 2;
             }
         } else if (!strcmp(a, "--min") || !strcmp(a, "--max")) {
             size_t s;
             if (parse_size(v, &s) != 0 || s < 1 || s > MAXPP) {
-                fprintf(stderr, "coll_alltoall: %s must be 1..%u bytes (K, M suffixes), not '%s'\n",
+                fprintf(stderr, "coll_alltoall_ml: %s must be 1..%u bytes (K, M suffixes), not '%s'\n",
                         a, MAXPP, v);
                 return 2;
             }
             *(!strcmp(a, "--min") ? &min : &max) = s;
         } else if (!strcmp(a, "--step")) {
             if (parse_size(v, &step) != 0 || step < 2) {
-                fprintf(stderr, "coll_alltoall: --step must be >= 2\n");
+                fprintf(stderr, "coll_alltoall_ml: --step must be >= 2\n");
                 return 2;
             }
         } else if (!strcmp(a, "--window")) {
@@ -158,21 +163,21 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--iters")) {
             iters = atoi(v);
             if (iters < 1) {
-                fprintf(stderr, "coll_alltoall: --iters must be >= 1\n");
+                fprintf(stderr, "coll_alltoall_ml: --iters must be >= 1\n");
                 return 2;
             }
         } else {
-            fprintf(stderr, "coll_alltoall: unknown option '%s' (try --help)\n", a);
+            fprintf(stderr, "coll_alltoall_ml: unknown option '%s' (try --help)\n", a);
             return 2;
         }
     }
     if (min > max) {
-        fprintf(stderr, "coll_alltoall: --min is larger than --max\n");
+        fprintf(stderr, "coll_alltoall_ml: --min is larger than --max\n");
         return 2;
     }
     coll_upcall_arg ua = {0};
     ml_ctx *ml;
-    coll_ctx *c = coll_open_env("coll_alltoall", &ua, &ml);
+    coll_ctx *c = coll_open_env("coll_alltoall_ml", &ua, &ml);
     if (!c) return 1;
     coll_set_a2a_order(c, order);
     coll_set_p2p_window(c, window);
@@ -183,14 +188,14 @@ int main(int argc, char **argv)
     double mhz = (double)prm->clock_mhz;
     uint8_t *sbuf = malloc((size_t)n * max), *rbuf = malloc((size_t)n * max);
     if (!sbuf || !rbuf) {
-        fprintf(stderr, "coll_alltoall: out of memory (%zu bytes per buffer)\n", (size_t)n * max);
+        fprintf(stderr, "coll_alltoall_ml: out of memory (%zu bytes per buffer)\n", (size_t)n * max);
         return 1;
     }
     if (me == 0) {
-        printf("# coll_alltoall: %d ranks on a %dx%dx%d %s, %s mode\n", n, g->dim[0], g->dim[1],
+        printf("# coll_alltoall_ml: %d ranks on a %dx%dx%d %s, %s mode\n", n, g->dim[0], g->dim[1],
                g->dim[2], g->torus[0] ? "torus" : "mesh", g->cpus == 2 ? "VN" : "CO");
         printf("# bisection: the cut bound; links: the busiest (dimension, direction) class of\n"
-               "# links under minimal routing (ties on even rings go +); fraction = bound / cycles\n");
+               "# links under minimal routing (ties on even rings split); fraction = bound / cycles\n");
         printf("%-6s %8s %12s %12s %9s %12s %9s %10s\n", "algo", "bytes", "cycles", "bisection",
                "fraction", "links", "fraction", "MB/s/rank");
     }
@@ -212,7 +217,7 @@ int main(int argc, char **argv)
                 for (int s = 0; s < n && !bad; s++)
                     for (size_t i = 0; i < m; i++)
                         if (rbuf[(size_t)s * m + i] != byte_of(s, me, i, seed)) {
-                            fprintf(stderr, "coll_alltoall: rank %d: %s %zu bytes: wrong data from %d\n",
+                            fprintf(stderr, "coll_alltoall_ml: rank %d: %s %zu bytes: wrong data from %d\n",
                                     me, algos[k], m, s);
                             bad = 1;
                             break;

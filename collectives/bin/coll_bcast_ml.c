@@ -1,4 +1,4 @@
-/* coll_bcast: broadcast bandwidth in simulated time, 1 B to 4 MiB: the
+/* coll_bcast_ml: broadcast bandwidth in simulated time, 1 B to 4 MiB: the
  * deposit-bit broadcast with one route (torus1) or three (torus3) against a
  * binomial tree of message-layer sends (p2p, standing in for MPICH's
  * default). Time of one broadcast = from the root's start (everyone leaves
@@ -16,7 +16,7 @@ static const char *const algos[] = {"torus1", "torus3", "p2p"};
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: mpirun -np N [-shape XxYxZ] [-connect TORUS|MESH] [-mode CO|VN] coll_bcast\n"
+            "usage: mpirun -np N [-shape XxYxZ] [-connect TORUS|MESH] [-mode CO|VN] coll_bcast_ml\n"
             "           [--algo torus1|torus3|p2p] [--min BYTES] [--max BYTES] [--root R]\n"
             "           [--iters K] [--step F]\n"
             "Broadcast bandwidth in simulated time (MB/s at the machine's clock) for sizes\n"
@@ -26,7 +26,7 @@ static void usage(FILE *f)
             "  p2p     binomial tree of message-layer sends (MPICH's default algorithm)\n"
             "All three when --algo is not given. Also prints the bandwidth in links'\n"
             "worth of payload (one link carries 0.25 x 240/270 B/cycle of payload).\n"
-            "Example: mpirun -np 32 -shape 4x4x2 -connect MESH coll_bcast\n");
+            "Example: mpirun -np 32 -shape 4x4x2 -connect MESH coll_bcast_ml\n");
 }
 
 static int parse_size(const char *s, size_t *out)
@@ -57,7 +57,7 @@ int main(int argc, char **argv)
             return 0;
         }
         if (i + 1 >= argc) {
-            fprintf(stderr, "coll_bcast: unknown option or missing value '%s' (try --help)\n", a);
+            fprintf(stderr, "coll_bcast_ml: unknown option or missing value '%s' (try --help)\n", a);
             return 2;
         }
         const char *v = argv[++i];
@@ -66,13 +66,13 @@ int main(int argc, char **argv)
             for (int k = 0; k < 3; k++)
                 if (!strcmp(v, algos[k])) algo = k;
             if (algo < 0) {
-                fprintf(stderr, "coll_bcast: unknown algorithm '%s' (torus1, torus3 or p2p)\n", v);
+                fprintf(stderr, "coll_bcast_ml: unknown algorithm '%s' (torus1, torus3 or p2p)\n", v);
                 return 2;
             }
         } else if (!strcmp(a, "--min") || !strcmp(a, "--max")) {
             size_t s;
             if (parse_size(v, &s) != 0 || s < 1 || s > MAXSZ) {
-                fprintf(stderr, "coll_bcast: %s must be 1..%u bytes (K, M suffixes), not '%s'\n", a,
+                fprintf(stderr, "coll_bcast_ml: %s must be 1..%u bytes (K, M suffixes), not '%s'\n", a,
                         MAXSZ, v);
                 return 2;
             }
@@ -82,30 +82,30 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--iters")) {
             iters = atoi(v);
             if (iters < 1) {
-                fprintf(stderr, "coll_bcast: --iters must be >= 1\n");
+                fprintf(stderr, "coll_bcast_ml: --iters must be >= 1\n");
                 return 2;
             }
         } else if (!strcmp(a, "--step")) {
             if (parse_size(v, &step) != 0 || step < 2) {
-                fprintf(stderr, "coll_bcast: --step must be >= 2\n");
+                fprintf(stderr, "coll_bcast_ml: --step must be >= 2\n");
                 return 2;
             }
         } else {
-            fprintf(stderr, "coll_bcast: unknown option '%s' (try --help)\n", a);
+            fprintf(stderr, "coll_bcast_ml: unknown option '%s' (try --help)\n", a);
             return 2;
         }
     }
     if (min > max) {
-        fprintf(stderr, "coll_bcast: --min is larger than --max\n");
+        fprintf(stderr, "coll_bcast_ml: --min is larger than --max\n");
         return 2;
     }
     coll_upcall_arg ua = {0};
     ml_ctx *ml;
-    coll_ctx *c = coll_open_env("coll_bcast", &ua, &ml);
+    coll_ctx *c = coll_open_env("coll_bcast_ml", &ua, &ml);
     if (!c) return 1;
     int me = ml_rank(ml), n = ml_nranks(ml), rc = 0;
     if (root < 0 || root >= n) {
-        if (me == 0) fprintf(stderr, "coll_bcast: --root must be 0..%d\n", n - 1);
+        if (me == 0) fprintf(stderr, "coll_bcast_ml: --root must be 0..%d\n", n - 1);
         coll_finalize(c);
         ml_finalize(ml);
         return 2;
@@ -117,11 +117,11 @@ int main(int argc, char **argv)
     double link = 240.0 / ((double)(TSIM_PKT_BYTES + prm->wire_overhead) * (double)prm->link_cycles_per_byte);
     uint8_t *buf = malloc(max), *ref = malloc(max);
     if (!buf || !ref) {
-        fprintf(stderr, "coll_bcast: out of memory\n");
+        fprintf(stderr, "coll_bcast_ml: out of memory\n");
         return 1;
     }
     if (me == 0) {
-        printf("# coll_bcast: %d ranks on a %dx%dx%d %s, %s mode, root %d%s\n", n, g->dim[0],
+        printf("# coll_bcast_ml: %d ranks on a %dx%dx%d %s, %s mode, root %d%s\n", n, g->dim[0],
                g->dim[1], g->dim[2], g->torus[0] ? "torus" : "mesh",
                g->cpus == 2 ? "VN" : "CO", root,
                coll_hw_ok(c) ? "" : " (machine not fully populated: torus algorithms fall back to p2p)");
@@ -144,7 +144,7 @@ int main(int argc, char **argv)
                 fill(ref, size, seed);
                 int bad = memcmp(buf, ref, size) != 0;
                 if (bad)
-                    fprintf(stderr, "coll_bcast: rank %d: %s %zu bytes: wrong data\n", me, algos[k],
+                    fprintf(stderr, "coll_bcast_ml: rank %d: %s %zu bytes: wrong data\n", me, algos[k],
                             size);
                 uint64_t r[3] = {t1, UINT64_MAX - t0, (uint64_t)bad};
                 rc |= coll_allreduce_max_p2p(c, r, 3); /* everyone stops on an error */
