@@ -1,6 +1,7 @@
 /* collectives: message-layer collectives that use the torus hardware.
  *
- *  - coll_bcast: deposit-bit broadcast over the whole partition. The root
+ *  - coll_bcast: deposit-bit broadcast over the whole partition (or, with
+ *    coll_bcast_in, over a group whose nodes form a box). The root
  *    sends each packet along a line with the deposit bit, so every node on
  *    the line keeps a copy; nodes of that line forward along the next
  *    dimension, and so on, pipelined per packet. With routes = 3 the message
@@ -77,6 +78,35 @@ int coll_alltoall_p2p(coll_ctx *c, const void *sbuf, void *rbuf, size_t per_pair
  * Also a barrier: nobody returns before everyone has entered. */
 int coll_allreduce_max_p2p(coll_ctx *c, uint64_t *v, int n);
 
+/* ---- groups: collectives among some of the ranks (an MPI communicator) ----
+ * Every member calls coll_group_new with the same ranks (message-layer
+ * ranks, in group order) and the same id: 1..65535, different from that of
+ * any other group that shares a rank with this one while both exist (an
+ * MPI context id is). Each group orders its own collectives; collectives of
+ * different groups may run in any order across ranks, one at a time per
+ * rank. NULL on a bad argument (not a member, a rank twice) or no memory. */
+typedef struct coll_group coll_group;
+coll_group *coll_group_new(coll_ctx *c, int n, const int *ranks, uint16_t id);
+void coll_group_free(coll_group *g);
+/* The whole partition, id 0: what coll_bcast and coll_alltoall(v) use. */
+coll_group *coll_world(coll_ctx *c);
+int coll_group_size(const coll_group *g);
+int coll_group_rank(const coll_group *g);
+/* 1 if the deposit broadcast can serve g: its nodes form a box (the whole
+ * partition or a sub-box; along a torus ring either the whole ring or at
+ * most n/2 nodes, so that minimal routes stay in the box) and its ranks
+ * fill every processor slot the mode uses in the box. */
+int coll_group_hw_ok(const coll_group *g);
+/* coll_bcast / coll_alltoall(v) within g; root, counts and displacements
+ * by group rank. coll_bcast_in returns COLL_ENOTSUP, sending nothing, when
+ * coll_group_hw_ok(g) is 0 (coll_bcast on the partition falls back to the
+ * p2p baseline instead). */
+int coll_bcast_in(coll_ctx *c, coll_group *g, void *buf, size_t len, int root, int routes);
+int coll_alltoall_in(coll_ctx *c, coll_group *g, const void *sbuf, void *rbuf, size_t per_pair);
+int coll_alltoallv_in(coll_ctx *c, coll_group *g, const void *sbuf, const size_t *scounts,
+                      const size_t *sdispls, void *rbuf, const size_t *rcounts,
+                      const size_t *rdispls);
+
 /* Destination order of the packet-scheduled alltoall (default RANDOM: a
  * per-source random permutation; STAGGER: me+1, me+2, ...; RANKORDER). */
 enum { COLL_A2A_RANDOM = 0, COLL_A2A_STAGGER = 1, COLL_A2A_RANKORDER = 2 };
@@ -85,9 +115,10 @@ void coll_set_a2a_order(coll_ctx *c, int order);
  * MPICH throttles its isend/irecv alltoall; <= 0: all at once). */
 void coll_set_p2p_window(coll_ctx *c, int window);
 
-/* Counters of this rank. */
+/* Counters of this rank. pkts_early: packets that arrived before their
+ * collective started (kept, then used); pkts_held: those still kept. */
 typedef struct coll_stats {
-    uint64_t bcasts, alltoalls, pkts_sent, pkts_recv, pkts_early;
+    uint64_t bcasts, alltoalls, pkts_sent, pkts_recv, pkts_early, pkts_held;
 } coll_stats;
 const coll_stats *coll_get_stats(const coll_ctx *c);
 

@@ -6,7 +6,7 @@
  * (default; seeded by rank and sequence number, so runs are reproducible),
  * staggered (me+1, me+2, ...: at any moment the sources address a
  * permutation of the ranks) or rank order. Each block is read sequentially. The software
- * header carries the byte offset inside the block; the receiver finds the
+ * header carries the packet's index inside the block; the receiver finds the
  * source from the packet's metadata and places the data by offset, so the
  * reordering of adaptive routing does not matter. */
 #include <stdlib.h>
@@ -19,10 +19,12 @@
 static void a2a_take(coll_ctx *c, const tsim_slot *s)
 {
     coll_sw sw = coll_sw_get(s);
-    int src = s->m.src < (uint32_t)c->map->nprocs ? c->map->rank[s->m.src] : -1;
-    if (src < 0 || src == c->rank || sw.w >= c->rcounts[src]) abort(); /* not this alltoall's */
-    size_t n = c->rcounts[src] - sw.w < PAY ? c->rcounts[src] - sw.w : PAY;
-    memcpy(c->rbuf + c->rdispls[src] + sw.w, s->p.payload, n);
+    const coll_group *g = c->grp;
+    int src = s->m.src < (uint32_t)c->map->nprocs ? g->rank_of[s->m.src] : -1;
+    size_t off = (size_t)coll_sw_w(&sw) * PAY;
+    if (src < 0 || src == g->me || off >= c->rcounts[src]) abort(); /* not this alltoall's */
+    size_t n = c->rcounts[src] - off < PAY ? c->rcounts[src] - off : PAY;
+    memcpy(c->rbuf + c->rdispls[src] + off, s->p.payload, n);
     c->a2a_recv += n;
     c->st.pkts_recv++;
 }
@@ -33,11 +35,7 @@ void coll_a2a_packet(ml_ctx *ml, const tsim_slot *s, void *arg)
 {
     (void)ml;
     coll_ctx *c = arg;
-    coll_sw sw = coll_sw_get(s);
-    if (c->op != OP_A2A || sw.seq != c->cur) {
-        coll_stash(c, s);
-        return;
-    }
+    if (!coll_is_current(c, OP_A2A, s)) return;
     a2a_take(c, s);
     a2a_push(c); /* keep the injection FIFOs fed between receptions */
 }
@@ -48,7 +46,7 @@ static uint32_t npk(size_t bytes) { return (uint32_t)((bytes + PAY - 1) / PAY); 
 static int a2a_push(coll_ctx *c)
 {
     int moved = 0;
-    const uint32_t m1 = (uint32_t)c->nranks - 1;
+    const uint32_t m1 = (uint32_t)c->grp->n - 1;
     c->inj_wait = 0;
     while (c->a2a_left) {
         int d = c->order[c->pos];
@@ -58,12 +56,12 @@ static int a2a_push(coll_ctx *c)
         }
         size_t off = (size_t)c->round * PAY;
         size_t n = c->scounts[d] - off < PAY ? c->scounts[d] - off : PAY;
-        coll_sw sw = {COLL_T_A2A, 0, c->cur, (uint32_t)off};
+        coll_sw sw = coll_sw_make(COLL_T_A2A, c->round, c->cur, c->cur_gid);
         int ok = -1;
         for (int k = 0; k < 3 && ok != 0; k++) {
             int f = (int)((c->rr_fifo + (unsigned)k) % 3);
             if (c->inj_wait & TSIM_WAKE_INJ(f)) continue;
-            if ((ok = coll_inject(c, f, c->map->proc[d], TSIM_F_DYNAMIC, &sw,
+            if ((ok = coll_inject(c, f, c->grp->proc[d], TSIM_F_DYNAMIC, &sw,
                                   c->sbuf + c->sdispls[d] + off, n)) == 0)
                 c->rr_fifo = (unsigned)(f + 1) % 3;
         }
@@ -89,11 +87,21 @@ static uint64_t xs(uint64_t *s)
 int coll_alltoallv(coll_ctx *c, const void *sbuf, const size_t *scounts, const size_t *sdispls,
                    void *rbuf, const size_t *rcounts, const size_t *rdispls)
 {
-    if (!c || !scounts || !sdispls || !rcounts || !rdispls || c->op != OP_NONE) return -1;
-    const int N = c->nranks, me = c->rank;
+    if (!c) return -1;
+    return coll_alltoallv_in(c, &c->world, sbuf, scounts, sdispls, rbuf, rcounts, rdispls);
+}
+
+int coll_alltoallv_in(coll_ctx *c, coll_group *g, const void *sbuf, const size_t *scounts,
+                      const size_t *sdispls, void *rbuf, const size_t *rcounts,
+                      const size_t *rdispls)
+{
+    if (!c || !g || !scounts || !sdispls || !rcounts || !rdispls || c->op != OP_NONE) return -1;
+    const int N = g->n, me = g->me;
     for (int i = 0; i < N; i++)
-        if (scounts[i] > UINT32_MAX || rcounts[i] > UINT32_MAX) return -1;
-    c->cur = c->seq++;
+        if (scounts[i] > UINT32_MAX || rcounts[i] > UINT32_MAX || npk(scounts[i]) >= COLL_MAXPK)
+            return -1;
+    coll_begin(c, g, OP_A2A);
+    c->op = OP_NONE; /* until the schedule is set up */
     c->st.alltoalls++;
     size_t self = scounts[me] < rcounts[me] ? scounts[me] : rcounts[me];
     if (self) memcpy((uint8_t *)rbuf + rdispls[me], (const uint8_t *)sbuf + sdispls[me], self);
@@ -142,14 +150,20 @@ int coll_alltoallv(coll_ctx *c, const void *sbuf, const size_t *scounts, const s
 int coll_alltoall(coll_ctx *c, const void *sbuf, void *rbuf, size_t per_pair)
 {
     if (!c) return -1;
-    int N = c->nranks;
+    return coll_alltoall_in(c, &c->world, sbuf, rbuf, per_pair);
+}
+
+int coll_alltoall_in(coll_ctx *c, coll_group *g, const void *sbuf, void *rbuf, size_t per_pair)
+{
+    if (!c || !g) return -1;
+    int N = g->n;
     size_t *v = malloc(4 * (size_t)N * sizeof *v);
     if (!v) return -1;
     for (int i = 0; i < N; i++) {
         v[i] = v[2 * N + i] = per_pair;
         v[N + i] = v[3 * N + i] = (size_t)i * per_pair;
     }
-    int rc = coll_alltoallv(c, sbuf, v, v + N, rbuf, v + 2 * N, v + 3 * N);
+    int rc = coll_alltoallv_in(c, g, sbuf, v, v + N, rbuf, v + 2 * N, v + 3 * N);
     free(v);
     return rc;
 }

@@ -31,9 +31,20 @@
 
 #define PAY TSIM_PAYLOAD_MAX
 
+/* The tree is planned in the group's box, in coordinates relative to its
+ * corner (lo): a box that is part of a ring is a mesh line there. */
 static int node_with(const coll_ctx *c, const int co[3])
 {
-    return tsim_node_of(&c->g, co[0], co[1], co[2]);
+    const coll_group *g = c->grp;
+    int x[3];
+    for (int d = 0; d < 3; d++) x[d] = (g->lo[d] + co[d]) % c->g.dim[d];
+    return tsim_node_of(&c->g, x[0], x[1], x[2]);
+}
+
+static void box_coords(const coll_ctx *c, int node, int co[3])
+{
+    tsim_coords(&c->g, node, co);
+    for (int d = 0; d < 3; d++) co[d] = (co[d] - c->grp->lo[d] + c->g.dim[d]) % c->g.dim[d];
 }
 
 static void add_target(coll_ctx *c, int proc, int fifo, int route, unsigned flags)
@@ -45,9 +56,9 @@ static void add_target(coll_ctx *c, int proc, int fifo, int route, unsigned flag
 /* Deposit lines from node coordinates co along dimension d (route r). */
 static void add_lines(coll_ctx *c, const int co[3], int d, int r)
 {
-    int n = c->g.dim[d], x = co[d], ends[2], k = 0;
+    int n = c->grp->len[d], x = co[d], ends[2], k = 0;
     if (n < 2) return;
-    if (c->g.torus[d]) {
+    if (c->grp->torus[d]) {
         int hp = n / 2, hm = (n - 1) / 2;
         if (hp) ends[k++] = (x + hp) % n;
         if (hm) ends[k++] = (x - hm + n) % n;
@@ -65,13 +76,14 @@ static void add_lines(coll_ctx *c, const int co[3], int d, int r)
 /* The forwarding targets of this processor and the packets it expects. */
 static void plan(coll_ctx *c, int root)
 {
-    const int rproc = c->map->proc[root], rnode = rproc / TSIM_CPUS;
+    const coll_group *g = c->grp;
+    const int rproc = g->proc[root], rnode = rproc / TSIM_CPUS;
     const int me = c->pp->index, mynode = me / TSIM_CPUS;
     int rc[3], co[3], dims[3], k = 0;
-    tsim_coords(&c->g, rnode, rc);
-    tsim_coords(&c->g, mynode, co);
+    box_coords(c, rnode, rc);
+    box_coords(c, mynode, co);
     for (int d = 0; d < 3; d++)
-        if (c->g.dim[d] > 1) dims[k++] = d;
+        if (g->len[d] > 1) dims[k++] = d;
     int tree = mynode == rnode ? me == rproc : c->pp->cpu == 0; /* takes part in the tree */
     c->nt = 0;
     c->need = 0;
@@ -93,8 +105,8 @@ static void plan(coll_ctx *c, int root)
                 if (co[o[j]] != rc[o[j]]) s = j;
             for (int j = s + 1; j < k; j++) add_lines(c, co, o[j], r);
             if (mod) {
-                int n = c->g.dim[a];
-                int f = c->g.torus[a] ? (rc[a] + 1) % n : (rc[a] + 1 < n ? rc[a] + 1 : rc[a] - 1);
+                int n = g->len[a];
+                int f = g->torus[a] ? (rc[a] + 1) % n : (rc[a] + 1 < n ? rc[a] + 1 : rc[a] - 1);
                 int off_axis = 0;
                 for (int j = 1; j < k; j++) off_axis |= co[o[j]] != rc[o[j]];
                 if (co[a] == f && off_axis) {
@@ -132,14 +144,17 @@ static void assign_fifos(coll_ctx *c)
 static void bc_take(coll_ctx *c, const tsim_slot *s)
 {
     coll_sw sw = coll_sw_get(s);
-    int r = sw.route;
-    if (r >= c->nroutes || sw.w >= c->part_np[r]) abort(); /* not this broadcast's */
+    uint32_t w = coll_sw_w(&sw); /* packet index in the message */
+    int r = 0;                   /* its part: parts are consecutive */
+    while (r + 1 < c->nroutes && w >= c->have_base[r + 1]) r++;
+    if (w < c->have_base[r] || w >= c->have_base[r] + c->part_np[r]) abort(); /* not ours */
     uint8_t *h = c->have + c->have_base[r];
-    if (h[sw.w]) abort(); /* a second copy: the tree is wrong */
-    size_t off = c->part_off[r] + (size_t)sw.w * PAY;
+    uint32_t i = w - (uint32_t)c->have_base[r];
+    if (h[i]) abort(); /* a second copy: the tree is wrong */
+    size_t off = (size_t)w * PAY;
     size_t n = c->len - off < PAY ? c->len - off : PAY;
     memcpy(c->buf + off, s->p.payload, n);
-    h[sw.w] = 1;
+    h[i] = 1;
     c->got++;
     c->st.pkts_recv++;
     while (c->avail[r] < c->part_np[r] && h[c->avail[r]]) c->avail[r]++;
@@ -165,7 +180,8 @@ static int bc_push(coll_ctx *c)
             if (!t) continue;
             size_t off = c->part_off[t->route] + (size_t)t->cur * PAY;
             size_t n = c->len - off < PAY ? c->len - off : PAY;
-            coll_sw sw = {COLL_T_BCAST, (uint8_t)t->route, c->cur, t->cur};
+            coll_sw sw = coll_sw_make(COLL_T_BCAST, (uint32_t)c->have_base[t->route] + t->cur,
+                                      c->cur, c->cur_gid);
             if (coll_inject(c, t->fifo, t->proc, t->flags, &sw, c->buf + off, n) != 0) continue;
             t->cur++;
             any = 1;
@@ -187,29 +203,38 @@ void coll_bcast_packet(ml_ctx *ml, const tsim_slot *s, void *arg)
 {
     (void)ml;
     coll_ctx *c = arg;
-    coll_sw sw = coll_sw_get(s);
-    if (c->op != OP_BCAST || sw.seq != c->cur) {
-        coll_stash(c, s);
-        return;
-    }
+    if (!coll_is_current(c, OP_BCAST, s)) return;
     bc_take(c, s);
     bc_push(c); /* forward at once: pipelined per packet */
 }
 
 int coll_bcast(coll_ctx *c, void *buf, size_t len, int root, int routes)
 {
-    if (!c || root < 0 || root >= c->nranks || routes < 1 || routes > 3 || (len && !buf) ||
+    if (!c) return -1;
+    if (!c->hw_ok) {
+        if (root < 0 || root >= c->nranks || routes < 1 || routes > 3) return -1;
+        return coll_bcast_p2p(c, buf, len, root);
+    }
+    return coll_bcast_in(c, &c->world, buf, len, root, routes);
+}
+
+int coll_bcast_in(coll_ctx *c, coll_group *g, void *buf, size_t len, int root, int routes)
+{
+    if (!c || !g || root < 0 || root >= g->n || routes < 1 || routes > 3 || (len && !buf) ||
         c->op != OP_NONE)
         return -1;
-    if (!c->hw_ok) return coll_bcast_p2p(c, buf, len, root);
-    c->cur = c->seq++;
-    c->st.bcasts++;
-    if (len == 0 || c->nranks == 1) return 0;
-    int k = 0;
-    for (int d = 0; d < 3; d++) k += c->g.dim[d] > 1;
-    c->nroutes = routes < k ? routes : (k ? k : 1);
+    if (!g->hw_ok) return COLL_ENOTSUP;
     size_t np = (len + PAY - 1) / PAY;
-    if (np > UINT32_MAX) return -1;
+    if (np >= COLL_MAXPK) return -1;
+    coll_begin(c, g, OP_BCAST);
+    c->st.bcasts++;
+    if (len == 0 || g->n == 1) {
+        c->op = OP_NONE;
+        return 0;
+    }
+    int k = 0;
+    for (int d = 0; d < 3; d++) k += g->len[d] > 1;
+    c->nroutes = routes < k ? routes : (k ? k : 1);
     size_t base = 0;
     for (int r = 0; r < 3; r++) {
         c->part_np[r] = r < c->nroutes
@@ -225,12 +250,14 @@ int coll_bcast(coll_ctx *c, void *buf, size_t len, int root, int routes)
     c->got = 0;
     free(c->have);
     c->have = calloc(np, 1);
-    if (!c->have) return -1;
+    if (!c->have) {
+        c->op = OP_NONE;
+        return -1;
+    }
     plan(c, root);
     assign_fifos(c);
-    if (c->rank == root)
+    if (g->me == root)
         for (int r = 0; r < c->nroutes; r++) c->avail[r] = c->part_np[r];
-    c->op = OP_BCAST;
     coll_replay(c, COLL_T_BCAST, bc_take);
     int rc = coll_run(c, bc_done, bc_push, "coll_bcast");
     c->op = OP_NONE;

@@ -5,15 +5,37 @@
 
 #include "coll.h"
 
-/* Software header of a collective packet (8 bytes):
- *   [0] type (COLL_T_*), [1] route (bcast) or 0, [2..3] collective sequence
- *   number, [4..7] packet index within the route's part (bcast) or byte
- *   offset within the pair's block (alltoall), little endian. */
+/* Software header of a collective packet (8 bytes, little endian):
+ *   [0] type (COLL_T_*), [1..3] packet index: within the message
+ *   (broadcast) or within the pair's block (alltoall), [4..5] the group's
+ *   collective sequence number, [6..7] the group's id (0: the partition). */
 typedef struct coll_sw {
-    uint8_t type, route;
-    uint16_t seq;
-    uint32_t w;
+    uint8_t type;
+    uint8_t w[3];
+    uint16_t seq, gid;
 } coll_sw;
+#define COLL_MAXPK (1u << 24) /* packets a message (a pair's block) may have */
+
+static inline uint32_t coll_sw_w(const coll_sw *sw)
+{
+    return sw->w[0] | (uint32_t)sw->w[1] << 8 | (uint32_t)sw->w[2] << 16;
+}
+static inline coll_sw coll_sw_make(uint8_t type, uint32_t w, uint16_t seq, uint16_t gid)
+{
+    return (coll_sw){type, {(uint8_t)w, (uint8_t)(w >> 8), (uint8_t)(w >> 16)}, seq, gid};
+}
+
+/* A set of ranks running collectives together (coll.h). The box is where
+ * its nodes are: lo + [0, len) per dimension (mod the ring on a torus);
+ * torus[d] only when the box spans a whole ring. */
+struct coll_group {
+    uint16_t id, seq;
+    int n, me;        /* size, this rank's index */
+    int *proc;        /* group rank -> processor */
+    int *rank_of;     /* processor -> group rank, -1 if not a member */
+    int hw_ok;        /* the deposit broadcast can serve it */
+    int lo[3], len[3], torus[3];
+};
 
 /* A packet that arrived for a later collective than the one running. */
 typedef struct coll_early {
@@ -49,9 +71,12 @@ struct coll_ctx {
     const ml_map *map;
     tsim_geom g;
     int rank, nranks, hw_ok, cpus;
-    uint16_t seq;      /* sequence number of the next collective */
+    uint16_t seq;      /* the p2p baselines' next sequence number */
+    coll_group world;  /* every rank, id 0 */
     int op;            /* running collective */
     uint16_t cur;      /* its sequence number */
+    uint16_t cur_gid;  /* its group's id */
+    coll_group *grp;   /* its group (hardware collectives) */
     coll_early *early, **early_tail;
     unsigned inj_wait; /* TSIM_WAKE_INJ bits of FIFOs found full */
     coll_stats st;
@@ -91,6 +116,10 @@ struct coll_ctx {
 /* coll_core.c */
 int coll_run(coll_ctx *c, int (*done)(coll_ctx *), int (*push)(coll_ctx *), const char *why);
 void coll_stash(coll_ctx *c, const tsim_slot *s);
+/* Starts a hardware collective of g: its sequence number; 0, or -1 (busy). */
+int coll_begin(coll_ctx *c, coll_group *g, int op);
+/* Is this packet the running collective's (else it is stashed)? */
+int coll_is_current(coll_ctx *c, int op, const tsim_slot *s);
 /* Replays stashed packets of the running collective through fn. */
 void coll_replay(coll_ctx *c, uint8_t type, void (*fn)(coll_ctx *, const tsim_slot *));
 static inline coll_sw coll_sw_get(const tsim_slot *s)

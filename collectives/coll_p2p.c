@@ -55,6 +55,7 @@ void coll_upcall(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t len
     e->next = c->p2p_early;
     c->p2p_early = e;
     c->st.pkts_early++;
+    c->st.pkts_held++;
     *out = (ml_recv){.buf = e->buf, .cap = len, .done = early_done, .arg = e};
 }
 
@@ -74,6 +75,7 @@ static int take_early(coll_ctx *c)
         size_t cap = c->op == OP_P2P_BCAST ? c->len : c->rcounts[e->src];
         memcpy(dst, e->buf, e->len < cap ? e->len : cap);
         c->p2p_got++;
+        c->st.pkts_held--;
         *pp = e->next;
         free(e->buf);
         free(e);

@@ -54,7 +54,7 @@ static int bad_option(const char *fmt, const char *v)
 {
     fprintf(stderr, "coll_alltoall: ");
     fprintf(stderr, fmt, v);
-    fprintf(stderr, " (try --help)\n");
+    fprintf(stderr, "; see --help\n");
     return 2;
 }
 

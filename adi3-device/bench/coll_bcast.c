@@ -35,7 +35,7 @@ static int bad_option(const char *fmt, const char *v)
 {
     fprintf(stderr, "coll_bcast: ");
     fprintf(stderr, fmt, v);
-    fprintf(stderr, " (try --help)\n");
+    fprintf(stderr, "; see --help\n");
     return 2;
 }
 

@@ -1,8 +1,9 @@
 /* coll_alltoall_ml: alltoall in simulated time, per-pair sizes 1 B to 64 KiB,
  * as a fraction of the bisection bound: the packet-scheduled alltoall
  * (torus) against every rank sending a message to every other in rank
- * order (p2p, standing in for MPICH's default). Time = from the first rank
- * leaving a barrier to the last rank's completion. */
+ * order (p2p, standing in for MPICH's default), on the message layer alone
+ * (no MPICH; coll_alltoall is the MPI benchmark). Time = from the first
+ * rank leaving a barrier to the last rank's completion. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

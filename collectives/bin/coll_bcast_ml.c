@@ -1,8 +1,9 @@
 /* coll_bcast_ml: broadcast bandwidth in simulated time, 1 B to 4 MiB: the
  * deposit-bit broadcast with one route (torus1) or three (torus3) against a
  * binomial tree of message-layer sends (p2p, standing in for MPICH's
- * default). Time of one broadcast = from the root's start (everyone leaves
- * a barrier first) to the last rank's completion. */
+ * default), on the message layer alone (no MPICH; coll_bcast is the MPI
+ * benchmark). Time of one broadcast = from the root's start (everyone
+ * leaves a barrier first) to the last rank's completion. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

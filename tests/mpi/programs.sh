@@ -122,6 +122,35 @@ passed bcast-vn "the same on a 3x1x1 mesh in VN mode (6 ranks)"
 run bcast-7 -np 7 -shape 2x2x2 -clock none "$out/bcast"
 passed bcast-7 "the same with 7 ranks on 2x2x2 (a node without a rank: broadcast falls back to MPICH's)"
 
+# ---- the installed MPI benchmarks (adi3-device/bench), data checked ----
+# col ALGO BYTES FILE: the cycles column of that row
+col() { awk -v a="$1" -v b="$2" '$1 == a && $2 == b { print $3 }' "$3"; }
+h=$(coll_bcast --help); hrc=$?; bad=$(coll_bcast --algo fastest 2>&1); brc=$?
+if [ $hrc = 0 ] && grep -q '^usage: mpirun' <<<"$h" && [ $brc = 2 ] &&
+   [ "$bad" = "coll_bcast: unknown algorithm 'fastest' (mpich, torus1 or torus3); see --help" ]; then
+  ok "coll_bcast --help, and a bad --algo is one line and exit 2"
+else
+  echo "$bad"; notok "coll_bcast --help / bad --algo (exit $hrc, $brc)"
+fi
+run cbench -np 8 -shape 2x2x2 -connect MESH -clock none coll_bcast --min 1K --max 64K --step 8
+f=$tmp/cbench.out
+m=$(col mpich 65536 "$f"); t1=$(col torus1 65536 "$f"); t3=$(col torus3 65536 "$f")
+if [ "$(cat "$tmp/cbench.rc")" = 0 ] && [ "$(grep -cE '^(mpich|torus1|torus3) ' "$f")" = 9 ] &&
+   [ -n "$m" ] && [ -n "$t1" ] && [ -n "$t3" ] && [ "$t3" -lt "$t1" ] && [ "$t1" -lt "$m" ]; then
+  ok "coll_bcast on a 2x2x2 mesh: 3 algorithms x 3 sizes, data checked; 64 KiB: torus3 $t3 < torus1 $t1 < mpich $m cycles"
+else
+  tail -20 "$f"; notok "coll_bcast benchmark (exit $(cat "$tmp/cbench.rc"))"
+fi
+run abench -np 8 -shape 2x2x2 -clock none coll_alltoall --min 1K --max 4K
+f=$tmp/abench.out
+m=$(col mpich 4096 "$f"); t=$(col torus 4096 "$f")
+if [ "$(cat "$tmp/abench.rc")" = 0 ] && [ "$(grep -cE '^(mpich|torus) ' "$f")" = 4 ] &&
+   [ -n "$m" ] && [ -n "$t" ] && [ "$t" -lt "$m" ]; then
+  ok "coll_alltoall on a 2x2x2 torus: 2 algorithms x 2 sizes, data checked; 4 KiB per pair: torus $t < mpich $m cycles"
+else
+  tail -20 "$f"; notok "coll_alltoall benchmark (exit $(cat "$tmp/abench.rc"))"
+fi
+
 # ---- things that go wrong ----
 run spawn -np 2 -clock none "$out/failures" spawn
 passed spawn "dynamic processes: MPI_Comm_spawn fails with an MPI error, no crash"

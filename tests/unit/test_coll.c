@@ -479,6 +479,227 @@ START_TEST(bcast_partial_machine)
 }
 END_TEST
 
+/* ---- groups (sub-communicators) -------------------------------------- */
+
+/* Checks coll_group_hw_ok of the group of ranks[0..n) (NULL wanted: -1). */
+static void expect_box(crk *r, const int *ranks, int n, int want, const char *what)
+{
+    coll_group *g = coll_group_new(r->c, n, ranks, 9);
+    int got = g ? coll_group_hw_ok(g) : -1;
+    r->checks++;
+    if (got != want) crk_fail(r, "%s: coll_group_hw_ok %d, want %d", what, got, want);
+    coll_group_free(g);
+}
+
+static void rk_shapes(crk *r)
+{
+    const int *shape = r->w->arg; /* x, y, z, torus, vn */
+    if (r->rank != 0) return;
+    int x = shape[0], y = shape[1], vn = shape[4], b[64], n = 0;
+    if (x == 4 && y == 4) { /* 4x4x2 torus, CO: rank = x + 4y + 16z */
+        for (int i = 0; i < 32; i++) b[n++] = i;
+        expect_box(r, b, n, 1, "the whole machine");
+        n = 0;
+        for (int i = 0; i < 32; i++)
+            if (i % 4 < 2) b[n++] = i;
+        expect_box(r, b, n, 1, "x in {0,1}: half of each X ring");
+        n = 0;
+        for (int i = 0; i < 32; i++)
+            if (i % 4 == 0 || i % 4 == 3) b[n++] = i;
+        expect_box(r, b, n, 1, "x in {3,0}: a box across the wrap-around");
+        n = 0;
+        for (int i = 0; i < 32; i++)
+            if (i % 4 < 3) b[n++] = i;
+        expect_box(r, b, n, 0, "x in {0,1,2}: 3 of a 4-ring (minimal routes leave it)");
+        int l[] = {0, 1, 4}, dup[] = {0, 1, 1}, other[] = {1, 2};
+        expect_box(r, l, 3, 0, "an L of three nodes");
+        expect_box(r, dup, 3, -1, "a rank twice");
+        expect_box(r, other, 2, -1, "a group without this rank");
+        int one[] = {0};
+        expect_box(r, one, 1, 1, "a single rank");
+    } else if (x == 8) { /* 8-ring, torus or mesh */
+        int four[] = {0, 1, 2, 3}, five[] = {0, 1, 2, 3, 4}, wrap[] = {6, 7, 0}, holes[] = {0, 2};
+        expect_box(r, four, 4, 1, "4 of an 8-ring");
+        expect_box(r, five, 5, !shape[3], "5 of an 8 line (on a ring: too long)");
+        expect_box(r, wrap, 3, shape[3], "6,7,0 (a box only on a ring)");
+        expect_box(r, holes, 2, 0, "0 and 2: a hole");
+    } else if (vn) { /* 2x1x1 VN: ranks 0,1 on node 0 */
+        int node[] = {0, 1}, cpu0s[] = {0, 2}, all[] = {0, 1, 2, 3};
+        expect_box(r, node, 2, 1, "VN: both processors of one node");
+        expect_box(r, cpu0s, 2, 0, "VN: cpu 0 of two nodes only");
+        expect_box(r, all, 4, 1, "VN: the whole machine");
+    }
+}
+
+START_TEST(group_boxes)
+{
+    static const int shapes[][5] = {{4, 4, 2, 1, 0}, {8, 1, 1, 1, 0}, {8, 1, 1, 0, 0}, {2, 1, 1, 1, 1}};
+    int checks = 0;
+    for (int k = 0; k < 4; k++) {
+        const int *sh = shapes[k];
+        cworld *w = cw_run(sh[0], sh[1], sh[2], sh[3], sh[4] ? ML_MODE_VN : ML_MODE_CO, rk_shapes, sh);
+        checks += cw_checks(w);
+        cw_free(w);
+    }
+    printf("coll: coll_group_hw_ok on 4x4x2 torus, 8-ring, 8-line, 2x1x1 VN: whole machines, "
+           "half rings, boxes across the wrap-around, single ranks are boxes; 3 of a 4-ring, "
+           "5 of an 8-ring, holes, an L, cpu 0 only in VN are not; a rank twice or a group "
+           "without the caller is refused: %d checks\n", checks);
+}
+END_TEST
+
+/* Group members of rank `rank` under split rule `half`: the ranks with the
+ * same value of half(rank), in world order. */
+static int members(const cworld *w, int rank, int (*half)(int), int *out)
+{
+    int n = 0;
+    for (int i = 0; i < w->n; i++)
+        if (half(i) == half(rank)) out[n++] = i;
+    return n;
+}
+
+static int x_half(int rank) { return rank % 4 / 2; }   /* 4x4x2 CO: x in {0,1} or {2,3} */
+static int z_half(int rank) { return rank / 8; }       /* 2x2x2 VN: z = 0 or 1 */
+
+static void group_bcast_one(crk *r, coll_group *g, const int *ranks, uint8_t *buf, size_t len,
+                            int root, int routes, unsigned seed)
+{
+    int me = coll_group_rank(g);
+    if (me == root) {
+        for (size_t i = 0; i < len; i++) buf[i] = pat(i, seed);
+    } else {
+        memset(buf, 0xEE, len + 1);
+    }
+    int rc = coll_bcast_in(r->c, g, buf, len, root, routes);
+    if (rc != 0) crk_fail(r, "coll_bcast_in root %d (rank %d) len %zu: %d", root, ranks[root], len, rc);
+    check_buf(r, buf, len, seed, "group bcast", root, routes);
+    if (me != root && buf[len] != 0xEE) crk_fail(r, "group bcast wrote past len %zu", len);
+}
+
+/* Two halves of the machine broadcast at the same time, each in its own
+ * box, from every root of the group; then the whole machine; then the
+ * halves again. Nothing may be left over: a deposit copy landing outside
+ * its box would stay held forever. */
+static void rk_group_bcast(crk *r)
+{
+    int (*half)(int) = (int (*)(int))(uintptr_t)((const uintptr_t *)r->w->arg)[0];
+    int ranks[MAXR], n = members(r->w, r->rank, half, ranks);
+    coll_group *g = coll_group_new(r->c, n, ranks, (uint16_t)(100 + half(r->rank)));
+    r->checks++;
+    if (!g || !coll_group_hw_ok(g)) {
+        crk_fail(r, "half %d: not a box", half(r->rank));
+        coll_group_free(g);
+        return;
+    }
+    uint8_t *buf = malloc(20001);
+    unsigned seed = 500 + 1000u * (unsigned)half(r->rank);
+    static const size_t sizes[] = {1, 241, 1000};
+    for (int root = 0; root < n; root++)
+        for (size_t s = 0; s < 3; s++)
+            for (int routes = 1; routes <= 3; routes += 2)
+                group_bcast_one(r, g, ranks, buf, sizes[s], root, routes, seed++);
+    one_bcast(r, buf, 5000, 7 % r->w->n, 3, 77);
+    for (int routes = 1; routes <= 3; routes += 2)
+        group_bcast_one(r, g, ranks, buf, 20000, n - 1, routes, seed++);
+    coll_group_free(g);
+    free(buf);
+    r->checks++;
+    if (coll_get_stats(r->c)->pkts_held)
+        crk_fail(r, "%llu packets held after the last collective",
+                 (unsigned long long)coll_get_stats(r->c)->pkts_held);
+}
+
+static void group_bcast_case(int x, int y, int z, ml_mode mode, int (*half)(int), const char *what)
+{
+    uintptr_t arg[1] = {(uintptr_t)half};
+    cworld *w = cw_run(x, y, z, 1, mode, rk_group_bcast, arg);
+    printf("coll: %s: both halves broadcast at once from every group root (1, 241, 1000 B x "
+           "{1, 3 routes}) and 20000 B, with a whole-machine broadcast between: %d checks, "
+           "no packet left held; %llu cycles\n", what, cw_checks(w),
+           (unsigned long long)cw_max_end(w));
+    cw_free(w);
+}
+
+START_TEST(group_bcast_halves_co)
+{
+    group_bcast_case(4, 4, 2, ML_MODE_CO, x_half, "4x4x2 torus, CO, groups x in {0,1} / {2,3} (2x4x2 boxes)");
+}
+END_TEST
+START_TEST(group_bcast_halves_vn)
+{
+    group_bcast_case(2, 2, 2, ML_MODE_VN, z_half, "2x2x2 torus, VN, groups z = 0 / z = 1 (2x2x1 boxes, 8 ranks)");
+}
+END_TEST
+
+static int parity(int rank) { return rank % 2; }
+
+/* Alltoall of group g (n members ranks[]), random data, per pair pp. */
+static void group_a2a_one(crk *r, coll_group *g, const int *ranks, size_t pp, unsigned seed)
+{
+    int n = coll_group_size(g), me = coll_group_rank(g);
+    uint8_t *s = malloc((size_t)n * pp + 1), *d = malloc((size_t)n * pp + 1);
+    for (int j = 0; j < n; j++)
+        for (size_t i = 0; i < pp; i++) s[(size_t)j * pp + i] = a2a_byte(ranks[me], ranks[j], i, seed);
+    memset(d, 0xEE, (size_t)n * pp + 1);
+    if (coll_alltoall_in(r->c, g, s, d, pp) != 0) crk_fail(r, "coll_alltoall_in per pair %zu failed", pp);
+    r->checks++;
+    for (int j = 0; j < n; j++)
+        for (size_t i = 0; i < pp; i++)
+            if (d[(size_t)j * pp + i] != a2a_byte(ranks[j], ranks[me], i, seed)) {
+                crk_fail(r, "group alltoall per pair %zu: byte %zu from group rank %d wrong", pp, i, j);
+                j = n;
+                break;
+            }
+    if (d[(size_t)n * pp] != 0xEE) crk_fail(r, "group alltoall wrote past the buffer");
+    free(s);
+    free(d);
+}
+
+/* Even and odd ranks (no box needed) at the same time, then the world in
+ * reverse order as a group, then the world itself. */
+static void rk_group_a2a(crk *r)
+{
+    int n = r->w->n, ranks[MAXR], rev[MAXR];
+    int k = members(r->w, r->rank, parity, ranks);
+    for (int i = 0; i < n; i++) rev[i] = n - 1 - i;
+    coll_group *g = coll_group_new(r->c, k, ranks, (uint16_t)(1 + parity(r->rank)));
+    coll_group *gr = coll_group_new(r->c, n, rev, 3);
+    if (!g || !gr) {
+        crk_fail(r, "coll_group_new failed");
+        coll_group_free(g);
+        coll_group_free(gr);
+        return;
+    }
+    unsigned seed = 300;
+    static const size_t sizes[] = {1, 241, 3000};
+    for (int s = 0; s < 3; s++) group_a2a_one(r, g, ranks, sizes[s], seed++);
+    group_a2a_one(r, gr, rev, 1000, seed++);
+    one_a2a(r, 500, seed++, 0);
+    group_a2a_one(r, g, ranks, 700, seed++);
+    coll_group_free(g);
+    coll_group_free(gr);
+    r->checks++;
+    if (coll_get_stats(r->c)->pkts_held) crk_fail(r, "packets held after the last collective");
+}
+
+START_TEST(group_a2a_co)
+{
+    cworld *w = cw_run(2, 2, 2, 1, ML_MODE_CO, rk_group_a2a, NULL);
+    printf("coll: 2x2x2 CO: even and odd ranks alltoall at once (1, 241, 3000 B per pair), the "
+           "machine reversed as a group, the whole machine, then the halves again: %d buffers "
+           "checked, no packet left held\n", cw_checks(w));
+    cw_free(w);
+}
+END_TEST
+START_TEST(group_a2a_vn)
+{
+    cworld *w = cw_run(2, 2, 1, 1, ML_MODE_VN, rk_group_a2a, NULL);
+    printf("coll: 2x2x1 VN: cpu 0 ranks and cpu 1 ranks alltoall at once, reversed machine, "
+           "whole machine: %d buffers checked, no packet left held\n", cw_checks(w));
+    cw_free(w);
+}
+END_TEST
+
 Suite *coll_suite(void)
 {
     (void)dummy;
@@ -509,6 +730,11 @@ Suite *coll_suite(void)
     tcase_add_test(ta, a2a_4x4x4_co);
     tcase_add_test(ta, a2av_4x2x1_vn);
     tcase_add_test(ta, mixed_back_to_back);
+    tcase_add_test(ta, group_boxes);
+    tcase_add_test(ta, group_bcast_halves_co);
+    tcase_add_test(ta, group_bcast_halves_vn);
+    tcase_add_test(ta, group_a2a_co);
+    tcase_add_test(ta, group_a2a_vn);
     suite_add_tcase(s, ta);
     return s;
 }

@@ -5,10 +5,11 @@
  * the broadcast on a partly populated machine go to MPICH's algorithms.
  * Non-contiguous datatypes are packed.
  *
- * BGLMPI_BCAST = torus3 (default: three edge-disjoint routes) | torus1 |
- * mpich and BGLMPI_ALLTOALL = torus (default) | mpich choose per call, so
- * a program can compare both (setenv between calls). Every rank must see
- * the same choice, as with any collective algorithm parameter. */
+ * BGLMPI_BCAST = torus3 (default: three edge-disjoint routes from 720
+ * bytes up, one below) | torus1 | mpich and BGLMPI_ALLTOALL = torus
+ * (default) | mpich choose per call, so a program can compare both (setenv
+ * between calls). Every rank must see the same choice, as with any
+ * collective algorithm parameter. */
 #include "mpidimpl.h"
 #include "bgl_impl.h"
 #include "bgl_ml.h"
@@ -62,7 +63,10 @@ int MPIDI_BGL_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int
         buf = tmp;
     }
     MPIDI_BGL_clock_enter();
-    if (coll_bcast(g->coll, buf, (size_t) data_sz, root, a == 0 ? 3 : 1) != 0)
+    /* the three-route trees are deeper (an extra hop, one more stage): with
+     * less than a packet per route one tree is sooner */
+    int routes = a == 0 && data_sz >= 3 * TSIM_PAYLOAD_MAX ? 3 : 1;
+    if (coll_bcast(g->coll, buf, (size_t) data_sz, root, routes) != 0)
         MPIDI_BGL_job_aborted("broadcast");
     MPIDI_BGL_clock_leave();
     if (tmp) {
