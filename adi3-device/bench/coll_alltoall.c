@@ -50,48 +50,15 @@ static double bisection_bound(const tsim_geom *g, const tsim_params *p, int nran
     return best;
 }
 
-static int bad_option(const char *fmt, const char *v)
-{
-    fprintf(stderr, "coll_alltoall: ");
-    fprintf(stderr, fmt, v);
-    fprintf(stderr, "; see --help\n");
-    return 2;
-}
-
 int main(int argc, char **argv)
 {
-    int algo = -1, iters = 1;
-    size_t min = 1, max = 64u << 10, step = 4;
     /* options first: --help and errors need no MPI job */
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (i + 1 >= argc) return bad_option("unknown option or missing value '%s'", a);
-        const char *v = argv[++i];
-        if (!strcmp(a, "--algo")) {
-            algo = -1;
-            for (int k = 0; k < NALGO; k++)
-                if (!strcmp(v, algos[k])) algo = k;
-            if (algo < 0) return bad_option("unknown algorithm '%s' (mpich or torus)", v);
-        } else if (!strcmp(a, "--min") || !strcmp(a, "--max")) {
-            size_t s;
-            if (cb_parse_size(v, &s) != 0 || s < 1 || s > MAXPP)
-                return bad_option("per-pair sizes must be 1 B..1 MiB, not '%s'", v);
-            *(!strcmp(a, "--min") ? &min : &max) = s;
-        } else if (!strcmp(a, "--step")) {
-            if (cb_parse_size(v, &step) != 0 || step < 2)
-                return bad_option("--step must be >= 2, not '%s'", v);
-        } else if (!strcmp(a, "--iters")) {
-            iters = atoi(v);
-            if (iters < 1) return bad_option("--iters must be >= 1, not '%s'", v);
-        } else {
-            return bad_option("unknown option '%s'", a);
-        }
-    }
-    if (min > max) return bad_option("--min is larger than --max%s", "");
+    cb_opts o = {.prog = "coll_alltoall", .algos = algos, .nalgo = NALGO, .algo = -1, .min = 1,
+                 .max = 64u << 10, .step = 4, .maxsize = MAXPP, .iters = 1, .root = -1};
+    int prc = cb_parse(&o, argc, argv, usage);
+    if (prc) return prc == 1 ? 0 : prc;
+    const int algo = o.algo, iters = o.iters;
+    const size_t min = o.min, max = o.max, step = o.step;
 
     MPI_Init(&argc, &argv);
     int me, n;

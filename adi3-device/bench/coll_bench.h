@@ -28,6 +28,75 @@ static inline int cb_parse_size(const char *s, size_t *out)
     return 0;
 }
 
+/* The options both programs take. */
+typedef struct cb_opts {
+    const char *prog;
+    const char *const *algos; /* names for --algo */
+    int nalgo;
+    int algo;                 /* -1: all */
+    size_t min, max, step, maxsize;
+    int iters;
+    int root;                 /* -1: the program takes no --root */
+} cb_opts;
+
+static inline int cb_bad(const cb_opts *o, const char *what, const char *v)
+{
+    fprintf(stderr, "%s: %s '%s'; see --help\n", o->prog, what, v);
+    return 2;
+}
+
+/* Parses argv into o (defaults set by the caller): 0 to go on, 1 after
+ * --help (usage printed), 2 after one error line on stderr. */
+static inline int cb_parse(cb_opts *o, int argc, char **argv, void (*usage)(FILE *))
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 1;
+        }
+        if (i + 1 >= argc) return cb_bad(o, "unknown option or missing value", a);
+        const char *v = argv[++i];
+        if (!strcmp(a, "--algo")) {
+            o->algo = -1;
+            for (int k = 0; k < o->nalgo; k++)
+                if (!strcmp(v, o->algos[k])) o->algo = k;
+            if (o->algo < 0) {
+                fprintf(stderr, "%s: unknown algorithm '%s' (", o->prog, v);
+                for (int k = 0; k < o->nalgo; k++)
+                    fprintf(stderr, "%s%s", k ? (k == o->nalgo - 1 ? " or " : ", ") : "", o->algos[k]);
+                fprintf(stderr, ")\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--min") || !strcmp(a, "--max")) {
+            size_t sz;
+            if (cb_parse_size(v, &sz) != 0 || sz < 1 || sz > o->maxsize) {
+                fprintf(stderr, "%s: %s must be 1..%zu bytes (K, M suffixes), not '%s'\n", o->prog,
+                        a, o->maxsize, v);
+                return 2;
+            }
+            *(!strcmp(a, "--min") ? &o->min : &o->max) = sz;
+        } else if (!strcmp(a, "--step")) {
+            if (cb_parse_size(v, &o->step) != 0 || o->step < 2) return cb_bad(o, "--step must be >= 2, not", v);
+        } else if (!strcmp(a, "--iters")) {
+            o->iters = atoi(v);
+            if (o->iters < 1) return cb_bad(o, "--iters must be >= 1, not", v);
+        } else if (!strcmp(a, "--root") && o->root >= 0) {
+            char *e;
+            long r = strtol(v, &e, 10);
+            if (*e || e == v || r < 0 || r > 1 << 20) return cb_bad(o, "--root must be a rank, not", v);
+            o->root = (int)r;
+        } else {
+            return cb_bad(o, "unknown option", a);
+        }
+    }
+    if (o->min > o->max) {
+        fprintf(stderr, "%s: --min is larger than --max\n", o->prog);
+        return 2;
+    }
+    return 0;
+}
+
 /* Fills geom and prm from the netmod; 0, or -1 with a message from rank 0
  * when the program does not run on bglemu's MPI. */
 static inline int cb_machine(const char *prog, tsim_geom *geom, tsim_params *prm)

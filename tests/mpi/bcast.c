@@ -1,9 +1,9 @@
 /* MPI_Bcast and MPI_Alltoall through each algorithm (BGLMPI_BCAST torus3,
  * torus1, mpich; BGLMPI_ALLTOALL torus, mpich, switched with setenv between
  * calls): every root, sizes across packet boundaries, a non-contiguous
- * datatype, a sub-communicator (MPICH's algorithms), content checked on
+ * datatype, sub-communicators (halves, even/odd ranks), content checked on
  * every rank. Prints the simulated cycles of one 64 KiB broadcast per
- * algorithm. */
+ * algorithm, on the world and on the sub-communicators. */
 #include <string.h>
 
 #include "mpi_check.h"
@@ -50,15 +50,49 @@ int main(int argc, char **argv)
         MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         if (rank == 0) printf("bcast: %s 64 KiB on %d ranks: %.0f cycles\n", algos[a], n, tmax * 700e6);
     }
-    /* a sub-communicator: MPICH's algorithms, whatever BGLMPI_BCAST says */
+    /* sub-communicators: the first and second half of the ranks (on 2x2x2,
+     * the planes z = 0 and z = 1: boxes, so the deposit broadcast serves
+     * them), then even and odd ranks (no box: MPICH's broadcast, the torus
+     * alltoall); each split twice, so freed groups make room for new ones */
+    for (int split = 0; split < 4; split++) {
+        int color = split % 2 ? rank % 2 : rank < n / 2, sr, sn;
+        const char *what = split % 2 ? "even/odd" : "first/second half";
+        MPI_Comm sub;
+        MPI_Comm_split(MPI_COMM_WORLD, color, rank, &sub);
+        MPI_Comm_rank(sub, &sr);
+        MPI_Comm_size(sub, &sn);
+        for (int a = 0; a < 3; a += 2) {
+            setenv("BGLMPI_BCAST", algos[a], 1);
+            int bad = 0, round = split * 100;
+            for (int root = 0; root < sn; root++)
+                for (size_t len = 1; len <= 5000; len = len * 16 + 1, round++) {
+                    for (size_t i = 0; i < len; i++) buf[i] = sr == root ? val(root + color, i, round) : 0;
+                    MPI_Bcast(buf, (int)len, MPI_BYTE, root, sub);
+                    for (size_t i = 0; i < len; i++) bad += buf[i] != val(root + color, i, round);
+                }
+            CHECK(!bad, "MPI_Bcast %s on %s communicators (%d ranks): every root, 1..4369 bytes", algos[a],
+                  what, sn);
+            MPI_Barrier(sub);
+            double t0 = MPI_Wtime();
+            MPI_Bcast(buf, 65536, MPI_BYTE, 0, sub);
+            double t = MPI_Wtime() - t0, tmax;
+            MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            if (rank == 0 && split < 2)
+                printf("bcast: %s %s 64 KiB on %d ranks: %.0f cycles\n", what, algos[a], sn, tmax * 700e6);
+        }
+        setenv("BGLMPI_ALLTOALL", "torus", 1);
+        int per = 100, bad = 0;
+        int *sb = malloc(sizeof(int) * (size_t)(sn * per)), *rb = malloc(sizeof(int) * (size_t)(sn * per));
+        for (int d = 0; d < sn; d++)
+            for (int k = 0; k < per; k++) sb[d * per + k] = sr * 7919 + d * 31 + k + color;
+        MPI_Alltoall(sb, per, MPI_INT, rb, per, MPI_INT, sub);
+        for (int q = 0; q < sn; q++)
+            for (int k = 0; k < per; k++) bad += rb[q * per + k] != q * 7919 + sr * 31 + k + color;
+        CHECK(!bad, "MPI_Alltoall torus on %s communicators (%d ranks), contents right", what, sn);
+        free(sb), free(rb);
+        MPI_Comm_free(&sub);
+    }
     setenv("BGLMPI_BCAST", "torus3", 1);
-    MPI_Comm half;
-    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
-    int x = rank % 2 == 0 ? 4242 : 0;
-    if (rank % 2) x = rank == 1 ? 99 : 0;
-    MPI_Bcast(&x, 1, MPI_INT, 0, half);
-    CHECK(x == (rank % 2 ? 99 : 4242), "MPI_Bcast on a split communicator");
-    MPI_Comm_free(&half);
 
     static const char *const a2a[] = {"torus", "mpich"};
     for (int a = 0; a < 2; a++) {

@@ -1,9 +1,9 @@
 /* bglemu CH4 netmod "bgl": MPI_Bcast and MPI_Alltoall over bglemu's torus
  * collectives (collectives/coll.h: deposit-bit broadcast, packet-scheduled
- * alltoall) on communicators whose ranks are the world's in order
- * (MPI_COMM_WORLD and its duplicates); everything else, MPI_IN_PLACE, and
- * the broadcast on a partly populated machine go to MPICH's algorithms.
- * Non-contiguous datatypes are packed.
+ * alltoall) on intracommunicators: the alltoall on any, the broadcast on
+ * those whose ranks fill a box of nodes (MPI_COMM_WORLD on a full machine,
+ * rectangular sub-meshes). Intercommunicators, MPI_IN_PLACE and other
+ * broadcasts go to MPICH's algorithms. Non-contiguous datatypes are packed.
  *
  * BGLMPI_BCAST = torus3 (default: three edge-disjoint routes from 720
  * bytes up, one below) | torus1 | mpich and BGLMPI_ALLTOALL = torus
@@ -14,14 +14,50 @@
 #include "bgl_impl.h"
 #include "bgl_ml.h"
 
-static int is_world(MPIR_Comm * comm)
+/* The collectives' group of each intracommunicator, by context id (unique
+ * among the live communicators of a process): made on first use from the
+ * member list alone, so every member makes the same one, and freed with the
+ * communicator. MPI_COMM_WORLD (context id 0) is the partition's group. */
+static coll_group **groups;
+
+static coll_group *group_of(MPIR_Comm * comm)
 {
-    if (comm->comm_kind != MPIR_COMM_KIND__INTRACOMM || comm->local_size != MPIR_Process.size)
-        return 0;
-    for (int i = 0; i < comm->local_size; i++)
-        if (MPIDIU_rank_to_lpid(i, comm) != i)
-            return 0;
-    return 1;
+    MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
+    if (!g->coll || comm->comm_kind != MPIR_COMM_KIND__INTRACOMM)
+        return NULL;
+    if (comm->context_id == 0)
+        return coll_world(g->coll);
+    if (!groups && !(groups = MPL_calloc(1 << 16, sizeof *groups, MPL_MEM_COMM)))
+        return NULL;
+    coll_group **slot = &groups[comm->context_id];
+    if (!*slot) {
+        int n = comm->local_size, *ranks = MPL_malloc(n * sizeof *ranks, MPL_MEM_COMM);
+        if (!ranks)
+            return NULL;
+        for (int i = 0; i < n; i++)
+            ranks[i] = MPIDIU_rank_to_lpid(i, comm);
+        *slot = coll_group_new(g->coll, n, ranks, comm->context_id);
+        MPL_free(ranks);
+    }
+    return *slot;
+}
+
+void MPIDI_BGL_coll_comm_free(MPIR_Comm * comm)
+{
+    if (groups && comm->comm_kind == MPIR_COMM_KIND__INTRACOMM && comm->context_id) {
+        coll_group_free(groups[comm->context_id]);
+        groups[comm->context_id] = NULL;
+    }
+}
+
+void MPIDI_BGL_coll_finalize(void)
+{
+    if (!groups)
+        return;
+    for (int i = 0; i < 1 << 16; i++)
+        coll_group_free(groups[i]);
+    MPL_free(groups);
+    groups = NULL;
 }
 
 /* The value of env var name among choices (index), or -1 if unknown. */
@@ -45,8 +81,9 @@ int MPIDI_BGL_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int
     int a = choice("BGLMPI_BCAST", algos, 3);
     MPIR_ERR_CHKANDJUMP1(a < 0, mpi_errno, MPI_ERR_OTHER, "**bgl_collalgo",
                          "**bgl_collalgo %s", "BGLMPI_BCAST=torus3|torus1|mpich");
-    /* the deposit-bit trees need a rank on every processor the mode uses */
-    if (a == 2 || !g->coll || !coll_hw_ok(g->coll) || !is_world(comm_ptr))
+    /* the deposit-bit trees need the communicator's ranks to fill a box */
+    coll_group *grp = a == 2 ? NULL : group_of(comm_ptr);
+    if (!grp || !coll_group_hw_ok(grp))
         return MPIR_Bcast_impl(buffer, count, datatype, root, comm_ptr, errflag);
 
     int dt_contig;
@@ -66,7 +103,7 @@ int MPIDI_BGL_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int
     /* the three-route trees are deeper (an extra hop, one more stage): with
      * less than a packet per route one tree is sooner */
     int routes = a == 0 && data_sz >= 3 * TSIM_PAYLOAD_MAX ? 3 : 1;
-    if (coll_bcast(g->coll, buf, (size_t) data_sz, root, routes) != 0)
+    if (coll_bcast_in(g->coll, grp, buf, (size_t) data_sz, root, routes) != 0)
         MPIDI_BGL_job_aborted("broadcast");
     MPIDI_BGL_clock_leave();
     if (tmp) {
@@ -102,7 +139,8 @@ int MPIDI_BGL_mpi_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype
     int a = choice("BGLMPI_ALLTOALL", algos, 2);
     MPIR_ERR_CHKANDJUMP1(a < 0, mpi_errno, MPI_ERR_OTHER, "**bgl_collalgo",
                          "**bgl_collalgo %s", "BGLMPI_ALLTOALL=torus|mpich");
-    if (a == 1 || !g->coll || sendbuf == MPI_IN_PLACE || !is_world(comm_ptr))
+    coll_group *grp = a == 1 || sendbuf == MPI_IN_PLACE ? NULL : group_of(comm_ptr);
+    if (!grp)
         return MPIR_Alltoall_impl(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                                   comm_ptr, errflag);
 
@@ -126,7 +164,7 @@ int MPIDI_BGL_mpi_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype
         rb = rtmp;
     }
     MPIDI_BGL_clock_enter();
-    if (coll_alltoall(g->coll, sb, rb, (size_t) sbytes) != 0)
+    if (coll_alltoall_in(g->coll, grp, sb, rb, (size_t) sbytes) != 0)
         MPIDI_BGL_job_aborted("alltoall");
     MPIDI_BGL_clock_leave();
     if (rtmp)

@@ -1,6 +1,6 @@
-/* bglemu CH4 netmod "bgl": communicator hooks. Later: recognize the
- * communicators the torus collectives can serve (COMM_WORLD, rectangular
- * sub-meshes) and record that in MPIDI_BGL_comm_t. */
+/* bglemu CH4 netmod "bgl": communicator hooks. The torus collectives'
+ * group of a communicator is made on its first MPI_Bcast/MPI_Alltoall
+ * (bgl_coll.c) and freed here. */
 #include "mpidimpl.h"
 #include "bgl_impl.h"
 
@@ -16,5 +16,6 @@ int MPIDI_BGL_mpi_comm_commit_post_hook(MPIR_Comm * comm)
 
 int MPIDI_BGL_mpi_comm_free_hook(MPIR_Comm * comm)
 {
+    MPIDI_BGL_coll_comm_free(comm);
     return MPI_SUCCESS;
 }

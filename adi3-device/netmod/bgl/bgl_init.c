@@ -77,6 +77,7 @@ int MPIDI_BGL_mpi_finalize_hook(void)
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
     if (g->ml) {
         MPIDI_BGL_clock_enter();
+        MPIDI_BGL_coll_finalize();
         if (g->coll)
             coll_finalize(g->coll);
         g->coll = NULL;
