@@ -7,7 +7,7 @@
 set -eu
 if [ ! -x "$PREFIX/bin/mpicc" ]; then echo "  skipped: MPICH not built (make mpich)"; exit 0; fi
 out=$BUILD/mpi; mkdir -p "$out"
-for p in pingpong collectives collbench; do
+for p in pingpong collectives; do
   [ "$out/$p" -nt tests/mpi/$p.c ] || mpicc -O2 -o "$out/$p" tests/mpi/$p.c
 done
 N=${BENCH_MPI_ITERS:-1000}
@@ -31,9 +31,9 @@ echo "  64 ranks on 4x4x4 (CO), allreduce + alltoall of 16 ints per pair, 10 ite
 t0=$(now); line=$(mpirun -np 64 -shape 4x4x4 -clock none "$out/collectives" 10 16 2>&1 | grep -E '^collectives:|simulated time'); t1=$(now)
 echo "$line" | sed 's/^/    /'
 awk -v a="$t0" -v b="$t1" 'BEGIN { printf "    wall: %.1f s for the job (2 host cores)\n", b - a }'
-echo "  MPI_Bcast on a 4x4x2 mesh (32 ranks), simulated, MPICH's default vs deposit-bit torus1/torus3:"
-t0=$(now); mpirun -np 32 -shape 4x4x2 -connect MESH -clock none "$out/collbench" bcast 1024 16384 262144 2>/dev/null | grep '^collbench:' | sed 's/^/    /'; t1=$(now)
+echo "  MPI_Bcast on a 4x4x2 mesh (32 ranks), simulated, MPICH's default vs deposit-bit torus1/torus3 (coll_bcast):"
+t0=$(now); mpirun -np 32 -shape 4x4x2 -connect MESH -clock none coll_bcast --min 1K --max 256K --step 16 2>/dev/null | grep -v '^#' | sed 's/^/    /'; t1=$(now)
 awk -v a="$t0" -v b="$t1" 'BEGIN { printf "    (%.1f s wall)\n", b - a }'
-echo "  MPI_Alltoall on 4x4x4 (64 ranks), simulated, MPICH's default vs packet-scheduled torus:"
-t0=$(now); mpirun -np 64 -shape 4x4x4 -clock none "$out/collbench" alltoall 1024 4096 2>/dev/null | grep '^collbench:' | sed 's/^/    /'; t1=$(now)
+echo "  MPI_Alltoall on 4x4x4 (64 ranks), simulated, MPICH's default vs packet-scheduled torus (coll_alltoall):"
+t0=$(now); mpirun -np 64 -shape 4x4x4 -clock none coll_alltoall --min 1K --max 4K 2>/dev/null | grep -v '^#' | sed 's/^/    /'; t1=$(now)
 awk -v a="$t0" -v b="$t1" 'BEGIN { printf "    (%.1f s wall)\n", b - a }'
