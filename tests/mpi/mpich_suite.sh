@@ -10,8 +10,9 @@ usage() {
 usage: tests/mpi/mpich_suite.sh [options] [DIR|DIR/TEST ...]
 Runs MPICH's test suite (test/mpi of the MPICH source) through bglemu's
 mpirun (-clock none). Default directories (MPICH_SUITE_DIRS): pt2pt
-datatype comm group attr init topo plus coll's MPI_Bcast and MPI_Alltoall
-tests (bcasttest bcastzerotype alltoall1), the set `make test` runs; all of
+datatype comm group attr init topo plus coll's MPI_Bcast, MPI_Alltoall and
+MPI_Alltoallv tests (bcasttest bcastzerotype alltoall1 alltoallv
+alltoallv0), the set `make test` runs; all of
 coll (over an hour of wall time on 2 cores) only when named or with --all.
 An argument DIR/TEST runs only that test's lines of DIR's testlist.
 Prints one line per test ("ok DIR/TEST np=N" or "not ok DIR/TEST np=N:
@@ -59,9 +60,9 @@ VERBOSE=0
 NICE=${MPICH_NICE:-19}
 # coll alone takes over an hour of wall time on 2 cores: not in the default
 # run (`make test`); name it (or use --all) to run it.
-# Of coll, the default runs the tests of MPI_Bcast and MPI_Alltoall, the two
-# collectives the netmod routes to the torus algorithms.
-COLL_TORUS="coll/bcasttest coll/bcastzerotype coll/alltoall1"
+# Of coll, the default runs the tests of MPI_Bcast, MPI_Alltoall and
+# MPI_Alltoallv, the collectives the netmod routes to the torus algorithms.
+COLL_TORUS="coll/bcasttest coll/bcastzerotype coll/alltoall1 coll/alltoallv coll/alltoallv0"
 DEFAULT_DIRS=${MPICH_SUITE_DIRS:-"pt2pt datatype comm group attr init topo $COLL_TORUS"}
 sel=()
 

@@ -176,3 +176,61 @@ int MPIDI_BGL_mpi_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype
   fn_fail:
     goto fn_exit;
 }
+
+/* Bytes per element and the extent of type, when elements are contiguous
+ * and packed (extent == size): counts and displacements then scale to
+ * bytes. 0 otherwise. */
+static int packed_type(MPI_Datatype type, MPI_Aint * size, MPI_Aint * extent, MPI_Aint * lb)
+{
+    int contig;
+    MPIR_Datatype *dt_ptr;
+    MPI_Aint bytes;
+    MPIDI_Datatype_get_info(1, type, contig, bytes, dt_ptr, *lb);
+    MPIR_Datatype_get_extent_macro(type, *extent);
+    *size = bytes;
+    return contig && bytes > 0 && *extent == bytes;
+}
+
+int MPIDI_BGL_mpi_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
+                            const MPI_Aint * sdispls, MPI_Datatype sendtype, void *recvbuf,
+                            const MPI_Aint * recvcounts, const MPI_Aint * rdispls,
+                            MPI_Datatype recvtype, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag)
+{
+    static const char *const algos[] = { "torus", "mpich" };
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
+    int a = choice("BGLMPI_ALLTOALL", algos, 2);
+    MPIR_ERR_CHKANDJUMP1(a < 0, mpi_errno, MPI_ERR_OTHER, "**bgl_collalgo",
+                         "**bgl_collalgo %s", "BGLMPI_ALLTOALL=torus|mpich");
+    coll_group *grp = a == 1 || sendbuf == MPI_IN_PLACE ? NULL : group_of(comm_ptr);
+    MPI_Aint ssz, sext, slb, rsz, rext, rlb;
+    /* element types that are not packed bytes: MPICH's algorithm */
+    if (!grp || !packed_type(sendtype, &ssz, &sext, &slb) ||
+        !packed_type(recvtype, &rsz, &rext, &rlb))
+        return MPIR_Alltoallv_impl(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                   rdispls, recvtype, comm_ptr, errflag);
+    int n = comm_ptr->local_size;
+    size_t *v = MPL_malloc(4 * (size_t) n * sizeof *v, MPL_MEM_BUFFER);
+    MPIR_ERR_CHKANDJUMP(!v, mpi_errno, MPI_ERR_NO_MEM, "**nomem");
+    for (int i = 0; i < n; i++) {
+        if (sdispls[i] < 0 || rdispls[i] < 0 || sendcounts[i] < 0 || recvcounts[i] < 0) {
+            MPL_free(v);
+            return MPIR_Alltoallv_impl(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                       recvcounts, rdispls, recvtype, comm_ptr, errflag);
+        }
+        v[i] = (size_t) (sendcounts[i] * ssz);
+        v[n + i] = (size_t) (sdispls[i] * sext);
+        v[2 * n + i] = (size_t) (recvcounts[i] * rsz);
+        v[3 * n + i] = (size_t) (rdispls[i] * rext);
+    }
+    MPIDI_BGL_clock_enter();
+    if (coll_alltoallv_in(g->coll, grp, (const char *) sendbuf + slb, v, v + n,
+                          (char *) recvbuf + rlb, v + 2 * n, v + 3 * n) != 0)
+        MPIDI_BGL_job_aborted("alltoallv");
+    MPIDI_BGL_clock_leave();
+    MPL_free(v);
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}

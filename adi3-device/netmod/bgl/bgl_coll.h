@@ -1,4 +1,4 @@
-/* bglemu CH4 netmod "bgl": MPI_Bcast and MPI_Alltoall on the torus.
+/* bglemu CH4 netmod "bgl": MPI_Bcast, MPI_Alltoall and MPI_Alltoallv on the torus.
  * CH4 reaches these through the collective selection file mpirun points
  * MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE at (share/bglemu/ch4-coll.json);
  * bgl_coll.c decides per call between bglemu's collectives and MPICH's
@@ -22,6 +22,19 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_alltoall(const void *sendbuf, MPI_Aint
 {
     return MPIDI_BGL_mpi_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                                   comm_ptr, errflag);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_alltoallv(const void *sendbuf,
+                                                    const MPI_Aint * sendcounts,
+                                                    const MPI_Aint * sdispls,
+                                                    MPI_Datatype sendtype, void *recvbuf,
+                                                    const MPI_Aint * recvcounts,
+                                                    const MPI_Aint * rdispls,
+                                                    MPI_Datatype recvtype, MPIR_Comm * comm_ptr,
+                                                    MPIR_Errflag_t * errflag)
+{
+    return MPIDI_BGL_mpi_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                   rdispls, recvtype, comm_ptr, errflag);
 }
 
 #endif /* BGL_COLL_H_INCLUDED */

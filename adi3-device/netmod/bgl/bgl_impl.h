@@ -38,6 +38,10 @@ int MPIDI_BGL_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int
 int MPIDI_BGL_mpi_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                            void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
                            MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag);
+int MPIDI_BGL_mpi_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
+                            const MPI_Aint * sdispls, MPI_Datatype sendtype, void *recvbuf,
+                            const MPI_Aint * recvcounts, const MPI_Aint * rdispls,
+                            MPI_Datatype recvtype, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag);
 /* a communicator's collectives group goes with it; all go at finalize */
 void MPIDI_BGL_coll_comm_free(MPIR_Comm * comm);
 void MPIDI_BGL_coll_finalize(void);

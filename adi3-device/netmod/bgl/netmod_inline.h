@@ -4,13 +4,13 @@
  * bgl is an active-message netmod: point-to-point, probe, cancel, RMA,
  * partitioned and collective operations go to CH4's generic layer (MPIDIG)
  * through MPICH's netmod_am_fallback*.h; the netmod itself moves active
- * messages (bgl_am.h), makes progress (bgl_progress.h), and runs MPI_Bcast
- * and MPI_Alltoall on COMM_WORLD with bglemu's torus collectives (bgl_coll.h). */
+ * messages (bgl_am.h), makes progress (bgl_progress.h), and runs MPI_Bcast,
+ * MPI_Alltoall and MPI_Alltoallv with bglemu's torus collectives (bgl_coll.h). */
 #ifndef NETMOD_INLINE_H_INCLUDED
 #define NETMOD_INLINE_H_INCLUDED
 
-/* MPICH's fallbacks send everything through MPIDIG, except broadcast and
- * alltoall, which bgl_coll.h takes (torus collectives on COMM_WORLD). */
+/* MPICH's fallbacks send everything through MPIDIG, except broadcast,
+ * alltoall and alltoallv, which bgl_coll.h takes (torus collectives). */
 #include "netmod_am_fallback_send.h"
 #include "netmod_am_fallback_recv.h"
 #include "netmod_am_fallback_probe.h"
@@ -19,9 +19,11 @@
 /* (the fallback's two definitions are kept under other names, unused) */
 #define MPIDI_NM_mpi_bcast MPIDI_BGL_fallback_bcast
 #define MPIDI_NM_mpi_alltoall MPIDI_BGL_fallback_alltoall
+#define MPIDI_NM_mpi_alltoallv MPIDI_BGL_fallback_alltoallv
 #include "netmod_am_fallback_coll.h"
 #undef MPIDI_NM_mpi_bcast
 #undef MPIDI_NM_mpi_alltoall
+#undef MPIDI_NM_mpi_alltoallv
 #include "bgl_coll.h"
 
 #include "bgl_am.h"
