@@ -60,13 +60,10 @@ int main(int argc, char **argv)
     const int algo = o.algo, iters = o.iters;
     const size_t min = o.min, max = o.max, step = o.step;
 
-    MPI_Init(&argc, &argv);
     int me, n;
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
     tsim_geom g;
     tsim_params prm;
-    if (cb_machine("coll_alltoall", &g, &prm) != 0) MPI_Abort(MPI_COMM_WORLD, 1);
+    cb_start("coll_alltoall", &argc, &argv, &me, &n, &g, &prm);
     unsigned char *sbuf = malloc((size_t)n * max), *rbuf = malloc((size_t)n * max);
     if (!sbuf || !rbuf) {
         fprintf(stderr, "coll_alltoall: out of memory (%zu bytes per buffer)\n", (size_t)n * max);

@@ -41,13 +41,10 @@ int main(int argc, char **argv)
     const int algo = o.algo, iters = o.iters, root = o.root;
     const size_t min = o.min, max = o.max, step = o.step;
 
-    MPI_Init(&argc, &argv);
     int me, n;
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
     tsim_geom g;
     tsim_params prm;
-    if (cb_machine("coll_bcast", &g, &prm) != 0) MPI_Abort(MPI_COMM_WORLD, 1);
+    cb_start("coll_bcast", &argc, &argv, &me, &n, &g, &prm);
     if (root >= n) {
         if (!me) fprintf(stderr, "coll_bcast: --root must be 0..%d\n", n - 1);
         MPI_Abort(MPI_COMM_WORLD, 2);

@@ -109,6 +109,17 @@ static inline int cb_machine(const char *prog, tsim_geom *geom, tsim_params *prm
     return -1;
 }
 
+/* MPI_Init, this rank and the job's size, the machine; aborts the job
+ * (exit 1) when not on bglemu's MPI. */
+static inline void cb_start(const char *prog, int *argc, char ***argv, int *me, int *n,
+                            tsim_geom *geom, tsim_params *prm)
+{
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, me);
+    MPI_Comm_size(MPI_COMM_WORLD, n);
+    if (cb_machine(prog, geom, prm) != 0) MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
 /* Link cycles to carry m bytes of one message as packets: full 240-byte
  * payloads, the last one rounded up to 32-byte chunks, plus each packet's
  * wire overhead. */

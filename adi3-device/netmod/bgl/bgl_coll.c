@@ -129,17 +129,31 @@ static int blocks_contig(MPI_Aint count, MPI_Datatype type, MPI_Aint * bytes, MP
     return contig && extent * count == *bytes;
 }
 
+/* The group an alltoall(v) runs in, or NULL for MPICH's algorithm
+ * (BGLMPI_ALLTOALL=mpich, MPI_IN_PLACE, an intercommunicator). */
+static int a2a_group(const void *sendbuf, MPIR_Comm * comm, coll_group ** grp)
+{
+    static const char *const algos[] = { "torus", "mpich" };
+    int mpi_errno = MPI_SUCCESS;
+    int a = choice("BGLMPI_ALLTOALL", algos, 2);
+    *grp = NULL;
+    MPIR_ERR_CHKANDJUMP1(a < 0, mpi_errno, MPI_ERR_OTHER, "**bgl_collalgo",
+                         "**bgl_collalgo %s", "BGLMPI_ALLTOALL=torus|mpich");
+    if (a == 0 && sendbuf != MPI_IN_PLACE)
+        *grp = group_of(comm);
+  fn_fail:
+    return mpi_errno;
+}
+
 int MPIDI_BGL_mpi_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                            void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
                            MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag)
 {
-    static const char *const algos[] = { "torus", "mpich" };
     int mpi_errno = MPI_SUCCESS;
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
-    int a = choice("BGLMPI_ALLTOALL", algos, 2);
-    MPIR_ERR_CHKANDJUMP1(a < 0, mpi_errno, MPI_ERR_OTHER, "**bgl_collalgo",
-                         "**bgl_collalgo %s", "BGLMPI_ALLTOALL=torus|mpich");
-    coll_group *grp = a == 1 || sendbuf == MPI_IN_PLACE ? NULL : group_of(comm_ptr);
+    coll_group *grp;
+    mpi_errno = a2a_group(sendbuf, comm_ptr, &grp);
+    MPIR_ERR_CHECK(mpi_errno);
     if (!grp)
         return MPIR_Alltoall_impl(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                                   comm_ptr, errflag);
@@ -196,13 +210,11 @@ int MPIDI_BGL_mpi_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
                             const MPI_Aint * recvcounts, const MPI_Aint * rdispls,
                             MPI_Datatype recvtype, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag)
 {
-    static const char *const algos[] = { "torus", "mpich" };
     int mpi_errno = MPI_SUCCESS;
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
-    int a = choice("BGLMPI_ALLTOALL", algos, 2);
-    MPIR_ERR_CHKANDJUMP1(a < 0, mpi_errno, MPI_ERR_OTHER, "**bgl_collalgo",
-                         "**bgl_collalgo %s", "BGLMPI_ALLTOALL=torus|mpich");
-    coll_group *grp = a == 1 || sendbuf == MPI_IN_PLACE ? NULL : group_of(comm_ptr);
+    coll_group *grp;
+    mpi_errno = a2a_group(sendbuf, comm_ptr, &grp);
+    MPIR_ERR_CHECK(mpi_errno);
     MPI_Aint ssz, sext, slb, rsz, rext, rlb;
     /* element types that are not packed bytes: MPICH's algorithm */
     if (!grp || !packed_type(sendtype, &ssz, &sext, &slb) ||
