@@ -325,7 +325,11 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
                 for (int i = 0; i < e->nprocs; i++)
                     wake_if_ready(e, i, atomic_load(&s->procs[i].vt));
                 if (e->woke_min == UINT64_MAX) {
-                    if (blocked) e->deadlock = 1;
+                    /* the abort flag is read after the states: a job torn
+                     * down (its ranks marked gone one by one) is not a
+                     * deadlock */
+                    if (atomic_load(&s->abort)) e->aborted = 1;
+                    else if (blocked) e->deadlock = 1;
                     break;
                 }
             }

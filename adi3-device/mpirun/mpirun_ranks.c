@@ -298,19 +298,19 @@ static void reap_hydra(mpirun_job *j, int st, int *failing)
     j->hydra_pid = 0;
     j->live = 0;
     int bad = -1, running = -1;
-    for (int r = 0; r < j->g.nranks && running < 0; r++)
-        if (atomic_load(&j->seg->procs[j->map.proc[r]].state) == TSIM_P_RUNNING) running = r;
-    /* Blocked ranks leave first: had a running one (the crashed rank) gone
-     * first, the engine could look in between, see only blocked ranks and
-     * call the crash a deadlock. */
-    for (int pass = 0; pass < 2; pass++)
-        for (int r = 0; r < j->g.nranks; r++) {
-            tsim_proc *p = &j->seg->procs[j->map.proc[r]];
-            uint32_t st = atomic_load(&p->state);
-            if (st == TSIM_P_EXITED || (pass == 0 && st != TSIM_P_BLOCKED)) continue;
-            if (bad < 0 || r < bad) bad = r;
-            atomic_store(&p->state, TSIM_P_EXITED);
-        }
+    for (int r = 0; r < j->g.nranks; r++) {
+        uint32_t s = atomic_load(&j->seg->procs[j->map.proc[r]].state);
+        if (s == TSIM_P_RUNNING && running < 0) running = r;
+        if (s != TSIM_P_EXITED && bad < 0) bad = r;
+    }
+    /* A failed job is aborted before its ranks are marked gone: the engine,
+     * reading the states while they change, could otherwise see only
+     * blocked ranks left and call a crash a deadlock (it checks the abort
+     * flag after reading the states). */
+    if ((!WIFEXITED(st) || WEXITSTATUS(st) != 0 || bad >= 0) && !atomic_load(&j->seg->deadlock))
+        atomic_store(&j->seg->abort, 1);
+    for (int r = 0; r < j->g.nranks; r++)
+        atomic_store(&j->seg->procs[j->map.proc[r]].state, TSIM_P_EXITED);
     tsim_kick(j->seg);
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && bad < 0) return;
     if (atomic_load(&j->seg->deadlock)) return;
