@@ -204,7 +204,7 @@ static void bounce_done(ml_ctx * ml, void *arg)
 {
     MPIDI_BGL_bounce_t *b = arg;
     MPIDI_BGL_global.rx_inflight--;
-    MPIDIG_recv_copy_seg(b->data, (MPI_Aint) b->len, b->rreq);
+    MPIDIG_recv_copy(b->data, b->rreq);     /* unpacks, or copies into an iov */
     complete_recv(b->rreq);
     MPL_free(b);
 }
@@ -257,13 +257,30 @@ static void upcall(ml_ctx * ml, int src, const void *hdr, size_t hdrlen, size_t 
 }
 
 /* Where the len bytes for rreq go: straight into a contiguous receive
- * buffer, or a bounce buffer that MPIDIG unpacks. */
+ * buffer, or a bounce buffer that MPIDIG unpacks.
+ *
+ * A non-contiguous datatype stays one: MPICH 4.0.2's MPIDIG_get_recv_data
+ * would turn it into an iov sized for the whole receive buffer but filled
+ * only for the incoming bytes, and count all the entries (iov_num), so a
+ * message shorter than its receive buffer (MPICH's recursive-doubling
+ * allgather posts such receives) summed uninitialised lengths and failed
+ * as "truncated; 34 bytes received but buffer size is 40". */
 static void land(MPIR_Request * rreq, size_t len, ml_recv * out)
 {
-    int is_contig, is_gpu;
+    int is_contig = 0, is_gpu;
     void *p;
     MPI_Aint sz;
-    MPIDIG_get_recv_data(&is_contig, &is_gpu, &p, &sz, rreq);
+    int typed_noncontig = 0;
+    if (MPIDIG_REQUEST(rreq, req->recv_async).recv_type == MPIDIG_RECV_DATATYPE) {
+        int contig;
+        MPI_Aint bytes, lb;
+        MPIR_Datatype *dt_ptr;
+        MPIDI_Datatype_get_info(MPIDIG_REQUEST(rreq, count), MPIDIG_REQUEST(rreq, datatype),
+                                contig, bytes, dt_ptr, lb);
+        typed_noncontig = !contig;
+    }
+    if (!typed_noncontig)
+        MPIDIG_get_recv_data(&is_contig, &is_gpu, &p, &sz, rreq);
     MPIDI_BGL_global.rx_inflight++;     /* until recv_done / bounce_done */
     MPIDIG_recv_setup(rreq);    /* status count; truncation error if len > sz */
     if (is_contig) {
