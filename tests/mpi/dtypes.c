@@ -79,5 +79,40 @@ int main(int argc, char **argv)
         MPI_Type_free(&contig);
         free(bl), free(disp);
     }
+    /* a message shorter than its non-contiguous receive buffer (as MPICH's
+     * recursive-doubling allgather posts): every other int, 1000 sent into
+     * room for 3000, the receive posted first and then arriving late */
+    MPI_Datatype one_int, every_other;
+    MPI_Type_vector(1, 1, 2, MPI_INT, &one_int);
+    MPI_Type_create_resized(one_int, 0, 2 * sizeof(int), &every_other);
+    MPI_Type_commit(&every_other);
+    int *b = malloc(sizeof(int) * 6000);
+    for (int late = 0; late < 2 && n >= 2; late++) {
+        if (rank == 0) {
+            for (int i = 0; i < 2000; i++) b[i] = i % 2 ? -2 : i / 2 + late;
+            if (late) MPI_Barrier(MPI_COMM_WORLD);
+            MPI_Send(b, 1000, every_other, 1, 77, MPI_COMM_WORLD);
+        } else if (rank == 1) {
+            void *junk = malloc(48000); /* leave no zeroed memory for a fresh iov */
+            memset(junk, 0x5a, 48000);
+            free(junk);
+            for (int i = 0; i < 6000; i++) b[i] = -1;
+            MPI_Request q;
+            MPI_Status st;
+            int got = -1, bad = 0;
+            MPI_Irecv(b, 3000, every_other, 0, 77, MPI_COMM_WORLD, &q);
+            if (late) MPI_Barrier(MPI_COMM_WORLD);
+            MPI_Wait(&q, &st);
+            MPI_Get_count(&st, every_other, &got);
+            for (int i = 0; i < 1000; i++) bad += b[2 * i] != i + late || b[2 * i + 1] != -1;
+            for (int i = 2000; i < 6000; i++) bad += b[i] != -1;
+            CHECK(got == 1000 && !bad, "1000 of every other int into room for 3000 (%s): count %d, %d wrong",
+                  late ? "unexpected" : "receive posted first", got, bad);
+        } else if (late) {
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
+    }
+    free(b);
+    MPI_Type_free(&every_other), MPI_Type_free(&one_int);
     return mc_finish();
 }
