@@ -211,7 +211,7 @@ void coll_bcast_packet(ml_ctx *ml, const tsim_slot *s, void *arg)
 int coll_bcast(coll_ctx *c, void *buf, size_t len, int root, int routes)
 {
     if (!c) return -1;
-    if (!c->hw_ok) {
+    if (!c->world.hw_ok) {
         if (root < 0 || root >= c->nranks || routes < 1 || routes > 3) return -1;
         return coll_bcast_p2p(c, buf, len, root);
     }

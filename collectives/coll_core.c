@@ -139,7 +139,6 @@ coll_ctx *coll_init(ml_ctx *ml)
         free(c);
         return NULL;
     }
-    c->hw_ok = c->world.hw_ok;
     if (ml_register_packet(ml, COLL_T_BCAST, coll_bcast_packet, c) != 0) {
         group_fini(&c->world);
         free(c);
@@ -178,7 +177,7 @@ void coll_finalize(coll_ctx *c)
     free(c);
 }
 
-int coll_hw_ok(const coll_ctx *c) { return c->hw_ok; }
+int coll_hw_ok(const coll_ctx *c) { return c->world.hw_ok; }
 const coll_stats *coll_get_stats(const coll_ctx *c) { return &c->st; }
 void coll_set_a2a_order(coll_ctx *c, int order) { c->a2a_order = order; }
 void coll_set_p2p_window(coll_ctx *c, int window) { c->p2p_window = window; }

@@ -70,7 +70,7 @@ struct coll_ctx {
     pl_proc *pp;
     const ml_map *map;
     tsim_geom g;
-    int rank, nranks, hw_ok, cpus;
+    int rank, nranks, cpus;
     uint16_t seq;      /* the p2p baselines' next sequence number */
     coll_group world;  /* every rank, id 0 */
     int op;            /* running collective */

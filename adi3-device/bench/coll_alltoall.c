@@ -31,25 +31,6 @@ static unsigned char byte_of(int src, int dst, size_t i, unsigned seed)
     return (unsigned char)(i * 131u + (unsigned)src * 7u + (unsigned)dst * 17u + seed + (i >> 8));
 }
 
-/* Bisection bound in cycles for per-pair size m: for every dimension, cut
- * it in two halves; the pairs across the cut send |A||B| messages each way
- * over the links that cross it (two per line on a torus ring longer than
- * 2, else one). The largest such time bounds any alltoall. */
-static double bisection_bound(const tsim_geom *g, const tsim_params *p, int nranks, size_t m)
-{
-    double best = 0, w = cb_wire_cycles(p, m);
-    for (int d = 0; d < 3; d++) {
-        int n = g->dim[d];
-        if (n < 2) continue;
-        double per_plane = (double)nranks / n;
-        double a = per_plane * (n / 2), b = per_plane * (n - n / 2);
-        double links = (double)(g->nnodes / n) * (g->torus[d] && n > 2 ? 2 : 1);
-        double t = a * b * w / links;
-        if (t > best) best = t;
-    }
-    return best;
-}
-
 int main(int argc, char **argv)
 {
     /* options first: --help and errors need no MPI job */
@@ -104,7 +85,7 @@ int main(int argc, char **argv)
                 if (t > worst) worst = t;
             }
             if (!me && !failed) {
-                double cycles = worst * hz, bound = bisection_bound(&g, &prm, n, m);
+                double cycles = worst * hz, bound = coll_bisection_cycles(&g, &prm, n, m);
                 printf("%-6s %8zu %12.0f %12.0f %9.3f %10.2f\n", algos[k], m, cycles, bound,
                        bound / cycles, (double)m * (n - 1) / worst / 1e6);
                 fflush(stdout);

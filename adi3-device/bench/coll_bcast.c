@@ -54,7 +54,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "coll_bcast: out of memory (%zu bytes)\n", max);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    double hz = (double)prm.clock_mhz * 1e6, link = cb_link_bytes_per_cycle(&prm);
+    double hz = (double)prm.clock_mhz * 1e6, link = coll_link_bytes_per_cycle(&prm);
     if (!me) {
         printf("# coll_bcast: MPI_Bcast, %d ranks on a %dx%dx%d %s, %s mode, root %d\n", n,
                g.dim[0], g.dim[1], g.dim[2], g.torus[0] ? "torus" : "mesh",

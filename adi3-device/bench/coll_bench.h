@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "torus-sim/tsim.h"
+#include "collectives/coll_bounds.h"
 
 /* exported by the bgl netmod inside libmpi (bgl_clock.c) */
 int MPIDI_BGL_machine(tsim_geom *geom, tsim_params *prm) __attribute__((weak));
@@ -118,27 +118,6 @@ static inline void cb_start(const char *prog, int *argc, char ***argv, int *me, 
     MPI_Comm_rank(MPI_COMM_WORLD, me);
     MPI_Comm_size(MPI_COMM_WORLD, n);
     if (cb_machine(prog, geom, prm) != 0) MPI_Abort(MPI_COMM_WORLD, 1);
-}
-
-/* Link cycles to carry m bytes of one message as packets: full 240-byte
- * payloads, the last one rounded up to 32-byte chunks, plus each packet's
- * wire overhead. */
-static inline double cb_wire_cycles(const tsim_params *p, size_t m)
-{
-    double w = 0;
-    for (size_t off = 0; off < m; off += TSIM_PAYLOAD_MAX) {
-        size_t n = m - off < TSIM_PAYLOAD_MAX ? m - off : TSIM_PAYLOAD_MAX;
-        size_t chunks = (TSIM_HDR_BYTES + n + TSIM_CHUNK - 1) / TSIM_CHUNK;
-        w += (double)(chunks * TSIM_CHUNK + p->wire_overhead) * (double)p->link_cycles_per_byte;
-    }
-    return w;
-}
-
-/* One link's payload bandwidth in bytes per cycle (full packets). */
-static inline double cb_link_bytes_per_cycle(const tsim_params *p)
-{
-    return TSIM_PAYLOAD_MAX / ((double)(TSIM_PKT_BYTES + p->wire_overhead) *
-                               (double)p->link_cycles_per_byte);
 }
 
 /* Simulated seconds of one collective on comm: from the first rank's start

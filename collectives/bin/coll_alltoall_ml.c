@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "collectives/coll.h"
+#include "collectives/coll_bounds.h"
 
 #define MAXPP (1u << 20)
 
@@ -51,37 +52,6 @@ static uint8_t byte_of(int src, int dst, size_t i, unsigned seed)
     return (uint8_t)(i * 131u + (unsigned)src * 7u + (unsigned)dst * 17u + seed + (i >> 8));
 }
 
-/* Link cycles to carry m bytes of one pair (its packets and wire bytes). */
-static double wire_cycles(const tsim_params *p, size_t m)
-{
-    double w = 0;
-    for (size_t off = 0; off < m; off += TSIM_PAYLOAD_MAX) {
-        size_t n = m - off < TSIM_PAYLOAD_MAX ? m - off : TSIM_PAYLOAD_MAX;
-        size_t chunks = (TSIM_HDR_BYTES + n + TSIM_CHUNK - 1) / TSIM_CHUNK;
-        w += (double)(chunks * TSIM_CHUNK + p->wire_overhead) * (double)p->link_cycles_per_byte;
-    }
-    return w;
-}
-
-/* Bisection bound in cycles for per-pair size m: for every dimension, cut
- * it in two halves; the pairs across the cut send |A||B| messages each way
- * over the links that cross it (two per line on a torus ring longer than
- * 2, else one). The largest such time bounds any alltoall. */
-static double bisection_bound(const tsim_geom *g, const tsim_params *p, int nranks, size_t m)
-{
-    double best = 0, w = wire_cycles(p, m);
-    for (int d = 0; d < 3; d++) {
-        int n = g->dim[d];
-        if (n < 2) continue;
-        double per_plane = (double)nranks / n;
-        double a = per_plane * (n / 2), b = per_plane * (n - n / 2);
-        double links = (double)(g->nnodes / n) * (g->torus[d] && n > 2 ? 2 : 1);
-        double t = a * b * w / links;
-        if (t > best) best = t;
-    }
-    return best;
-}
-
 /* Link bound in cycles: minimal routing fixes how many hops each pair
  * makes in each dimension and direction (a tie on an even ring at best
  * half each way), so the busiest class of links (dimension, direction)
@@ -110,7 +80,7 @@ static double link_bound(const tsim_geom *g, const tsim_params *p, int nranks, s
         if (n < 2) continue;
         double links = g->torus[d] ? g->nnodes : (double)g->nnodes / n * (n - 1);
         for (int s = 0; s < 2; s++) {
-            double t = hops[d][s] * per_node * per_node * wire_cycles(p, m) / links;
+            double t = hops[d][s] * per_node * per_node * coll_wire_cycles(p, m) / links;
             if (t > best) best = t;
         }
     }
@@ -230,7 +200,7 @@ int main(int argc, char **argv)
                 if (dt > worst) worst = dt;
             }
             if (me == 0 && !rc) {
-                double bound = bisection_bound(g, prm, n, m), lb = link_bound(g, prm, n, m);
+                double bound = coll_bisection_cycles(g, prm, n, m), lb = link_bound(g, prm, n, m);
                 printf("%-6s %8zu %12llu %12.0f %9.3f %12.0f %9.3f %10.2f\n", algos[k], m,
                        (unsigned long long)worst, bound, bound / (double)worst, lb,
                        lb / (double)worst, (double)m * (n - 1) * mhz / (double)worst);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "collectives/coll.h"
+#include "collectives/coll_bounds.h"
 
 #define MAXSZ (64u << 20)
 
@@ -115,7 +116,7 @@ int main(int argc, char **argv)
     const tsim_params *prm = &pp->seg->params;
     const tsim_geom *g = &pp->seg->geom;
     double mhz = (double)prm->clock_mhz;
-    double link = 240.0 / ((double)(TSIM_PKT_BYTES + prm->wire_overhead) * (double)prm->link_cycles_per_byte);
+    double link = coll_link_bytes_per_cycle(prm);
     uint8_t *buf = malloc(max), *ref = malloc(max);
     if (!buf || !ref) {
         fprintf(stderr, "coll_bcast_ml: out of memory\n");
