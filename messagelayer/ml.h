@@ -124,6 +124,15 @@ int ml_busy(const ml_ctx *ml);
  *     while (!done) if (!ml_advance(ml) && ml_idle(ml, "why") != 0) break; */
 int ml_idle(ml_ctx *ml, const char *why);
 
+/* ml_idle for a loop that only advances until a callback changes what it
+ * waits for: `polls` empty advances in a row (1 for the loop above) before
+ * it blocks. While it is blocked, the engine may do the steps this loop
+ * would do that need none of its code — reading data packets of matched
+ * receptions, sending the remaining packets of a message — at the same
+ * simulated times; it wakes the processor where its code must run. polls 0
+ * is ml_idle. */
+int ml_wait_idle(ml_ctx *ml, const char *why, unsigned polls);
+
 /* Transient coprocessor work unit (CO mode): fn runs on the coprocessor's
  * own clock, starting no earlier than the caller's; ml_cojoin waits for it
  * and moves the caller's clock to its end. */

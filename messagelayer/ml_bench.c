@@ -45,7 +45,7 @@ ml_upcall_fn ml_bench_upcall(void) { return bench_upcall; }
 static int wait_count(ml_ctx *ml, volatile int *c, int n)
 {
     while (*c < n)
-        if (!ml_advance(ml) && ml_idle(ml, "benchmark") != 0) return -1;
+        if (!ml_advance(ml) && ml_wait_idle(ml, "benchmark", 1) != 0) return -1;
     return 0;
 }
 

@@ -64,6 +64,8 @@ ml_ctx *ml_init(pl_proc *pp, int rank, ml_mode mode, ml_upcall_fn upcall, void *
         return NULL;
     }
     ml->vn_copy_ok = probe_vm_copy();
+    const char *px = getenv("BGLEMU_PROXY");
+    ml->proxy = !(px && strcmp(px, "0") == 0);
     if (mode == ML_MODE_CO && ml_coproc_start(ml) != 0) {
         ml_finalize(ml);
         return NULL;
@@ -94,9 +96,19 @@ ml_ctx *ml_init_env(ml_upcall_fn upcall, void *uarg, char *err, size_t errlen)
 
 int ml_advance(ml_ctx *ml)
 {
+    /* after the engine ran this loop (ml_proxy.c), the advance it stopped in
+     * goes on from there: its polls, or its closing send round */
+    int resume = ml->resume, moved = 0, i = 0;
+    ml->resume = TSIM_PRX_NONE;
+    if (resume == TSIM_PRX_TAIL) return ml->resume_moved + ml_send_progress(ml);
     ml->depth++;
-    int moved = ml_send_progress(ml);
-    for (int i = 0; i < 64; i++) {
+    if (resume == TSIM_PRX_POLL) {
+        moved = ml->resume_moved;
+        i = ml->resume_consumed;
+    } else {
+        moved = ml_send_progress(ml);
+    }
+    for (; i < ML_ADVANCE_BATCH; i++) {
         int f = pl_poll(ml->pp, TSIM_WAKE_REC_ALL);
         if (f < 0) break;
         tsim_slot s = *pl_peek(ml->pp, f); /* handlers may re-enter advance */
@@ -109,7 +121,7 @@ int ml_advance(ml_ctx *ml)
     return moved;
 }
 
-int ml_idle(ml_ctx *ml, const char *why)
+int ml_block(ml_ctx *ml, const char *why)
 {
     char buf[112];
     snprintf(buf, sizeof buf, "rank %d: %s (%d sends outstanding)", ml->rank,
@@ -117,11 +129,17 @@ int ml_idle(ml_ctx *ml, const char *why)
     return pl_block_need(ml->pp, TSIM_WAKE_REC_ALL | ml->inj_full, TSIM_MAX_CHUNKS, buf);
 }
 
+int ml_idle(ml_ctx *ml, const char *why)
+{
+    ml->pp->p->prx.polls = 0; /* nothing for the engine to do on this rank's behalf */
+    return ml_block(ml, why);
+}
+
 int ml_wait(ml_ctx *ml, volatile int *flag)
 {
     while (!*flag) {
         if (ml_advance(ml) || *flag) continue;
-        if (ml_idle(ml, NULL) != 0) return -1;
+        if (ml_wait_idle(ml, NULL, 1) != 0) return -1;
     }
     return 0;
 }

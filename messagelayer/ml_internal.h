@@ -53,6 +53,12 @@ typedef struct ml_rx {
     uint16_t seq;          /* the message's per-pair sequence number */
     uint16_t sender_id;    /* rendezvous: the sender's message id, for the grant */
     uint8_t used, cpu;
+    /* receptions whose data packets are still to come (the engine may read
+     * them while this processor is blocked: ml_proxy.c) */
+    struct ml_rx *act_next, *act_prev;
+    uint8_t act;
+    uint8_t dtype;         /* software type of its data packets */
+    uint16_t did;          /* the id they carry */
 } ml_rx;
 
 /* A packet kept for later (out-of-order first packets, early AE data). */
@@ -109,6 +115,12 @@ struct ml_ctx {
     volatile int co_done;
     uint64_t co_reordered;      /* written by the coprocessor thread only */
     int vn_copy_ok;             /* process_vm_readv usable */
+    /* work the engine does while this processor waits (ml_proxy.c) */
+    ml_rx *act_head;            /* receptions with data still to come */
+    int proxy;                  /* describe waits to the engine (BGLEMU_PROXY != 0) */
+    int resume, resume_moved, resume_consumed; /* where the next advance picks up */
+    ml_rx *reg_rx[TSIM_PRX_RX]; /* what the last description named */
+    ml_msg *reg_tx;
     ml_packet_fn user_fn[256 - ML_TYPE_USER]; /* ml_register_packet */
     void *user_arg[256 - ML_TYPE_USER];
 };
@@ -123,6 +135,14 @@ int ml_fifo_for(int dst_rank);
 void ml_dispatch(ml_ctx *ml, const tsim_slot *s);
 /* Places data of a reception; counts an offset below one already seen. */
 void ml_rx_write(ml_rx *rx, uint64_t *reordered, size_t off, const void *data, size_t n);
+#define ML_ADVANCE_BATCH 64 /* packets one advance reads at most */
+
+/* ml_core.c: blocks until a packet arrives or a full FIFO has room. */
+int ml_block(ml_ctx *ml, const char *why);
+/* ml_proxy.c */
+/* A reception whose data packets (type, id) are still to come / is over. */
+void ml_act_add(ml_ctx *ml, ml_rx *rx, uint8_t dtype, uint16_t did);
+void ml_act_del(ml_ctx *ml, ml_rx *rx);
 /* ml_coproc.c */
 int ml_coproc_start(ml_ctx *ml);
 void ml_coproc_stop(ml_ctx *ml);

@@ -40,6 +40,7 @@ static void rx_write(ml_ctx *ml, ml_rx *rx, size_t off, const void *data, size_t
 
 static void rx_complete(ml_ctx *ml, ml_rx *rx)
 {
+    ml_act_del(ml, rx);
     ml_recv r = rx->r;
     rx->used = 0;
     ml_charge(ml, ml->prm->ml_callback_cycles);
@@ -49,6 +50,7 @@ static void rx_complete(ml_ctx *ml, ml_rx *rx)
 static void upcall(ml_ctx *ml, int src, const uint8_t *hdr, size_t hl, size_t len, ml_rx *rx,
                    ml_proto proto, unsigned token)
 {
+    ml_act_del(ml, rx);
     memset(rx, 0, sizeof *rx);
     rx->r.proto = proto;
     rx->r.token = token;
@@ -94,6 +96,7 @@ static void grant(ml_ctx *ml, uint16_t k)
     rx->cpu = cpu;
     send_ctl(ml, rx->src, ml_fifo_for(ml->rank), T_GRANT, cpu, rx->sender_id, k);
     if (rx->len == 0) rx_complete(ml, rx);
+    else if (!cpu) ml_act_add(ml, rx, T_RZV_DATA, k);
 }
 
 int ml_accept(ml_ctx *ml, unsigned token, void *buf, size_t cap, ml_done_fn done, void *arg)
@@ -122,7 +125,7 @@ static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
     case T_AE: {
         ml_rx one = {0}, *rx = sw.type == T_ONE ? &one : &p->eager;
         if (sw.type == T_AE) {
-            rx = malloc(sizeof *rx);
+            rx = calloc(1, sizeof *rx);
             if (!rx) abort();
         }
         ml_charge(ml, sw.type == T_EAGER ? ml->prm->ml_eager_cycles
@@ -153,9 +156,12 @@ static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
             } else {
                 rx->next = p->ae;
                 p->ae = rx;
+                ml_act_add(ml, rx, T_AE_DATA, sw.id);
             }
         } else if (rx->got >= len) {
             rx_complete(ml, rx);
+        } else if (sw.type == T_EAGER) {
+            ml_act_add(ml, rx, T_EAGER_DATA, sw.id);
         }
         break;
     }
@@ -174,7 +180,7 @@ static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
         ml_vn_addr a;
         memcpy(&a, pl + hl, sizeof a);
         ml_charge(ml, ml->prm->ml_vn_cycles);
-        ml_rx tmp, *rx = &tmp;
+        ml_rx tmp = {0}, *rx = &tmp;
         upcall(ml, src, pl, hl, len, rx, ML_VN, 0);
         size_t n = len < rx->r.cap ? len : rx->r.cap;
         int ok = 1;
@@ -196,6 +202,7 @@ static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
         } else { /* no direct copy: the sender streams it over the scratchpad */
             uint16_t k = slot_alloc(ml);
             ml->slots[k] = *rx;
+            ml_act_add(ml, &ml->slots[k], T_VN_DATA, k);
             send_ctl(ml, src, TSIM_INJ_SP, T_VN_NACK, 0, a.id, k);
         }
         break;

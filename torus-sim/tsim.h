@@ -130,6 +130,66 @@ enum tsim_pstate {
 
 #define TSIM_NSW_KINDS 8
 
+/* tsim_proc.fate_kind */
+#define TSIM_FATE_SIGNAL 1u     /* killed by a fatal signal (SIGSEGV, SIGABRT, ...) */
+#define TSIM_FATE_EXIT   2u     /* exit() while still in the machine (no pl_close) */
+#define TSIM_FATE_CLOSED 0x100u /* flag: it had left the machine (pl_close) already */
+
+/* ---- steps the engine does for a blocked processor (tsim_proxy.c) ---- *
+ * A processor about to block in its message layer's wait loop may describe
+ * the work that loop would do without needing its software: data packets
+ * of receptions already matched (written straight into its memory) and the
+ * packets of one message already going out (read straight from it). The
+ * engine then performs those steps itself, at the simulated times and with
+ * the costs the loop would have had, and wakes the processor only where its
+ * own code must run; docs/simulated-time.md. Written by the processor
+ * before it blocks, read by the engine while it is blocked; the engine's
+ * results go back in the same block before the wake. */
+#define TSIM_PRX_RX 32
+
+/* Data packets whose software header is {type, *, id, offset} from
+ * processor src go to buf + offset (cap bytes there); the reception is
+ * complete once got reaches len. */
+typedef struct tsim_prx_rx {
+    uint64_t buf, cap, len, got, hi;
+    uint32_t src;
+    uint8_t type;
+    uint8_t resv;
+    uint16_t id;
+} tsim_prx_rx;
+
+/* One message's remaining packets: bytes [off, len) of buf, at most
+ * TSIM_PAYLOAD_MAX each, software header {type, 0, id, offset}. */
+typedef struct tsim_prx_tx {
+    uint64_t buf, len, off;
+    uint32_t dst;    /* destination processor */
+    uint8_t fifo;    /* injection FIFO */
+    uint8_t flags;   /* TSIM_F_* */
+    uint8_t group;   /* reception group at the destination */
+    uint8_t type;
+    uint16_t id;
+    uint16_t live;
+} tsim_prx_tx;
+
+/* Where the processor picks up when the engine hands back (resume). */
+enum { TSIM_PRX_NONE, TSIM_PRX_ADVANCE, TSIM_PRX_POLL, TSIM_PRX_TAIL };
+
+typedef struct tsim_prx {
+    _Atomic uint32_t gen;     /* bumped for every description (0: none given) */
+    uint32_t polls;           /* empty advances of its loop before it blocks */
+    uint32_t batch;           /* packets one advance reads at most */
+    uint32_t nrx;
+    uint64_t dispatch_cycles; /* cost of handling a data packet, beyond the read */
+    tsim_prx_tx tx;
+    tsim_prx_rx rx[TSIM_PRX_RX];
+    /* the engine's answer */
+    uint32_t resume;          /* TSIM_PRX_* */
+    uint32_t moved;           /* packets the resumed advance has moved already */
+    uint32_t consumed;        /* packets it has read already */
+    uint32_t inj_full;        /* TSIM_WAKE_INJ bits its send round found full */
+    uint64_t pkts_recv, pkts_sent, reordered;
+} tsim_prx;
+
 typedef struct tsim_proc {
     _Atomic uint64_t vt;          /* published virtual clock, cycles */
     _Atomic uint32_t state;       /* enum tsim_pstate */
@@ -140,11 +200,21 @@ typedef struct tsim_proc {
     int32_t rank;                 /* MPI rank here, -1 if none */
     int32_t pid;
     int32_t exit_code;
+    /* How this rank's process ended, written by the process itself as it
+     * ends (packetlayer/pl_fate.c): the rank that failed is then named from
+     * what each rank knew of its own end, never from the order in which
+     * mpirun happened to see the processes go. Stored fields first, kind
+     * last; fate_ns is CLOCK_MONOTONIC, comparable across processes. */
+    _Atomic uint32_t fate_kind;   /* TSIM_FATE_*, 0 while it lives */
+    int32_t fate_signal;          /* TSIM_FATE_SIGNAL: the signal */
+    int32_t fate_status;          /* TSIM_FATE_EXIT: exit()'s argument */
+    uint64_t fate_ns;             /* when */
     _Atomic uint64_t pkts_injected, pkts_received, bytes_injected, bytes_received;
     _Atomic uint64_t msgs_sent[TSIM_NSW_KINDS]; /* messages per kind, counted by the
                                                    software above (the message layer's
                                                    protocols), for reports */
     char waiting_on[112];         /* software's note, shown in deadlock reports */
+    tsim_prx prx;                 /* work the engine may do while it is blocked */
     tsim_ring inj[TSIM_NINJ];
     tsim_ring rec[TSIM_NREC];
 } tsim_proc;
@@ -226,6 +296,9 @@ typedef struct tsim_result {
     int aborted;         /* seg->abort was raised from outside */
     uint64_t end_time;   /* largest processor clock at the end */
     uint64_t events, packet_hops, packets_delivered;
+    /* host-side accounting: packets the engine read and sent for blocked
+     * processors, and how often it woke a processor (tsim_proxy.c) */
+    uint64_t proxy_read, proxy_sent, wakes;
     double wall_seconds;
 } tsim_result;
 

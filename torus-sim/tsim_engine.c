@@ -15,7 +15,12 @@
 #include "tsim_engine_priv.h"
 #include "tsim_futex.h"
 
-#define KEY_ENGINE 0ull
+/* Keys order events of one time: the engine's steps for blocked processors
+ * first (what a processor sees at vt is everything before vt, and nothing
+ * of vt itself), then the engine's own events in processing order, then
+ * the processors' in (processor, FIFO, slot) order. */
+#define KEY_PROXY 0ull
+#define KEY_ENGINE (1ull << 48)
 #define KEY_PROC (1ull << 62)
 
 void ev_push_key(tsim_engine *e, uint64_t t, uint64_t key, uint32_t type, int a, int b,
@@ -35,6 +40,13 @@ static uint64_t proc_key(int proc, int ring, uint32_t seq)
     return KEY_PROC | (uint64_t)proc << 40 | (uint64_t)ring << 32 | seq;
 }
 
+uint64_t eng_proc_key(int proc, int ring, uint32_t seq) { return proc_key(proc, ring, seq); }
+
+void ev_push_proxy(tsim_engine *e, uint64_t t, int proc)
+{
+    ev_push_key(e, t, KEY_PROXY | (uint64_t)proc, EV_PROXY, proc, 0, 0);
+}
+
 /* ---- processors ------------------------------------------------------ */
 void eng_wake(tsim_engine *e, int proc, uint64_t t)
 {
@@ -43,6 +55,7 @@ void eng_wake(tsim_engine *e, int proc, uint64_t t)
     if (t > vt) atomic_store(&p->vt, t);
     else t = vt;
     if (t < e->woke_min) e->woke_min = t;
+    e->wakes++;
     atomic_store(&p->wake_mask, 0);
     atomic_store(&p->state, TSIM_P_RUNNING);
     atomic_fetch_add(&p->bell, 1);
@@ -54,22 +67,23 @@ static int inj_room(const tsim_ring *r, uint32_t need)
     return r->cap - atomic_load(&r->used) >= need;
 }
 
-/* A blocked processor waiting for something that is already there. */
+/* A blocked processor waiting for something that is already there. A
+ * processor whose loop the engine runs is looked after by tsim_proxy.c. */
 static void wake_if_ready(tsim_engine *e, int proc, uint64_t t)
 {
     tsim_proc *p = &e->seg->procs[proc];
-    if (atomic_load(&p->state) != TSIM_P_BLOCKED) return;
+    if (atomic_load(&p->state) != TSIM_P_BLOCKED || prx_active(e, proc)) return;
     uint32_t mask = atomic_load(&p->wake_mask);
     for (int f = 0; f < TSIM_NREC; f++) {
         tsim_ring *r = &p->rec[f];
         if ((mask & TSIM_WAKE_REC(f)) && atomic_load(&r->head) != atomic_load(&r->tail)) {
-            eng_wake(e, proc, t);
+            if (!prx_trigger(e, proc, t, f)) eng_wake(e, proc, t);
             return;
         }
     }
     for (int f = 0; f < TSIM_NINJ; f++)
         if ((mask & TSIM_WAKE_INJ(f)) && inj_room(&p->inj[f], atomic_load(&p->inj_need))) {
-            eng_wake(e, proc, t);
+            if (!prx_trigger(e, proc, t, -1 - f)) eng_wake(e, proc, t);
             return;
         }
 }
@@ -101,7 +115,8 @@ void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
     atomic_store_explicit(&r->head, h + 1, memory_order_release);
     pkt_free(e, pk);
     if (atomic_load(&p->state) == TSIM_P_BLOCKED &&
-        (atomic_load(&p->wake_mask) & TSIM_WAKE_REC(fifo)))
+        (prx_active(e, proc) || (atomic_load(&p->wake_mask) & TSIM_WAKE_REC(fifo))) &&
+        !prx_trigger(e, proc, t + 1, fifo))
         eng_wake(e, proc, t + 1); /* visible to a processor at vt > arrival */
 }
 
@@ -117,10 +132,13 @@ void eng_inj_freed(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t)
     atomic_store(&r->t_free, t);
     atomic_fetch_sub(&r->used, (uint32_t)chunks);
     atomic_fetch_add_explicit(&r->tail, 1, memory_order_release);
-    if (atomic_load(&p->state) == TSIM_P_BLOCKED &&
-        (atomic_load(&p->wake_mask) & TSIM_WAKE_INJ(fifo)) &&
-        inj_room(r, atomic_load(&p->inj_need)))
+    if (atomic_load(&p->state) != TSIM_P_BLOCKED) return;
+    if (prx_active(e, proc)) {
+        prx_trigger(e, proc, t, -1 - fifo);
+    } else if ((atomic_load(&p->wake_mask) & TSIM_WAKE_INJ(fifo)) &&
+               inj_room(r, atomic_load(&p->inj_need)) && !prx_trigger(e, proc, t, -1 - fifo)) {
         eng_wake(e, proc, t);
+    }
 }
 
 /* ---- engine-side sources --------------------------------------------- */
@@ -220,7 +238,7 @@ static int drain(tsim_engine *e)
 static void process(tsim_engine *e, const ev *v)
 {
     e->now = v->t;
-    e->events++;
+    e->events += v->type != EV_PROXY; /* the network's events: the same whoever runs a loop */
     switch (v->type) {
     case EV_INJ:
         net_inject(e, v->a, v->b, v->pkt, v->t);
@@ -233,6 +251,9 @@ static void process(tsim_engine *e, const ev *v)
         break;
     case EV_SRC:
         src_pull(e, v->a);
+        break;
+    case EV_PROXY:
+        prx_step(e, v->a);
         break;
     default:
         net_event(e, v);
@@ -364,6 +385,13 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
     r.events = e->events;
     r.packet_hops = e->hops;
     r.packets_delivered = e->delivered;
+    r.proxy_read = e->prx_read;
+    r.proxy_sent = e->prx_sent;
+    r.wakes = e->wakes;
+    if (getenv("BGLEMU_PROXY_STATS"))
+        fprintf(stderr, "bglemu: engine read %llu and sent %llu packets for blocked processors; "
+                "%llu wakes\n", (unsigned long long)r.proxy_read, (unsigned long long)r.proxy_sent,
+                (unsigned long long)r.wakes);
     r.wall_seconds = now_s() - t0;
     e->result = r;
     if (res) *res = r;
@@ -388,6 +416,8 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
     e->rt = calloc((size_t)e->g.nnodes, sizeof *e->rt);
     e->ep = calloc((size_t)e->nprocs, sizeof *e->ep);
     e->freelist = NIL;
+    const char *px = getenv("BGLEMU_PROXY");
+    e->prx_off = px && strcmp(px, "0") == 0;
     if (!e->rt || !e->ep || evq_init(&e->q) != 0) {
         tsim_engine_free(e);
         return NULL;
@@ -422,6 +452,7 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
 void tsim_engine_free(tsim_engine *e)
 {
     if (!e) return;
+    prx_free(e);
     free(e->rt);
     free(e->ep);
     evq_free(&e->q);

@@ -16,6 +16,7 @@ enum ev_type {
     EV_DELIVER,   /* a = proc, b = fifo: tail reached the reception FIFO */
     EV_REC_FREE,  /* a = proc, b = fifo, pkt = chunks: consumer freed a slot */
     EV_SRC,       /* a = proc: engine-side source generates its next packet */
+    EV_PROXY,     /* a = proc: the engine's next step for a blocked processor */
 };
 
 
@@ -79,6 +80,26 @@ typedef struct router {
     credit_ret ret[TSIM_MAX_RET];
 } router;
 
+/* The engine's copy of a blocked processor's loop (tsim_proxy.c). */
+typedef struct prx_state {
+    uint32_t gen;      /* description adopted */
+    int on;            /* the engine runs this processor's loop */
+    int phase;         /* PH_* */
+    int armed;         /* an EV_PROXY is queued */
+    uint32_t empties, polls, batch, consumed, moved, inj_full;
+    uint64_t vt, dispatch_cycles;
+    tsim_prx_tx tx;
+    uint32_t nrx;
+    tsim_prx_rx rx[TSIM_PRX_RX];
+    uint64_t pkts_recv, pkts_sent, reordered;
+    int pid;           /* whose memory; the engine's own process: memcpy */
+    /* writes into the processor's memory, batched until it wakes */
+    struct prx_wr *wr;
+    /* bytes of the outgoing message read ahead */
+    uint8_t *txbuf;
+    uint64_t txbuf_off, txbuf_len;
+} prx_state;
+
 typedef struct eproc {
     uint32_t rec_seen[TSIM_NREC]; /* consumed slots already turned into events */
     int32_t inj_used[TSIM_NINJ];  /* modelled injection occupancy */
@@ -89,6 +110,7 @@ typedef struct eproc {
     uint64_t src_t;
     uint64_t src_armed; /* time of the EV_SRC already queued, or 0 */
     tsim_pkt src_pkt;
+    prx_state prx;
 } eproc;
 
 struct tsim_engine {
@@ -112,8 +134,10 @@ struct tsim_engine {
     int has_src;
     /* accounting */
     uint64_t events, hops, delivered, now;
+    uint64_t prx_read, prx_sent, wakes;
     uint64_t woke_min; /* lowest clock a wake set this round */
     int deadlock, aborted;
+    int prx_off;           /* BGLEMU_PROXY=0: every blocked processor is woken */
     char *deadlock_report; /* snapshot taken when the deadlock was found */
     pthread_t thread;
     tsim_result result;
@@ -127,6 +151,14 @@ void net_rec_free(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t);
 uint32_t pkt_alloc(tsim_engine *e);
 void pkt_free(tsim_engine *e, uint32_t pk);
 
+/* tsim_proxy.c: a blocked processor's message-layer steps, done by the engine. */
+/* The processor is BLOCKED and something it waits for happened at t (its
+ * wake time): 1 if the engine runs its loop (no wake), 0 to wake it. */
+int prx_trigger(tsim_engine *e, int proc, uint64_t t, int rec_fifo);
+void prx_step(tsim_engine *e, int proc);
+int prx_active(const tsim_engine *e, int proc);
+void prx_free(tsim_engine *e);
+
 /* tsim_report.c */
 void report_snapshot_deadlock(tsim_engine *e);
 
@@ -137,6 +169,8 @@ void ev_push_key(tsim_engine *e, uint64_t t, uint64_t key, uint32_t type, int a,
 void eng_wake(tsim_engine *e, int proc, uint64_t t);
 void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t);
 void eng_inj_freed(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t);
+uint64_t eng_proc_key(int proc, int ring, uint32_t seq);
+void ev_push_proxy(tsim_engine *e, uint64_t t, int proc);
 
 static inline uint64_t ser_cycles(const tsim_params *p, int chunks)
 {

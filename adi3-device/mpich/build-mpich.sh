@@ -223,6 +223,17 @@ if "__netmod_inline_bgl__" not in s:
     open(path, "w").write(s)
 PY
 
+# 3. CH4 calls every netmod's progress with blocking = 0, also from
+#    MPID_Progress_wait's loop; the netmod needs to know that loop (it runs no
+#    application code until a request completes, so the engine may do the
+#    rank's message-layer steps while it waits: docs/simulated-time.md), so
+#    MPIDI_progress_test passes its own `wait` flag on. One token, idempotent.
+PROG=$TREE/src/mpid/ch4/src/ch4_progress.h
+grep -q 'MPIDI_NM_progress(vci, wait)' "$PROG" ||
+    sed -i 's/mpi_errno = MPIDI_NM_progress(vci, 0);\( *\\\)$/mpi_errno = MPIDI_NM_progress(vci, wait);\1/' "$PROG"
+[ "$(grep -c 'MPIDI_NM_progress(vci, wait)' "$PROG")" = 2 ] ||
+    die "could not pass the wait flag to the netmod in $PROG (layout of this MPICH version differs)"
+
 # Regeneration, each keyed by a hash of its inputs (stamps in $STAMPS):
 #  autogen -quick + configure: the two registrations and the netmod's
 #    subconfigure.m4 (rare: a full autogen regenerates files all of MPICH

@@ -31,7 +31,7 @@ static int exchange(ml_ctx *ml, ml_bench *b, int peer, ml_proto proto, size_t si
     }
     if (ml_bench_recv(ml, b, recv) != 0) return -1;
     while (done < send)
-        if (!ml_advance(ml) && ml_idle(ml, "ml_bw") != 0) return -1;
+        if (!ml_advance(ml) && ml_wait_idle(ml, "ml_bw", 1) != 0) return -1;
     return 0;
 }
 

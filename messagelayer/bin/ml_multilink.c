@@ -81,7 +81,7 @@ int main(int argc, char **argv)
             }
             rc |= ml_bench_recv(ml, &b, peers);
             while (sent < peers && !rc)
-                if (!ml_advance(ml) && ml_idle(ml, "ml_multilink") != 0) rc = 1;
+                if (!ml_advance(ml) && ml_wait_idle(ml, "ml_multilink", 1) != 0) rc = 1;
             uint64_t dt = pl_now(pp) - t0;
             if (me == 0)
                 printf("%-15s %2d %12llu %10.2f\n", ml_proto_name(p), k, (unsigned long long)dt,

@@ -373,8 +373,14 @@ int MPIDI_BGL_progress(int vci, int blocking)
         MPIDI_BGL_clock_leave();
         int mpi_errno = MPIR_Progress_hook_exec_all(&hooks_moved);
         MPIDI_BGL_clock_enter();
+        /* Inside MPID_Progress_wait (blocking: CH4 passes its wait flag,
+         * adi3-device/mpich/build-mpich.sh) nothing but this loop runs until
+         * a request completes, which only a callback does: the engine may
+         * run the loop meanwhile (messagelayer/ml_proxy.c). */
+        unsigned polls = !blocking ? 0 : expecting_network(g) ? MPIDI_BGL_SPIN_POLLS
+            : MPIDI_BGL_SPIN_POLLS_IDLE;
         if (mpi_errno == MPI_SUCCESS && !hooks_moved &&
-            ml_idle(g->ml, "MPI: waiting in progress for a message") != 0)
+            ml_wait_idle(g->ml, "MPI: waiting in progress for a message", polls) != 0)
             MPIDI_BGL_job_aborted("progress");
         MPIDI_BGL_clock_leave();
         return mpi_errno;

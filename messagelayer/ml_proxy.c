@@ -1,0 +1,147 @@
+/* What the engine may do for this processor while it waits.
+ *
+ * Before a wait loop blocks (ml_wait_idle), it describes to the engine the
+ * steps that loop would take without needing this rank's code: the data
+ * packets of receptions already matched (where they go) and the remaining
+ * packets of the one message going out. The engine then does them at the
+ * same simulated times (torus-sim/tsim_proxy.c) and wakes the processor only
+ * where its code must run — a new message, a control packet, a completion —
+ * with the progress it made and where the loop picks up. Anything the
+ * engine can't follow exactly (control packets queued, several messages
+ * going out, a first packet waiting for room) is simply not described: the
+ * processor then wakes for every packet as before. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ml_internal.h"
+
+void ml_act_add(ml_ctx *ml, ml_rx *rx, uint8_t dtype, uint16_t did)
+{
+    if (rx->act) return;
+    rx->act = 1;
+    rx->dtype = dtype;
+    rx->did = did;
+    rx->act_prev = NULL;
+    rx->act_next = ml->act_head;
+    if (ml->act_head) ml->act_head->act_prev = rx;
+    ml->act_head = rx;
+}
+
+void ml_act_del(ml_ctx *ml, ml_rx *rx)
+{
+    if (!rx->act) return;
+    rx->act = 0;
+    if (rx->act_prev) rx->act_prev->act_next = rx->act_next;
+    else ml->act_head = rx->act_next;
+    if (rx->act_next) rx->act_next->act_prev = rx->act_prev;
+    rx->act_next = rx->act_prev = NULL;
+}
+
+/* The one message whose packets the engine can send: 1 and *out (or NULL
+ * when nothing goes out), 0 when the send side is not describable. */
+static int tx_stream(ml_ctx *ml, ml_msg **out)
+{
+    ml_msg *s = NULL;
+    int n = 0;
+    if (ml->ctl_head) return 0;
+    for (ml_msg *m = ml->data_head; m; m = m->next) s = m, n++;
+    for (int i = 0; i < ml->nring; i++) {
+        ml_peer *p = &ml->peer[ml->ring[i]];
+        ml_msg *m = p->head;
+        if (!m) continue;
+        if (m->state == S_QUEUED && p->ae_wait) continue; /* waits for a confirmation */
+        if (m->state != S_SENDING || !m->used ||
+            (m->proto != ML_EAGER && m->proto != ML_ADAPTIVE))
+            return 0; /* its first packet is still to go: the software's */
+        s = m, n++;
+    }
+    if (n > 1) return 0;
+    *out = s;
+    return 1;
+}
+
+static void describe_tx(ml_ctx *ml, tsim_prx_tx *t, ml_msg *m)
+{
+    memset(t, 0, sizeof *t);
+    if (!m) return;
+    int dproc = ml->map.proc[m->dst];
+    t->buf = (uint64_t)(uintptr_t)m->buf;
+    t->len = m->len;
+    t->off = m->off;
+    t->dst = (uint32_t)dproc;
+    t->live = 1;
+    if (m->state == S_DATA) { /* after the grant (or a VN refusal): m->seq is the slot */
+        int vn = m->proto == ML_VN;
+        t->fifo = (uint8_t)(vn ? TSIM_INJ_SP : ml_fifo_for(m->dst));
+        t->flags = vn ? 0 : TSIM_F_DYNAMIC;
+        t->group = (uint8_t)(vn || !m->used ? dproc % TSIM_CPUS : m->used);
+        t->type = vn ? T_VN_DATA : T_RZV_DATA;
+    } else {
+        int ae = m->proto == ML_ADAPTIVE;
+        t->fifo = (uint8_t)ml_fifo_for(m->dst);
+        t->flags = ae ? TSIM_F_DYNAMIC : 0;
+        t->group = (uint8_t)(dproc % TSIM_CPUS);
+        t->type = ae ? T_AE_DATA : T_EAGER_DATA;
+    }
+    t->id = m->seq;
+}
+
+/* Fills the description; 0 if this wait can't be described. */
+static int describe(ml_ctx *ml, tsim_prx *d, unsigned polls)
+{
+    ml_msg *m;
+    if (!tx_stream(ml, &m)) return 0;
+    describe_tx(ml, &d->tx, m);
+    ml->reg_tx = m;
+    uint32_t n = 0;
+    for (ml_rx *rx = ml->act_head; rx && n < TSIM_PRX_RX; rx = rx->act_next) {
+        tsim_prx_rx *r = &d->rx[n];
+        r->buf = (uint64_t)(uintptr_t)rx->r.buf;
+        r->cap = rx->r.buf ? rx->r.cap : 0;
+        r->len = rx->len;
+        r->got = rx->got;
+        r->hi = rx->hi;
+        /* rendezvous and VN data name the slot, whoever sends it */
+        r->src = rx->dtype == T_RZV_DATA || rx->dtype == T_VN_DATA
+                     ? UINT32_MAX : (uint32_t)ml->map.proc[rx->src];
+        r->type = rx->dtype;
+        r->id = rx->did;
+        ml->reg_rx[n++] = rx;
+    }
+    d->nrx = n;
+    d->polls = polls;
+    d->batch = ML_ADVANCE_BATCH;
+    d->dispatch_cycles = ml->prm->ml_dispatch_cycles;
+    d->resume = TSIM_PRX_NONE;
+    return 1;
+}
+
+/* The engine's progress becomes this rank's. */
+static void apply(ml_ctx *ml, tsim_prx *d)
+{
+    if (d->resume == TSIM_PRX_NONE) return;
+    for (uint32_t i = 0; i < d->nrx; i++) {
+        ml->reg_rx[i]->got = d->rx[i].got;
+        ml->reg_rx[i]->hi = d->rx[i].hi;
+    }
+    if (ml->reg_tx) ml->reg_tx->off = d->tx.off;
+    ml->st.pkts_recv += d->pkts_recv;
+    ml->st.pkts_sent += d->pkts_sent;
+    ml->st.reordered += d->reordered;
+    ml->inj_full = d->inj_full;
+    ml->resume = (int)d->resume;
+    ml->resume_moved = (int)d->moved;
+    ml->resume_consumed = (int)d->consumed;
+    d->resume = TSIM_PRX_NONE;
+}
+
+int ml_wait_idle(ml_ctx *ml, const char *why, unsigned polls)
+{
+    tsim_prx *d = &ml->pp->p->prx;
+    if (!polls || !ml->proxy || !describe(ml, d, polls)) return ml_idle(ml, why);
+    atomic_fetch_add_explicit(&d->gen, 1, memory_order_release);
+    int rc = ml_block(ml, why);
+    d->polls = 0; /* a later plain block is not described */
+    if (rc == 0) apply(ml, d);
+    return rc;
+}

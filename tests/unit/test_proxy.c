@@ -1,0 +1,248 @@
+/* The engine's steps for blocked processors (torus-sim/tsim_proxy.c,
+ * messagelayer/ml_proxy.c): each job runs twice, with BGLEMU_PROXY=0 (every
+ * packet wakes its rank) and with the engine doing the waiting loops' work,
+ * and must give the same clocks, link counters and bytes — while the engine
+ * really did read and send packets for the ranks. Ranks are threads on an
+ * anonymous segment; the engine runs in the test's thread. */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "messagelayer/ml.h"
+
+#define NR 4
+#define MSGS 3
+
+typedef struct job {
+    ml_mode mode;
+    int nranks, shape[3], cpus;
+    ml_proto proto;
+    size_t len;
+    int bidir;      /* ranks 0 and 1 send to each other at once */
+    size_t offset;  /* receive buffers start this far past a 64-byte boundary */
+} job;
+
+typedef struct rank {
+    const job *j;
+    pl_proc pp;
+    ml_ctx *ml;
+    int me;
+    uint8_t *src, *dst;
+    volatile int got, sent;
+    uint64_t end;
+} rank;
+
+static void on_done(ml_ctx *ml, void *arg)
+{
+    (void)ml;
+    (*(volatile int *)arg)++;
+}
+
+static void on_up(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t len, ml_recv *out,
+                  void *uarg)
+{
+    (void)ml, (void)src, (void)hdrlen;
+    rank *r = uarg;
+    int k;
+    memcpy(&k, hdr, sizeof k);
+    out->buf = r->dst + (size_t)k * len;
+    out->cap = len;
+    out->done = on_done;
+    out->arg = (void *)&r->got;
+}
+
+static void *rank_main(void *arg)
+{
+    rank *r = arg;
+    const job *j = r->j;
+    int peer = r->me ^ 1, sends = r->me == 0 || (j->bidir && r->me == 1);
+    int recvs = r->me == 1 || (j->bidir && r->me == 0);
+    ml_msg m[MSGS];
+    int hdr[MSGS];
+    for (int k = 0; k < MSGS && sends; k++) { /* one after another: MPI_Send in a loop */
+        hdr[k] = k;
+        m[k] = (ml_msg){.dst = peer, .hdr = &hdr[k], .hdrlen = sizeof hdr[k],
+                        .buf = r->src + (size_t)k * j->len + 1, .len = j->len, .proto = j->proto,
+                        .done = on_done, .arg = (void *)&r->sent};
+        ck_assert_int_eq(ml_send(r->ml, &m[k]), 0);
+        while (r->sent < k + 1)
+            if (!ml_advance(r->ml) && ml_wait_idle(r->ml, "test: send", 1) != 0) break;
+    }
+    /* the MPI netmod's loop: four empty advances in a row, then block */
+    int empty = 0;
+    while (recvs && r->got < MSGS) {
+        if (ml_advance(r->ml)) {
+            empty = 0;
+            continue;
+        }
+        if (++empty < 4) continue;
+        empty = 0;
+        if (ml_wait_idle(r->ml, "test: receive", 4) != 0) break;
+    }
+    r->end = pl_now(&r->pp);
+    ml_finalize(r->ml);
+    pl_close(&r->pp, 0);
+    return NULL;
+}
+
+typedef struct outcome {
+    uint64_t end[NR];
+    uint64_t link_pkts, link_busy;
+    tsim_result res;
+    uint8_t *data[2];
+} outcome;
+
+static void run(const job *j, int proxy, outcome *o)
+{
+    setenv("BGLEMU_PROXY", proxy ? "1" : "0", 1);
+    tsim_geom g = {{j->shape[0], j->shape[1], j->shape[2]}, {1, 1, 1}, j->cpus, 0, j->nranks};
+    tsim_params p;
+    tsim_params_default(&p);
+    char err[256];
+    tsim_seg *seg = tsim_seg_create(&g, &p, 0, err, sizeof err);
+    ck_assert_msg(seg, "%s", err);
+    seg->geom.nranks = j->nranks;
+    rank r[NR];
+    memset(r, 0, sizeof r);
+    size_t bytes = (size_t)MSGS * j->len + 64;
+    for (int i = 0; i < j->nranks; i++) {
+        int node = j->cpus == 2 ? i / 2 : i, cpu = j->cpus == 2 ? i % 2 : 0;
+        seg->rank_proc[i] = tsim_proc_index(node, cpu);
+        seg->procs[seg->rank_proc[i]].rank = i;
+    }
+    for (int i = 0; i < j->nranks; i++) {
+        r[i].j = j;
+        r[i].me = i;
+        r[i].src = malloc(bytes);
+        r[i].dst = aligned_alloc(64, (bytes + 127) / 64 * 64);
+        memset(r[i].dst, 0, bytes + 64);
+        r[i].dst += j->offset;
+        for (size_t b = 0; b < bytes; b++) r[i].src[b] = (uint8_t)(b * 131 + i * 7 + 3);
+        pl_open(&r[i].pp, seg, seg->rank_proc[i], 0);
+    }
+    for (int i = 0; i < j->nranks; i++) {
+        r[i].ml = ml_init(&r[i].pp, i, j->mode, on_up, &r[i]);
+        ck_assert_ptr_nonnull(r[i].ml);
+    }
+    tsim_engine *e = tsim_engine_new(seg);
+    pthread_t th[NR];
+    for (int i = 0; i < j->nranks; i++) pthread_create(&th[i], NULL, rank_main, &r[i]);
+    int rc = tsim_engine_run(e, &o->res);
+    for (int i = 0; i < j->nranks; i++) pthread_join(th[i], NULL);
+    ck_assert_int_eq(rc, 0);
+    o->link_pkts = o->link_busy = 0;
+    for (int n = 0; n < seg->geom.nnodes; n++)
+        for (int port = 0; port < TSIM_NPORTS; port++) {
+            const tsim_link_stats *ls = tsim_engine_link(e, n, port);
+            o->link_pkts = o->link_pkts * 31 + ls->packets;
+            o->link_busy = o->link_busy * 31 + ls->busy_cycles;
+        }
+    for (int i = 0; i < j->nranks; i++) {
+        o->end[i] = r[i].end;
+        ck_assert_int_eq(r[i].got, (i == 1 || (j->bidir && i == 0)) ? MSGS : 0);
+        if (i < 2) {
+            o->data[i] = malloc(bytes);
+            memcpy(o->data[i], r[i].dst, (size_t)MSGS * j->len);
+            /* every byte arrived, none beyond the buffer */
+            if (r[i].got)
+                for (int k = 0; k < MSGS; k++)
+                    ck_assert_msg(!memcmp(r[i].dst + (size_t)k * j->len,
+                                          r[i ^ 1].src + (size_t)k * j->len + 1, j->len),
+                                  "rank %d message %d corrupted", i, k);
+        }
+    }
+    for (int i = 0; i < j->nranks; i++) {
+        free(r[i].src);
+        free(r[i].dst - j->offset);
+    }
+    tsim_engine_free(e);
+    tsim_seg_destroy(seg);
+    unsetenv("BGLEMU_PROXY");
+}
+
+/* Same simulated result both ways; the engine did `want` of the work. */
+static void check_same(const job *j, const char *what, int want_read, int want_sent)
+{
+    outcome a, b;
+    run(j, 0, &a);
+    run(j, 1, &b);
+    for (int i = 0; i < j->nranks; i++)
+        ck_assert_msg(a.end[i] == b.end[i], "%s: rank %d ends at %llu with the engine's help, %llu without",
+                      what, i, (unsigned long long)b.end[i], (unsigned long long)a.end[i]);
+    ck_assert_uint_eq(a.res.end_time, b.res.end_time);
+    ck_assert_uint_eq(a.res.events, b.res.events);
+    ck_assert_uint_eq(a.res.packet_hops, b.res.packet_hops);
+    ck_assert_uint_eq(a.link_pkts, b.link_pkts);
+    ck_assert_uint_eq(a.link_busy, b.link_busy);
+    ck_assert_uint_eq(a.res.proxy_read + a.res.proxy_sent, 0);
+    if (want_read) ck_assert_msg(b.res.proxy_read > 0, "%s: the engine read no packet", what);
+    if (want_sent) ck_assert_msg(b.res.proxy_sent > 0, "%s: the engine sent no packet", what);
+    ck_assert_msg(b.res.wakes < a.res.wakes, "%s: %llu wakes with the engine's help, %llu without",
+                  what, (unsigned long long)b.res.wakes, (unsigned long long)a.res.wakes);
+    printf("proxy: %-34s end %llu cycles, wakes %llu -> %llu, engine read %llu sent %llu packets\n",
+           what, (unsigned long long)b.res.end_time, (unsigned long long)a.res.wakes,
+           (unsigned long long)b.res.wakes, (unsigned long long)b.res.proxy_read,
+           (unsigned long long)b.res.proxy_sent);
+    for (int i = 0; i < 2; i++) free(a.data[i]), free(b.data[i]);
+}
+
+START_TEST(proxy_rendezvous_heater)
+{
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16};
+    check_same(&j, "rendezvous, no coprocessor", 1, 1);
+}
+END_TEST
+
+START_TEST(proxy_rendezvous_coproc)
+{
+    job j = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0};
+    check_same(&j, "rendezvous, coprocessor receives", 0, 1);
+}
+END_TEST
+
+START_TEST(proxy_eager)
+{
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16};
+    check_same(&j, "eager", 1, 1);
+}
+END_TEST
+
+START_TEST(proxy_adaptive)
+{
+    job j = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16};
+    check_same(&j, "adaptive eager, two hops", 1, 1);
+}
+END_TEST
+
+START_TEST(proxy_bidirectional)
+{
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16};
+    check_same(&j, "rendezvous both ways", 1, 1);
+}
+END_TEST
+
+START_TEST(proxy_vn_fallback)
+{
+    setenv("BGLEMU_VN_NOCOPY", "1", 1); /* VN data over the scratchpad */
+    job j = {ML_MODE_VN, 2, {1, 1, 1}, 2, ML_VN, 50000, 0, 16};
+    check_same(&j, "VN without the direct copy", 1, 1);
+    unsetenv("BGLEMU_VN_NOCOPY");
+}
+END_TEST
+
+Suite *proxy_suite(void)
+{
+    Suite *s = suite_create("proxy");
+    TCase *tc = tcase_create("same results");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, proxy_rendezvous_heater);
+    tcase_add_test(tc, proxy_rendezvous_coproc);
+    tcase_add_test(tc, proxy_eager);
+    tcase_add_test(tc, proxy_adaptive);
+    tcase_add_test(tc, proxy_bidirectional);
+    tcase_add_test(tc, proxy_vn_fallback);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,442 @@
+/* The engine runs a blocked processor's wait loop itself.
+ *
+ * A processor blocks in its message layer's wait loop (MPI_Wait, a
+ * collective, a full FIFO) and describes what that loop would do without
+ * its software (tsim_prx): write the data packets of receptions already
+ * matched into its memory, inject the remaining packets of one message.
+ * Waking it for each such packet costs the host two context switches and a
+ * round of synchronisation with the engine; the engine can do the same
+ * steps in a few hundred nanoseconds. It does them at exactly the simulated
+ * times and costs the processor would have had, so results do not change:
+ *
+ *   advance  = send round (SP), then polls until one finds nothing or
+ *              `batch` packets were read, then, if anything moved, another
+ *              send round (SP tail);
+ *   the loop = advances until `polls` of them in a row moved nothing, then
+ *              block until a packet arrives or a full FIFO has room.
+ *
+ * Every observation the processor would make at clock vt (is a packet
+ * visible, is there room) is made in an EV_PROXY event at time vt, whose key
+ * puts it before every other event of that time: the engine has then done
+ * exactly what the processor would see (docs/simulated-time.md). The first
+ * packet the loop can't handle here (a new message, a control packet, the
+ * packet that completes a reception or the last one of the message, whose
+ * callbacks are the software's) hands the processor back: it is woken at
+ * that moment's clock, with a resume point (start of an advance, its polls,
+ * or its tail send round) that makes its own next steps the ones the loop
+ * would have taken. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "tsim_engine_priv.h"
+#include "tsim_futex.h"
+
+enum { PH_BLOCKED, PH_SP_HEAD, PH_POLL, PH_SP_TAIL };
+
+#define WR_IOV 512
+#define WR_BYTES (128 * 1024)
+#define TX_AHEAD (64 * 1024)
+#define MAX_POLLS (1u << 20)
+#define MAX_BATCH 1024
+
+/* Writes into the processor's memory wait here until it is woken: nothing
+ * reads a reception's buffer before its completion, which only the
+ * processor itself runs. Adjacent writes merge into one iovec. */
+struct prx_wr {
+    struct iovec loc[WR_IOV], rem[WR_IOV];
+    int n;
+    size_t used;
+    uint8_t data[WR_BYTES];
+};
+
+static void job_fail(tsim_engine *e, int proc, const char *what, int err)
+{
+    tsim_proc *p = &e->seg->procs[proc];
+    fprintf(stderr, "bglemu: rank %d (processor %d): %s: %s; ending the job\n", (int)p->rank,
+            proc, what, strerror(err));
+    atomic_store(&e->seg->abort, 1);
+}
+
+static int wr_flush(tsim_engine *e, int proc)
+{
+    prx_state *x = &e->ep[proc].prx;
+    struct prx_wr *w = x->wr;
+    if (!w || !w->n) return 0;
+    size_t total = 0;
+    for (int i = 0; i < w->n; i++) total += w->loc[i].iov_len;
+    int rc = 0;
+    if (x->pid == (int)getpid()) {
+        for (int i = 0; i < w->n; i++) memcpy(w->rem[i].iov_base, w->loc[i].iov_base, w->loc[i].iov_len);
+    } else if (process_vm_writev(x->pid, w->loc, (unsigned long)w->n, w->rem, (unsigned long)w->n, 0) !=
+               (ssize_t)total) {
+        job_fail(e, proc, "a receive buffer it registered is not writable", errno ? errno : EFAULT);
+        rc = -1;
+    }
+    w->n = 0;
+    w->used = 0;
+    return rc;
+}
+
+static int wr_add(tsim_engine *e, int proc, uint64_t addr, const void *src, size_t n)
+{
+    prx_state *x = &e->ep[proc].prx;
+    if (!n) return 0;
+    if (!x->wr && !(x->wr = calloc(1, sizeof *x->wr))) return -1;
+    struct prx_wr *w = x->wr;
+    if (w->used + n > WR_BYTES || w->n == WR_IOV)
+        if (wr_flush(e, proc) != 0) return -1;
+    uint8_t *d = w->data + w->used;
+    memcpy(d, src, n);
+    w->used += n;
+    if (w->n) {
+        struct iovec *l = &w->loc[w->n - 1], *r = &w->rem[w->n - 1];
+        if ((uint8_t *)l->iov_base + l->iov_len == d &&
+            (uint64_t)(uintptr_t)r->iov_base + r->iov_len == addr) {
+            l->iov_len += n;
+            r->iov_len += n;
+            return 0;
+        }
+    }
+    w->loc[w->n] = (struct iovec){d, n};
+    w->rem[w->n] = (struct iovec){(void *)(uintptr_t)addr, n};
+    w->n++;
+    return 0;
+}
+
+/* Bytes [off, off + n) of the outgoing message, read ahead in large
+ * pieces (the sender may not touch its buffer until the send completes). */
+static const uint8_t *tx_bytes(tsim_engine *e, int proc, uint64_t off, size_t n)
+{
+    prx_state *x = &e->ep[proc].prx;
+    if (off >= x->txbuf_off && off + n <= x->txbuf_off + x->txbuf_len)
+        return x->txbuf + (off - x->txbuf_off);
+    if (!x->txbuf && !(x->txbuf = malloc(TX_AHEAD))) return NULL;
+    size_t len = x->tx.len - off < TX_AHEAD ? (size_t)(x->tx.len - off) : TX_AHEAD;
+    if (len < n) return NULL;
+    uint64_t addr = x->tx.buf + off;
+    if (x->pid == (int)getpid()) {
+        memcpy(x->txbuf, (const void *)(uintptr_t)addr, len);
+    } else {
+        struct iovec l = {x->txbuf, len}, r = {(void *)(uintptr_t)addr, len};
+        if (process_vm_readv(x->pid, &l, 1, &r, 1, 0) != (ssize_t)len) {
+            job_fail(e, proc, "a send buffer it registered is not readable", errno ? errno : EFAULT);
+            return NULL;
+        }
+    }
+    x->txbuf_off = off;
+    x->txbuf_len = len;
+    return x->txbuf;
+}
+
+int prx_active(const tsim_engine *e, int proc) { return e->ep[proc].prx.on; }
+
+void prx_free(tsim_engine *e)
+{
+    for (int i = 0; e->ep && i < e->nprocs; i++) {
+        free(e->ep[i].prx.wr);
+        free(e->ep[i].prx.txbuf);
+    }
+}
+
+/* The description is taken only if it is one the engine can follow
+ * safely; anything else wakes the processor as before. */
+static int adopt(tsim_engine *e, int proc)
+{
+    tsim_proc *p = &e->seg->procs[proc];
+    prx_state *x = &e->ep[proc].prx;
+    uint32_t gen = atomic_load_explicit(&p->prx.gen, memory_order_acquire);
+    if (e->prx_off || !gen || gen == x->gen) return 0;
+    x->gen = gen;
+    const tsim_prx *d = &p->prx;
+    uint32_t mask = atomic_load(&p->wake_mask);
+    if (d->polls == 0 || d->polls > MAX_POLLS || d->batch == 0 || d->batch > MAX_BATCH ||
+        d->nrx > TSIM_PRX_RX || (mask & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL ||
+        atomic_load(&p->inj_need) != TSIM_MAX_CHUNKS || p->pid <= 0)
+        return 0;
+    x->tx = d->tx;
+    if (x->tx.live && (x->tx.fifo >= TSIM_NINJ || x->tx.dst >= (uint32_t)e->nprocs ||
+                       x->tx.off >= x->tx.len || x->tx.len > UINT32_MAX ||
+                       x->tx.group >= TSIM_CPUS ||
+                       (x->tx.flags & ~(TSIM_F_DYNAMIC | TSIM_F_HP)) != 0))
+        return 0;
+    x->nrx = d->nrx;
+    for (uint32_t i = 0; i < x->nrx; i++) {
+        x->rx[i] = d->rx[i];
+        if (x->rx[i].got >= x->rx[i].len || x->rx[i].len > UINT32_MAX ||
+            (x->rx[i].src != UINT32_MAX && x->rx[i].src >= (uint32_t)e->nprocs))
+            return 0;
+    }
+    x->polls = d->polls;
+    x->batch = d->batch;
+    x->dispatch_cycles = d->dispatch_cycles;
+    x->pid = p->pid;
+    x->inj_full = (mask >> 8) & 0xffu;
+    x->vt = atomic_load(&p->vt);
+    x->empties = x->polls;
+    x->phase = PH_BLOCKED;
+    x->armed = 0;
+    x->moved = x->consumed = 0;
+    x->pkts_recv = x->pkts_sent = x->reordered = 0;
+    x->txbuf_len = 0;
+    x->on = 1;
+    return 1;
+}
+
+static void arm(tsim_engine *e, int proc, uint64_t t)
+{
+    prx_state *x = &e->ep[proc].prx;
+    if (x->armed) return;
+    x->armed = 1;
+    ev_push_proxy(e, t, proc);
+}
+
+static unsigned inj_room(const tsim_ring *r) { return r->cap - atomic_load(&r->used); }
+
+int prx_trigger(tsim_engine *e, int proc, uint64_t t, int rec_fifo)
+{
+    prx_state *x = &e->ep[proc].prx;
+    if (!x->on && !adopt(e, proc)) return 0;
+    if (x->phase != PH_BLOCKED) return 1; /* the running loop will see it */
+    if (rec_fifo < 0) { /* room in injection FIFO -1 - rec_fifo */
+        int f = -1 - rec_fifo;
+        if (!(x->inj_full & (1u << f)) ||
+            inj_room(&e->seg->procs[proc].inj[f]) < TSIM_MAX_CHUNKS)
+            return 1;
+    }
+    if (t > x->vt) x->vt = t;
+    x->phase = PH_SP_HEAD;
+    x->moved = 0;
+    arm(e, proc, x->vt);
+    return 1;
+}
+
+/* Gives the processor back at the current clock, where its own code runs. */
+static void handover(tsim_engine *e, int proc, int resume)
+{
+    prx_state *x = &e->ep[proc].prx;
+    tsim_proc *p = &e->seg->procs[proc];
+    wr_flush(e, proc);
+    tsim_prx *d = &p->prx;
+    d->tx.off = x->tx.off;
+    for (uint32_t i = 0; i < x->nrx; i++) {
+        d->rx[i].got = x->rx[i].got;
+        d->rx[i].hi = x->rx[i].hi;
+    }
+    d->resume = (uint32_t)resume;
+    d->moved = x->moved;
+    d->consumed = x->consumed;
+    d->inj_full = x->inj_full << 8;
+    d->pkts_recv = x->pkts_recv;
+    d->pkts_sent = x->pkts_sent;
+    d->reordered = x->reordered;
+    x->on = 0;
+    atomic_store(&p->vt, x->vt);
+    eng_wake(e, proc, x->vt); /* publishes the answer (seq_cst) before the state */
+}
+
+/* One send round of the loop: the message's packets while there is room.
+ * Returns 0 when the round is over, 1 when the step must wait for the
+ * engine to reach vt, -1 when the processor was handed back. */
+static int send_round(tsim_engine *e, int proc)
+{
+    prx_state *x = &e->ep[proc].prx;
+    tsim_proc *p = &e->seg->procs[proc];
+    x->inj_full = 0;
+    while (x->tx.live && x->tx.off < x->tx.len) {
+        uint64_t n = x->tx.len - x->tx.off < TSIM_PAYLOAD_MAX ? x->tx.len - x->tx.off
+                                                               : TSIM_PAYLOAD_MAX;
+        unsigned chunks = (unsigned)((TSIM_HDR_BYTES + n + TSIM_CHUNK - 1) / TSIM_CHUNK);
+        tsim_ring *r = &p->inj[x->tx.fifo];
+        if (inj_room(r) < chunks) {
+            /* room only grows with the engine's events: a full FIFO is
+             * believed once the engine has reached vt, as the packet
+             * layer's sync does */
+            if (x->vt > e->now) return 1;
+            x->inj_full |= 1u << x->tx.fifo;
+            break;
+        }
+        if (x->tx.off + n >= x->tx.len) { /* its completion is the software's */
+            handover(e, proc, x->phase == PH_SP_HEAD ? TSIM_PRX_ADVANCE : TSIM_PRX_TAIL);
+            return -1;
+        }
+        const uint8_t *data = tx_bytes(e, proc, x->tx.off, (size_t)n);
+        if (!data) {
+            handover(e, proc, x->phase == PH_SP_HEAD ? TSIM_PRX_ADVANCE : TSIM_PRX_TAIL);
+            return -1;
+        }
+        /* what pl_inject does, then what drain would make of it */
+        x->vt += e->prm.pkt_write_cycles;
+        atomic_store(&p->vt, x->vt);
+        uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+        tsim_slot *s = &r->slot[h % TSIM_RING_SLOTS];
+        s->m.t_inject = x->vt;
+        s->m.src = (uint32_t)proc;
+        int dc[3];
+        tsim_coords(&e->g, (int)x->tx.dst / TSIM_CPUS, dc);
+        s->p.hw = (tsim_hwhdr){{(uint8_t)dc[0], (uint8_t)dc[1], (uint8_t)dc[2]}, (uint8_t)chunks,
+                               x->tx.flags, 0, x->tx.group, 0};
+        uint8_t sw[8] = {x->tx.type, 0};
+        uint16_t id = x->tx.id;
+        uint32_t off = (uint32_t)x->tx.off;
+        memcpy(sw + 2, &id, sizeof id);
+        memcpy(sw + 4, &off, sizeof off);
+        memcpy(s->p.sw, sw, sizeof sw);
+        memcpy(s->p.payload, data, (size_t)n);
+        atomic_fetch_add(&r->used, chunks);
+        atomic_store_explicit(&r->head, h + 1, memory_order_release);
+        atomic_fetch_add_explicit(&p->pkts_injected, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&p->bytes_injected, (uint64_t)chunks * TSIM_CHUNK,
+                                  memory_order_relaxed);
+        uint32_t pk = pkt_alloc(e);
+        npkt *np = &e->pool[pk];
+        np->s = *s;
+        ev_push_key(e, s->m.t_inject, eng_proc_key(proc, x->tx.fifo, r->seen), EV_INJ, proc,
+                    x->tx.fifo, pk);
+        r->seen++;
+        x->tx.off += n;
+        x->pkts_sent++;
+        x->moved++;
+        e->prx_sent++;
+    }
+    return 0;
+}
+
+/* The reception a data packet belongs to, or NULL. */
+static tsim_prx_rx *match(prx_state *x, const tsim_slot *s)
+{
+    uint16_t id;
+    memcpy(&id, s->p.sw + 2, sizeof id);
+    for (uint32_t i = 0; i < x->nrx; i++) {
+        tsim_prx_rx *rx = &x->rx[i];
+        if (rx->type == s->p.sw[0] && rx->id == id &&
+            (rx->src == UINT32_MAX || rx->src == s->m.src))
+            return rx;
+    }
+    return NULL;
+}
+
+/* One poll at vt: 1 a packet was read, 0 none was visible, -1 handed back. */
+static int poll_once(tsim_engine *e, int proc)
+{
+    prx_state *x = &e->ep[proc].prx;
+    tsim_proc *p = &e->seg->procs[proc];
+    int best = -1;
+    uint64_t best_t = UINT64_MAX;
+    for (int f = 0; f < TSIM_NREC; f++) {
+        tsim_ring *r = &p->rec[f];
+        uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
+        if (atomic_load_explicit(&r->head, memory_order_acquire) == tl) continue;
+        uint64_t a = r->slot[tl % TSIM_RING_SLOTS].m.t_arrive;
+        if (a < best_t) best_t = a, best = f;
+    }
+    if (best < 0 || best_t >= x->vt) return 0;
+    tsim_ring *r = &p->rec[best];
+    uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    tsim_slot *s = &r->slot[tl % TSIM_RING_SLOTS];
+    tsim_prx_rx *rx = match(x, s);
+    uint32_t off;
+    memcpy(&off, s->p.sw + 4, sizeof off);
+    uint64_t n = rx && off <= rx->len ? (rx->len - off < TSIM_PAYLOAD_MAX ? rx->len - off
+                                                                         : TSIM_PAYLOAD_MAX)
+                                      : 0;
+    if (!rx || off > rx->len || rx->got + n >= rx->len) {
+        handover(e, proc, TSIM_PRX_POLL);
+        return -1;
+    }
+    /* pl_consume, then drain's event for the freed slot */
+    int chunks = s->p.hw.chunks;
+    x->vt += e->prm.pkt_read_cycles;
+    atomic_store(&p->vt, x->vt);
+    s->m.t_done = x->vt;
+    eproc *q = &e->ep[proc];
+    ev_push_key(e, s->m.t_done, eng_proc_key(proc, 8 + best, q->rec_seen[best]), EV_REC_FREE, proc,
+                best, (uint32_t)chunks);
+    q->rec_seen[best]++;
+    /* the message layer's dispatch of a data packet (ml_rx_write) */
+    x->vt += x->dispatch_cycles;
+    if (off < rx->hi) x->reordered++;
+    else rx->hi = off;
+    if (off < rx->cap &&
+        wr_add(e, proc, rx->buf + off, s->p.payload, off + n <= rx->cap ? n : rx->cap - off) != 0) {
+        handover(e, proc, TSIM_PRX_POLL);
+        return -1;
+    }
+    rx->got += n;
+    atomic_fetch_sub(&r->used, (uint32_t)chunks);
+    atomic_store_explicit(&r->tail, tl + 1, memory_order_release);
+    x->pkts_recv++;
+    e->prx_read++;
+    x->consumed++;
+    x->moved++;
+    return 1;
+}
+
+static int ready(tsim_engine *e, int proc)
+{
+    prx_state *x = &e->ep[proc].prx;
+    tsim_proc *p = &e->seg->procs[proc];
+    for (int f = 0; f < TSIM_NREC; f++)
+        if (atomic_load(&p->rec[f].head) != atomic_load(&p->rec[f].tail)) return 1;
+    for (int f = 0; f < TSIM_NINJ; f++)
+        if ((x->inj_full & (1u << f)) && inj_room(&p->inj[f]) >= TSIM_MAX_CHUNKS) return 1;
+    return 0;
+}
+
+void prx_step(tsim_engine *e, int proc)
+{
+    prx_state *x = &e->ep[proc].prx;
+    x->armed = 0;
+    if (!x->on) return;
+    for (;;) {
+        if (x->vt > e->now) { /* what it sees at vt needs the engine at vt */
+            arm(e, proc, x->vt);
+            return;
+        }
+        switch (x->phase) {
+        case PH_SP_HEAD:
+        case PH_SP_TAIL: {
+            int rc = send_round(e, proc);
+            if (rc < 0) return;
+            if (rc > 0) continue;
+            if (x->phase == PH_SP_HEAD) {
+                x->phase = PH_POLL;
+                x->consumed = 0;
+            } else { /* an advance that moved: the loop starts the next one */
+                x->empties = 0;
+                x->phase = PH_SP_HEAD;
+                x->moved = 0;
+            }
+            break;
+        }
+        case PH_POLL: {
+            if (x->consumed == x->batch) { /* the advance returns without an empty poll */
+                x->phase = PH_SP_TAIL;
+                break;
+            }
+            int rc = poll_once(e, proc);
+            if (rc < 0) return;
+            if (rc > 0) break;
+            x->vt += e->prm.poll_cycles;
+            if (x->moved) {
+                x->phase = PH_SP_TAIL;
+                break;
+            }
+            if (++x->empties < x->polls) {
+                x->phase = PH_SP_HEAD;
+                break;
+            }
+            x->phase = PH_BLOCKED; /* ml_idle: blocks until a packet or room */
+            atomic_store(&e->seg->procs[proc].vt, x->vt);
+            if (!ready(e, proc)) return;
+            x->phase = PH_SP_HEAD;
+            x->moved = 0;
+            break;
+        }
+        default:
+            return;
+        }
+    }
+}
