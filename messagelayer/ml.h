@@ -132,6 +132,13 @@ int ml_idle(ml_ctx *ml, const char *why);
  * simulated times; it wakes the processor where its code must run. polls 0
  * is ml_idle. */
 int ml_wait_idle(ml_ctx *ml, const char *why, unsigned polls);
+/* The same loop, handed to the engine before its next advance (it has done
+ * `empties` empty advances in a row): the processor blocks at once and the
+ * engine runs the loop — its advances, empty polls and blocking included —
+ * until this rank's code must run. Returns 0 after that (the next
+ * ml_advance goes on where the engine stopped), 1 if the loop could not be
+ * handed over (advance as usual), -1 if the job aborts. */
+int ml_wait_delegate(ml_ctx *ml, const char *why, unsigned polls, unsigned empties);
 
 /* Transient coprocessor work unit (CO mode): fn runs on the coprocessor's
  * own clock, starting no earlier than the caller's; ml_cojoin waits for it

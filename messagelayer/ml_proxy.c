@@ -43,7 +43,9 @@ static int tx_stream(ml_ctx *ml, ml_msg **out)
 {
     ml_msg *s = NULL;
     int n = 0;
-    if (ml->ctl_head) return 0;
+    /* several peers in the send ring rotate its start every round, state the
+     * engine does not keep: one at most */
+    if (ml->ctl_head || ml->nring > 1) return 0;
     for (ml_msg *m = ml->data_head; m; m = m->next) s = m, n++;
     for (int i = 0; i < ml->nring; i++) {
         ml_peer *p = &ml->peer[ml->ring[i]];
@@ -139,9 +141,31 @@ int ml_wait_idle(ml_ctx *ml, const char *why, unsigned polls)
 {
     tsim_prx *d = &ml->pp->p->prx;
     if (!polls || !ml->proxy || !describe(ml, d, polls)) return ml_idle(ml, why);
+    d->start = 0;
     atomic_fetch_add_explicit(&d->gen, 1, memory_order_release);
     int rc = ml_block(ml, why);
     d->polls = 0; /* a later plain block is not described */
     if (rc == 0) apply(ml, d);
     return rc;
+}
+
+int ml_wait_delegate(ml_ctx *ml, const char *why, unsigned polls, unsigned empties)
+{
+    tsim_prx *d = &ml->pp->p->prx;
+    if (!polls || empties >= polls || !ml->proxy || ml->resume) return 1;
+    /* a packet already here is most likely the software's: no point */
+    for (int f = 0; f < TSIM_NREC; f++)
+        if (atomic_load_explicit(&ml->pp->p->rec[f].head, memory_order_acquire) !=
+            atomic_load_explicit(&ml->pp->p->rec[f].tail, memory_order_relaxed))
+            return 1;
+    if (!describe(ml, d, polls)) return 1;
+    d->start = 1;
+    d->empties = empties;
+    atomic_fetch_add_explicit(&d->gen, 1, memory_order_release);
+    int rc = ml_block(ml, why);
+    d->polls = 0;
+    d->start = 0;
+    if (rc != 0) return -1;
+    apply(ml, d);
+    return 0;
 }

@@ -179,6 +179,8 @@ typedef struct tsim_prx {
     uint32_t polls;           /* empty advances of its loop before it blocks */
     uint32_t batch;           /* packets one advance reads at most */
     uint32_t nrx;
+    uint32_t start;           /* 1: the loop runs now (an advance begins at vt), 0: it blocks */
+    uint32_t empties;         /* with start: empty advances in a row it has done already */
     uint64_t dispatch_cycles; /* cost of handling a data packet, beyond the read */
     tsim_prx_tx tx;
     tsim_prx_rx rx[TSIM_PRX_RX];

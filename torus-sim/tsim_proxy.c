@@ -133,12 +133,21 @@ static const uint8_t *tx_bytes(tsim_engine *e, int proc, uint64_t off, size_t n)
 
 int prx_active(const tsim_engine *e, int proc) { return e->ep[proc].prx.on; }
 
+
 void prx_free(tsim_engine *e)
 {
     for (int i = 0; e->ep && i < e->nprocs; i++) {
         free(e->ep[i].prx.wr);
         free(e->ep[i].prx.txbuf);
     }
+}
+
+static void arm(tsim_engine *e, int proc, uint64_t t)
+{
+    prx_state *x = &e->ep[proc].prx;
+    if (x->armed) return;
+    x->armed = 1;
+    ev_push_proxy(e, t, proc);
 }
 
 /* The description is taken only if it is one the engine can follow
@@ -153,7 +162,7 @@ static int adopt(tsim_engine *e, int proc)
     const tsim_prx *d = &p->prx;
     uint32_t mask = atomic_load(&p->wake_mask);
     if (d->polls == 0 || d->polls > MAX_POLLS || d->batch == 0 || d->batch > MAX_BATCH ||
-        d->nrx > TSIM_PRX_RX || (mask & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL ||
+        d->nrx > TSIM_PRX_RX || (d->start && d->empties >= d->polls) || (mask & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL ||
         atomic_load(&p->inj_need) != TSIM_MAX_CHUNKS || p->pid <= 0)
         return 0;
     x->tx = d->tx;
@@ -175,22 +184,26 @@ static int adopt(tsim_engine *e, int proc)
     x->pid = p->pid;
     x->inj_full = (mask >> 8) & 0xffu;
     x->vt = atomic_load(&p->vt);
-    x->empties = x->polls;
-    x->phase = PH_BLOCKED;
+    x->empties = d->start ? d->empties : x->polls;
+    x->phase = d->start ? PH_SP_HEAD : PH_BLOCKED;
     x->armed = 0;
     x->moved = x->consumed = 0;
     x->pkts_recv = x->pkts_sent = x->reordered = 0;
     x->txbuf_len = 0;
     x->on = 1;
+    if (x->phase != PH_BLOCKED) arm(e, proc, x->vt);
     return 1;
 }
 
-static void arm(tsim_engine *e, int proc, uint64_t t)
+
+int prx_start(tsim_engine *e, int proc)
 {
+    tsim_proc *p = &e->seg->procs[proc];
     prx_state *x = &e->ep[proc].prx;
-    if (x->armed) return;
-    x->armed = 1;
-    ev_push_proxy(e, t, proc);
+    if (x->on || !p->prx.start ||
+        atomic_load_explicit(&p->prx.gen, memory_order_acquire) == x->gen)
+        return x->on;
+    return adopt(e, proc);
 }
 
 static unsigned inj_room(const tsim_ring *r) { return r->cap - atomic_load(&r->used); }

@@ -359,6 +359,17 @@ int MPIDI_BGL_progress(int vci, int blocking)
     if (!g->ml)
         return MPI_SUCCESS;
     MPIDI_BGL_clock_enter();
+    /* In MPID_Progress_wait's loop (blocking: CH4 passes its wait flag,
+     * adi3-device/mpich/build-mpich.sh) nothing but this function runs until
+     * a request completes, which only a callback does: the engine runs the
+     * loop (messagelayer/ml_proxy.c) and wakes this rank where its own code
+     * must run; the advance below then goes on from there. */
+    if (blocking) {
+        unsigned polls = expecting_network(g) ? MPIDI_BGL_SPIN_POLLS : MPIDI_BGL_SPIN_POLLS_IDLE;
+        if (ml_wait_delegate(g->ml, "MPI: waiting in progress for a message", polls,
+                             (unsigned) g->empty_polls) < 0)
+            MPIDI_BGL_job_aborted("progress");
+    }
     if (ml_advance(g->ml) > 0) {
         g->empty_polls = 0;
     } else if (++g->empty_polls <
@@ -373,10 +384,6 @@ int MPIDI_BGL_progress(int vci, int blocking)
         MPIDI_BGL_clock_leave();
         int mpi_errno = MPIR_Progress_hook_exec_all(&hooks_moved);
         MPIDI_BGL_clock_enter();
-        /* Inside MPID_Progress_wait (blocking: CH4 passes its wait flag,
-         * adi3-device/mpich/build-mpich.sh) nothing but this loop runs until
-         * a request completes, which only a callback does: the engine may
-         * run the loop meanwhile (messagelayer/ml_proxy.c). */
         unsigned polls = !blocking ? 0 : expecting_network(g) ? MPIDI_BGL_SPIN_POLLS
             : MPIDI_BGL_SPIN_POLLS_IDLE;
         if (mpi_errno == MPI_SUCCESS && !hooks_moved &&
