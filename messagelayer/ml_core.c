@@ -105,8 +105,8 @@ int ml_advance(ml_ctx *ml)
     if (resume == TSIM_PRX_POLL) {
         moved = ml->resume_moved;
         i = ml->resume_consumed;
-    } else {
-        moved = ml_send_progress(ml);
+    } else { /* the engine may have sent some of this round's packets already */
+        moved = (resume == TSIM_PRX_ADVANCE ? ml->resume_moved : 0) + ml_send_progress(ml);
     }
     for (; i < ML_ADVANCE_BATCH; i++) {
         int f = pl_poll(ml->pp, TSIM_WAKE_REC_ALL);

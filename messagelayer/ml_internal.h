@@ -120,7 +120,7 @@ struct ml_ctx {
     int proxy;                  /* describe waits to the engine (BGLEMU_PROXY != 0) */
     int resume, resume_moved, resume_consumed; /* where the next advance picks up */
     ml_rx *reg_rx[TSIM_PRX_RX]; /* what the last description named */
-    ml_msg *reg_tx;
+    ml_msg *reg_tx[TSIM_PRX_TX];
     ml_packet_fn user_fn[256 - ML_TYPE_USER]; /* ml_register_packet */
     void *user_arg[256 - ML_TYPE_USER];
 };

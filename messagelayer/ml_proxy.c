@@ -37,16 +37,15 @@ void ml_act_del(ml_ctx *ml, ml_rx *rx)
     rx->act_next = rx->act_prev = NULL;
 }
 
-/* The one message whose packets the engine can send: 1 and *out (or NULL
- * when nothing goes out), 0 when the send side is not describable. */
-static int tx_stream(ml_ctx *ml, ml_msg **out)
+/* The messages whose packets the engine can send, in the order of a send
+ * round (the ring's peer, then the data list): their number, or -1 when the
+ * send side is not describable. */
+static int tx_streams(ml_ctx *ml, ml_msg **out)
 {
-    ml_msg *s = NULL;
     int n = 0;
     /* several peers in the send ring rotate its start every round, state the
      * engine does not keep: one at most */
-    if (ml->ctl_head || ml->nring > 1) return 0;
-    for (ml_msg *m = ml->data_head; m; m = m->next) s = m, n++;
+    if (ml->ctl_head || ml->nring > 1) return -1;
     for (int i = 0; i < ml->nring; i++) {
         ml_peer *p = &ml->peer[ml->ring[i]];
         ml_msg *m = p->head;
@@ -54,18 +53,19 @@ static int tx_stream(ml_ctx *ml, ml_msg **out)
         if (m->state == S_QUEUED && p->ae_wait) continue; /* waits for a confirmation */
         if (m->state != S_SENDING || !m->used ||
             (m->proto != ML_EAGER && m->proto != ML_ADAPTIVE))
-            return 0; /* its first packet is still to go: the software's */
-        s = m, n++;
+            return -1; /* its first packet is still to go: the software's */
+        out[n++] = m;
     }
-    if (n > 1) return 0;
-    *out = s;
-    return 1;
+    for (ml_msg *m = ml->data_head; m; m = m->next) {
+        if (n == TSIM_PRX_TX) return -1;
+        out[n++] = m;
+    }
+    return n;
 }
 
 static void describe_tx(ml_ctx *ml, tsim_prx_tx *t, ml_msg *m)
 {
     memset(t, 0, sizeof *t);
-    if (!m) return;
     int dproc = ml->map.proc[m->dst];
     t->buf = (uint64_t)(uintptr_t)m->buf;
     t->len = m->len;
@@ -91,10 +91,10 @@ static void describe_tx(ml_ctx *ml, tsim_prx_tx *t, ml_msg *m)
 /* Fills the description; 0 if this wait can't be described. */
 static int describe(ml_ctx *ml, tsim_prx *d, unsigned polls)
 {
-    ml_msg *m;
-    if (!tx_stream(ml, &m)) return 0;
-    describe_tx(ml, &d->tx, m);
-    ml->reg_tx = m;
+    int ntx = tx_streams(ml, ml->reg_tx);
+    if (ntx < 0) return 0;
+    for (int k = 0; k < ntx; k++) describe_tx(ml, &d->tx[k], ml->reg_tx[k]);
+    d->ntx = (uint32_t)ntx;
     uint32_t n = 0;
     for (ml_rx *rx = ml->act_head; rx && n < TSIM_PRX_RX; rx = rx->act_next) {
         tsim_prx_rx *r = &d->rx[n];
@@ -126,7 +126,7 @@ static void apply(ml_ctx *ml, tsim_prx *d)
         ml->reg_rx[i]->got = d->rx[i].got;
         ml->reg_rx[i]->hi = d->rx[i].hi;
     }
-    if (ml->reg_tx) ml->reg_tx->off = d->tx.off;
+    for (uint32_t k = 0; k < d->ntx; k++) ml->reg_tx[k]->off = d->tx[k].off;
     ml->st.pkts_recv += d->pkts_recv;
     ml->st.pkts_sent += d->pkts_sent;
     ml->st.reordered += d->reordered;

@@ -159,7 +159,9 @@ typedef struct tsim_prx_rx {
 } tsim_prx_rx;
 
 /* One message's remaining packets: bytes [off, len) of buf, at most
- * TSIM_PAYLOAD_MAX each, software header {type, 0, id, offset}. */
+ * TSIM_PAYLOAD_MAX each, software header {type, 0, id, offset}. A send
+ * round gives each message in turn one packet. */
+#define TSIM_PRX_TX 8
 typedef struct tsim_prx_tx {
     uint64_t buf, len, off;
     uint32_t dst;    /* destination processor */
@@ -182,7 +184,8 @@ typedef struct tsim_prx {
     uint32_t start;           /* 1: the loop runs now (an advance begins at vt), 0: it blocks */
     uint32_t empties;         /* with start: empty advances in a row it has done already */
     uint64_t dispatch_cycles; /* cost of handling a data packet, beyond the read */
-    tsim_prx_tx tx;
+    uint32_t ntx, resv;
+    tsim_prx_tx tx[TSIM_PRX_TX]; /* in the order of a send round */
     tsim_prx_rx rx[TSIM_PRX_RX];
     /* the engine's answer */
     uint32_t resume;          /* TSIM_PRX_* */

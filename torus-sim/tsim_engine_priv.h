@@ -88,16 +88,19 @@ typedef struct prx_state {
     int armed;         /* an EV_PROXY is queued */
     uint32_t empties, polls, batch, consumed, moved, inj_full;
     uint64_t vt, dispatch_cycles;
-    tsim_prx_tx tx;
+    tsim_prx_tx tx[TSIM_PRX_TX];
+    uint32_t ntx, rr;  /* messages going out; the next one's turn in this round */
+    uint32_t round;    /* packets this round has sent so far */
+    int sp_fresh;      /* the send round about to run starts a send_progress */
     uint32_t nrx;
     tsim_prx_rx rx[TSIM_PRX_RX];
     uint64_t pkts_recv, pkts_sent, reordered;
     int pid;           /* whose memory; the engine's own process: memcpy */
     /* writes into the processor's memory, batched until it wakes */
     struct prx_wr *wr;
-    /* bytes of the outgoing message read ahead */
-    uint8_t *txbuf;
-    uint64_t txbuf_off, txbuf_len;
+    /* bytes of the outgoing messages read ahead */
+    uint8_t *txbuf[TSIM_PRX_TX];
+    uint64_t txbuf_off[TSIM_PRX_TX], txbuf_len[TSIM_PRX_TX];
 } prx_state;
 
 typedef struct eproc {

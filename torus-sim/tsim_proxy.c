@@ -106,29 +106,30 @@ static int wr_add(tsim_engine *e, int proc, uint64_t addr, const void *src, size
     return 0;
 }
 
-/* Bytes [off, off + n) of the outgoing message, read ahead in large
- * pieces (the sender may not touch its buffer until the send completes). */
-static const uint8_t *tx_bytes(tsim_engine *e, int proc, uint64_t off, size_t n)
+/* Bytes [off, off + n) of outgoing message k, read ahead in large pieces
+ * (the sender may not touch its buffer until the send completes). */
+static const uint8_t *tx_bytes(tsim_engine *e, int proc, int k, uint64_t off, size_t n)
 {
     prx_state *x = &e->ep[proc].prx;
-    if (off >= x->txbuf_off && off + n <= x->txbuf_off + x->txbuf_len)
-        return x->txbuf + (off - x->txbuf_off);
-    if (!x->txbuf && !(x->txbuf = malloc(TX_AHEAD))) return NULL;
-    size_t len = x->tx.len - off < TX_AHEAD ? (size_t)(x->tx.len - off) : TX_AHEAD;
+    const tsim_prx_tx *t = &x->tx[k];
+    if (off >= x->txbuf_off[k] && off + n <= x->txbuf_off[k] + x->txbuf_len[k])
+        return x->txbuf[k] + (off - x->txbuf_off[k]);
+    if (!x->txbuf[k] && !(x->txbuf[k] = malloc(TX_AHEAD))) return NULL;
+    size_t len = t->len - off < TX_AHEAD ? (size_t)(t->len - off) : TX_AHEAD;
     if (len < n) return NULL;
-    uint64_t addr = x->tx.buf + off;
+    uint64_t addr = t->buf + off;
     if (x->pid == (int)getpid()) {
-        memcpy(x->txbuf, (const void *)(uintptr_t)addr, len);
+        memcpy(x->txbuf[k], (const void *)(uintptr_t)addr, len);
     } else {
-        struct iovec l = {x->txbuf, len}, r = {(void *)(uintptr_t)addr, len};
+        struct iovec l = {x->txbuf[k], len}, r = {(void *)(uintptr_t)addr, len};
         if (process_vm_readv(x->pid, &l, 1, &r, 1, 0) != (ssize_t)len) {
             job_fail(e, proc, "a send buffer it registered is not readable", errno ? errno : EFAULT);
             return NULL;
         }
     }
-    x->txbuf_off = off;
-    x->txbuf_len = len;
-    return x->txbuf;
+    x->txbuf_off[k] = off;
+    x->txbuf_len[k] = len;
+    return x->txbuf[k];
 }
 
 int prx_active(const tsim_engine *e, int proc) { return e->ep[proc].prx.on; }
@@ -138,7 +139,18 @@ void prx_free(tsim_engine *e)
 {
     for (int i = 0; e->ep && i < e->nprocs; i++) {
         free(e->ep[i].prx.wr);
-        free(e->ep[i].prx.txbuf);
+        for (int k = 0; k < TSIM_PRX_TX; k++) free(e->ep[i].prx.txbuf[k]);
+    }
+}
+
+/* A send round starts afresh: ml_send_progress clears the full-FIFO mask
+ * at its start. */
+static void enter(prx_state *x, int phase)
+{
+    x->phase = phase;
+    if (phase == PH_SP_HEAD || phase == PH_SP_TAIL) {
+        x->sp_fresh = 1;
+        x->rr = x->round = 0;
     }
 }
 
@@ -165,12 +177,18 @@ static int adopt(tsim_engine *e, int proc)
         d->nrx > TSIM_PRX_RX || (d->start && d->empties >= d->polls) || (mask & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL ||
         atomic_load(&p->inj_need) != TSIM_MAX_CHUNKS || p->pid <= 0)
         return 0;
-    x->tx = d->tx;
-    if (x->tx.live && (x->tx.fifo >= TSIM_NINJ || x->tx.dst >= (uint32_t)e->nprocs ||
-                       x->tx.off >= x->tx.len || x->tx.len > UINT32_MAX ||
-                       x->tx.group >= TSIM_CPUS ||
-                       (x->tx.flags & ~(TSIM_F_DYNAMIC | TSIM_F_HP)) != 0))
-        return 0;
+    if (d->ntx > TSIM_PRX_TX) return 0;
+    x->ntx = d->ntx;
+    for (uint32_t k = 0; k < x->ntx; k++) {
+        const tsim_prx_tx *t = &x->tx[k];
+        x->tx[k] = d->tx[k];
+        if (t->fifo >= TSIM_NINJ || t->dst >= (uint32_t)e->nprocs || t->off >= t->len ||
+            t->len > UINT32_MAX || t->group >= TSIM_CPUS ||
+            (t->flags & ~(TSIM_F_DYNAMIC | TSIM_F_HP)) != 0)
+            return 0;
+        x->txbuf_len[k] = 0;
+    }
+    x->rr = x->round = 0;
     x->nrx = d->nrx;
     for (uint32_t i = 0; i < x->nrx; i++) {
         x->rx[i] = d->rx[i];
@@ -185,11 +203,10 @@ static int adopt(tsim_engine *e, int proc)
     x->inj_full = (mask >> 8) & 0xffu;
     x->vt = atomic_load(&p->vt);
     x->empties = d->start ? d->empties : x->polls;
-    x->phase = d->start ? PH_SP_HEAD : PH_BLOCKED;
+    enter(x, d->start ? PH_SP_HEAD : PH_BLOCKED);
     x->armed = 0;
     x->moved = x->consumed = 0;
     x->pkts_recv = x->pkts_sent = x->reordered = 0;
-    x->txbuf_len = 0;
     x->on = 1;
     if (x->phase != PH_BLOCKED) arm(e, proc, x->vt);
     return 1;
@@ -220,7 +237,7 @@ int prx_trigger(tsim_engine *e, int proc, uint64_t t, int rec_fifo)
             return 1;
     }
     if (t > x->vt) x->vt = t;
-    x->phase = PH_SP_HEAD;
+    enter(x, PH_SP_HEAD);
     x->moved = 0;
     arm(e, proc, x->vt);
     return 1;
@@ -233,7 +250,7 @@ static void handover(tsim_engine *e, int proc, int resume)
     tsim_proc *p = &e->seg->procs[proc];
     wr_flush(e, proc);
     tsim_prx *d = &p->prx;
-    d->tx.off = x->tx.off;
+    for (uint32_t k = 0; k < x->ntx; k++) d->tx[k].off = x->tx[k].off;
     for (uint32_t i = 0; i < x->nrx; i++) {
         d->rx[i].got = x->rx[i].got;
         d->rx[i].hi = x->rx[i].hi;
@@ -250,71 +267,78 @@ static void handover(tsim_engine *e, int proc, int resume)
     eng_wake(e, proc, x->vt); /* publishes the answer (seq_cst) before the state */
 }
 
-/* One send round of the loop: the message's packets while there is room.
- * Returns 0 when the round is over, 1 when the step must wait for the
- * engine to reach vt, -1 when the processor was handed back. */
+/* A send round: each message in turn one packet, if its FIFO has room;
+ * rounds repeat until one sends nothing. Returns 0 when that is so, 1 when
+ * the step must wait for the engine to reach vt, -1 when the processor was
+ * handed back. A message's last packet is the software's (its completion
+ * runs there): the processor is handed back at the start of the round that
+ * would send it, and runs that round itself. */
 static int send_round(tsim_engine *e, int proc)
 {
     prx_state *x = &e->ep[proc].prx;
     tsim_proc *p = &e->seg->procs[proc];
-    x->inj_full = 0;
-    while (x->tx.live && x->tx.off < x->tx.len) {
-        uint64_t n = x->tx.len - x->tx.off < TSIM_PAYLOAD_MAX ? x->tx.len - x->tx.off
-                                                               : TSIM_PAYLOAD_MAX;
-        unsigned chunks = (unsigned)((TSIM_HDR_BYTES + n + TSIM_CHUNK - 1) / TSIM_CHUNK);
-        tsim_ring *r = &p->inj[x->tx.fifo];
-        if (inj_room(r) < chunks) {
-            /* room only grows with the engine's events: a full FIFO is
-             * believed once the engine has reached vt, as the packet
-             * layer's sync does */
-            if (x->vt > e->now) return 1;
-            x->inj_full |= 1u << x->tx.fifo;
-            break;
+    if (x->sp_fresh) x->inj_full = 0, x->sp_fresh = 0;
+    for (;;) {
+        if (x->rr == 0)
+            for (uint32_t k = 0; k < x->ntx; k++)
+                if (x->tx[k].off < x->tx[k].len && x->tx[k].len - x->tx[k].off <= TSIM_PAYLOAD_MAX) {
+                    handover(e, proc, x->phase == PH_SP_HEAD ? TSIM_PRX_ADVANCE : TSIM_PRX_TAIL);
+                    return -1;
+                }
+        for (; x->rr < x->ntx; x->rr++) {
+            tsim_prx_tx *t = &x->tx[x->rr];
+            if (t->off >= t->len) continue;
+            uint64_t n = t->len - t->off < TSIM_PAYLOAD_MAX ? t->len - t->off : TSIM_PAYLOAD_MAX;
+            unsigned chunks = (unsigned)((TSIM_HDR_BYTES + n + TSIM_CHUNK - 1) / TSIM_CHUNK);
+            tsim_ring *r = &p->inj[t->fifo];
+            if (inj_room(r) < chunks) {
+                /* room only grows with the engine's events: a full FIFO is
+                 * believed once the engine has reached vt, as the packet
+                 * layer's sync does */
+                if (x->vt > e->now) return 1;
+                x->inj_full |= 1u << t->fifo;
+                continue;
+            }
+            const uint8_t *data = tx_bytes(e, proc, (int)x->rr, t->off, (size_t)n);
+            if (!data) return -1; /* the job is failing */
+            /* what pl_inject does, then what drain would make of it */
+            x->vt += e->prm.pkt_write_cycles;
+            atomic_store(&p->vt, x->vt);
+            uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+            tsim_slot *s = &r->slot[h % TSIM_RING_SLOTS];
+            s->m.t_inject = x->vt;
+            s->m.src = (uint32_t)proc;
+            int dc[3];
+            tsim_coords(&e->g, (int)t->dst / TSIM_CPUS, dc);
+            s->p.hw = (tsim_hwhdr){{(uint8_t)dc[0], (uint8_t)dc[1], (uint8_t)dc[2]},
+                                   (uint8_t)chunks, t->flags, 0, t->group, 0};
+            uint8_t sw[8] = {t->type, 0};
+            uint16_t id = t->id;
+            uint32_t off = (uint32_t)t->off;
+            memcpy(sw + 2, &id, sizeof id);
+            memcpy(sw + 4, &off, sizeof off);
+            memcpy(s->p.sw, sw, sizeof sw);
+            memcpy(s->p.payload, data, (size_t)n);
+            atomic_fetch_add(&r->used, chunks);
+            atomic_store_explicit(&r->head, h + 1, memory_order_release);
+            atomic_fetch_add_explicit(&p->pkts_injected, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&p->bytes_injected, (uint64_t)chunks * TSIM_CHUNK,
+                                      memory_order_relaxed);
+            uint32_t pk = pkt_alloc(e);
+            e->pool[pk].s = *s;
+            ev_push_key(e, s->m.t_inject, eng_proc_key(proc, t->fifo, r->seen), EV_INJ, proc,
+                        t->fifo, pk);
+            r->seen++;
+            t->off += n;
+            x->pkts_sent++;
+            x->moved++;
+            x->round++;
+            e->prx_sent++;
         }
-        if (x->tx.off + n >= x->tx.len) { /* its completion is the software's */
-            handover(e, proc, x->phase == PH_SP_HEAD ? TSIM_PRX_ADVANCE : TSIM_PRX_TAIL);
-            return -1;
-        }
-        const uint8_t *data = tx_bytes(e, proc, x->tx.off, (size_t)n);
-        if (!data) {
-            handover(e, proc, x->phase == PH_SP_HEAD ? TSIM_PRX_ADVANCE : TSIM_PRX_TAIL);
-            return -1;
-        }
-        /* what pl_inject does, then what drain would make of it */
-        x->vt += e->prm.pkt_write_cycles;
-        atomic_store(&p->vt, x->vt);
-        uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
-        tsim_slot *s = &r->slot[h % TSIM_RING_SLOTS];
-        s->m.t_inject = x->vt;
-        s->m.src = (uint32_t)proc;
-        int dc[3];
-        tsim_coords(&e->g, (int)x->tx.dst / TSIM_CPUS, dc);
-        s->p.hw = (tsim_hwhdr){{(uint8_t)dc[0], (uint8_t)dc[1], (uint8_t)dc[2]}, (uint8_t)chunks,
-                               x->tx.flags, 0, x->tx.group, 0};
-        uint8_t sw[8] = {x->tx.type, 0};
-        uint16_t id = x->tx.id;
-        uint32_t off = (uint32_t)x->tx.off;
-        memcpy(sw + 2, &id, sizeof id);
-        memcpy(sw + 4, &off, sizeof off);
-        memcpy(s->p.sw, sw, sizeof sw);
-        memcpy(s->p.payload, data, (size_t)n);
-        atomic_fetch_add(&r->used, chunks);
-        atomic_store_explicit(&r->head, h + 1, memory_order_release);
-        atomic_fetch_add_explicit(&p->pkts_injected, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&p->bytes_injected, (uint64_t)chunks * TSIM_CHUNK,
-                                  memory_order_relaxed);
-        uint32_t pk = pkt_alloc(e);
-        npkt *np = &e->pool[pk];
-        np->s = *s;
-        ev_push_key(e, s->m.t_inject, eng_proc_key(proc, x->tx.fifo, r->seen), EV_INJ, proc,
-                    x->tx.fifo, pk);
-        r->seen++;
-        x->tx.off += n;
-        x->pkts_sent++;
-        x->moved++;
-        e->prx_sent++;
+        int again = x->round > 0;
+        x->rr = x->round = 0;
+        if (!again) return 0;
     }
-    return 0;
 }
 
 /* The reception a data packet belongs to, or NULL. */
@@ -415,18 +439,18 @@ void prx_step(tsim_engine *e, int proc)
             if (rc < 0) return;
             if (rc > 0) continue;
             if (x->phase == PH_SP_HEAD) {
-                x->phase = PH_POLL;
+                enter(x, PH_POLL);
                 x->consumed = 0;
             } else { /* an advance that moved: the loop starts the next one */
                 x->empties = 0;
-                x->phase = PH_SP_HEAD;
+                enter(x, PH_SP_HEAD);
                 x->moved = 0;
             }
             break;
         }
         case PH_POLL: {
             if (x->consumed == x->batch) { /* the advance returns without an empty poll */
-                x->phase = PH_SP_TAIL;
+                enter(x, PH_SP_TAIL);
                 break;
             }
             int rc = poll_once(e, proc);
@@ -434,17 +458,17 @@ void prx_step(tsim_engine *e, int proc)
             if (rc > 0) break;
             x->vt += e->prm.poll_cycles;
             if (x->moved) {
-                x->phase = PH_SP_TAIL;
+                enter(x, PH_SP_TAIL);
                 break;
             }
             if (++x->empties < x->polls) {
-                x->phase = PH_SP_HEAD;
+                enter(x, PH_SP_HEAD);
                 break;
             }
-            x->phase = PH_BLOCKED; /* ml_idle: blocks until a packet or room */
+            enter(x, PH_BLOCKED); /* ml_idle: blocks until a packet or room */
             atomic_store(&e->seg->procs[proc].vt, x->vt);
             if (!ready(e, proc)) return;
-            x->phase = PH_SP_HEAD;
+            enter(x, PH_SP_HEAD);
             x->moved = 0;
             break;
         }

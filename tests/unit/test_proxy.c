@@ -23,6 +23,7 @@ typedef struct job {
     int bidir;      /* ranks 0 and 1 send to each other at once */
     size_t offset;  /* receive buffers start this far past a 64-byte boundary */
     int delegate;   /* the receive loop hands itself to the engine before advancing */
+    int burst;      /* all messages posted at once (several going out together) */
 } job;
 
 typedef struct rank {
@@ -68,7 +69,7 @@ static void *rank_main(void *arg)
                         .buf = r->src + (size_t)k * j->len + 1, .len = j->len, .proto = j->proto,
                         .done = on_done, .arg = (void *)&r->sent};
         ck_assert_int_eq(ml_send(r->ml, &m[k]), 0);
-        while (r->sent < k + 1)
+        while (r->sent < (j->burst ? (k == MSGS - 1 ? MSGS : 0) : k + 1))
             if (!ml_advance(r->ml) && ml_wait_idle(r->ml, "test: send", 1) != 0) break;
     }
     /* the MPI netmod's loop: four empty advances in a row, then block */
@@ -192,35 +193,35 @@ static void check_same(const job *j, const char *what, int want_read, int want_s
 
 START_TEST(proxy_rendezvous_heater)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0};
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0};
     check_same(&j, "rendezvous, no coprocessor", 1, 1);
 }
 END_TEST
 
 START_TEST(proxy_rendezvous_coproc)
 {
-    job j = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0};
+    job j = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0};
     check_same(&j, "rendezvous, coprocessor receives", 0, 1);
 }
 END_TEST
 
 START_TEST(proxy_eager)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 0};
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0};
     check_same(&j, "eager", 1, 1);
 }
 END_TEST
 
 START_TEST(proxy_adaptive)
 {
-    job j = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0};
+    job j = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0};
     check_same(&j, "adaptive eager, two hops", 1, 1);
 }
 END_TEST
 
 START_TEST(proxy_bidirectional)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 0};
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 0, 0};
     check_same(&j, "rendezvous both ways", 1, 1);
 }
 END_TEST
@@ -228,7 +229,7 @@ END_TEST
 START_TEST(proxy_vn_fallback)
 {
     setenv("BGLEMU_VN_NOCOPY", "1", 1); /* VN data over the scratchpad */
-    job j = {ML_MODE_VN, 2, {1, 1, 1}, 2, ML_VN, 50000, 0, 16, 0};
+    job j = {ML_MODE_VN, 2, {1, 1, 1}, 2, ML_VN, 50000, 0, 16, 0, 0};
     check_same(&j, "VN without the direct copy", 1, 1);
     unsetenv("BGLEMU_VN_NOCOPY");
 }
@@ -236,10 +237,19 @@ END_TEST
 
 START_TEST(proxy_delegated_loop)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 1};
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 1, 0};
     check_same(&j, "rendezvous both ways, loop handed over", 1, 1);
-    job k = {ML_MODE_CO, 2, {2, 2, 1}, 1, ML_ONEPKT, 100, 1, 16, 1};
+    job k = {ML_MODE_CO, 2, {2, 2, 1}, 1, ML_ONEPKT, 100, 1, 16, 1, 0};
     check_same(&k, "one-packet both ways, loop handed over", 0, 0);
+}
+END_TEST
+
+START_TEST(proxy_several_going_out)
+{
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1};
+    check_same(&j, "three rendezvous at once, both ways", 1, 1);
+    job k = {ML_MODE_VN, 4, {2, 1, 1}, 2, ML_RZV, 30000, 1, 16, 0, 1};
+    check_same(&k, "three rendezvous at once, VN mode", 1, 1);
 }
 END_TEST
 
@@ -255,6 +265,7 @@ Suite *proxy_suite(void)
     tcase_add_test(tc, proxy_bidirectional);
     tcase_add_test(tc, proxy_vn_fallback);
     tcase_add_test(tc, proxy_delegated_loop);
+    tcase_add_test(tc, proxy_several_going_out);
     suite_add_tcase(s, tc);
     return s;
 }
