@@ -331,11 +331,13 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
         for (int i = 0; i < e->nprocs; i++) wake_if_ready(e, i, atomic_load(&s->procs[i].vt));
         if (e->woke_min < h) h = e->woke_min;
         ev v;
+        e->h = h;
         while (evq_pop_below(&e->q, h, &v)) {
             process(e, &v);
             if (s->progress_secs && !(e->events & 0xffff)) report_progress(e, t0, &next_progress);
             progress = 1;
             if (e->woke_min < h) h = e->woke_min; /* a wake lowers the horizon */
+            e->h = h;
         }
         if (h != UINT64_MAX) publish_done(e, h);
         if (!evq_count(&e->q) && !progress) {

@@ -139,6 +139,7 @@ struct tsim_engine {
     uint64_t events, hops, delivered, now;
     uint64_t prx_read, prx_sent, wakes;
     uint64_t woke_min; /* lowest clock a wake set this round */
+    uint64_t h;        /* this round's horizon: processors act at or after it */
     int deadlock, aborted;
     int prx_off;           /* BGLEMU_PROXY=0: every blocked processor is woken */
     char *deadlock_report; /* snapshot taken when the deadlock was found */

@@ -142,3 +142,10 @@ int evq_pop_below(evq *q, uint64_t h, ev *out)
     q->ncal--;
     return 1;
 }
+
+uint64_t evq_min_time(const evq *q)
+{
+    /* far events lie beyond the calendar's window (migrate keeps it so) */
+    if (q->ncal) return q->cur + next_offset(q);
+    return q->nfar ? q->far[0].t : UINT64_MAX;
+}

@@ -43,5 +43,7 @@ void evq_push(evq *q, const ev *v);
 /* Pops the earliest event if its time is below h. */
 int evq_pop_below(evq *q, uint64_t h, ev *out);
 static inline size_t evq_count(const evq *q) { return q->ncal + q->nfar; }
+/* Time of the earliest event, UINT64_MAX if none. */
+uint64_t evq_min_time(const evq *q);
 
 #endif

@@ -225,6 +225,15 @@ int prx_start(tsim_engine *e, int proc)
 
 static unsigned inj_room(const tsim_ring *r) { return r->cap - atomic_load(&r->used); }
 
+/* The processor's view at vt is final once nothing before vt can still
+ * happen: no queued event is earlier (this step's own key is the lowest of
+ * its time) and no processor can inject before the horizon. Steps whose
+ * view is final run at once instead of as events of their own. */
+static int settled(tsim_engine *e, uint64_t vt)
+{
+    return vt <= e->now || (vt <= e->h && vt <= evq_min_time(&e->q));
+}
+
 int prx_trigger(tsim_engine *e, int proc, uint64_t t, int rec_fifo)
 {
     prx_state *x = &e->ep[proc].prx;
@@ -295,7 +304,7 @@ static int send_round(tsim_engine *e, int proc)
                 /* room only grows with the engine's events: a full FIFO is
                  * believed once the engine has reached vt, as the packet
                  * layer's sync does */
-                if (x->vt > e->now) return 1;
+                if (!settled(e, x->vt)) return 1;
                 x->inj_full |= 1u << t->fifo;
                 continue;
             }
@@ -428,7 +437,7 @@ void prx_step(tsim_engine *e, int proc)
     x->armed = 0;
     if (!x->on) return;
     for (;;) {
-        if (x->vt > e->now) { /* what it sees at vt needs the engine at vt */
+        if (!settled(e, x->vt)) { /* what it sees at vt needs the engine at vt */
             arm(e, proc, x->vt);
             return;
         }

@@ -1,8 +1,10 @@
 /* What a run leaves behind: the JSON report and the deadlock report.
  * Both contain simulated quantities only, so equal runs give equal bytes. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "tsim_engine_priv.h"
+#include "tsim_report.h"
 
 static const char *const port_name[TSIM_NPORTS] = {"x+", "x-", "y+", "y-", "z+", "z-"};
 
@@ -108,10 +110,21 @@ static void json_str(FILE *f, const char *s)
 
 void tsim_engine_report_json(tsim_engine *e, const tsim_result *r, FILE *f)
 {
+    tsim_engine_report_json_job(e, r, NULL, f);
+}
+
+void tsim_engine_report_json_job(tsim_engine *e, const tsim_result *r, const char *job, FILE *f)
+{
     tsim_seg *s = e->seg;
     const tsim_geom *g = &e->g;
     const tsim_result *res = r ? r : &e->result;
-    fprintf(f, "{\n  \"machine\": {\"shape\": [%d, %d, %d], \"torus\": [%d, %d, %d], "
+    fputs("{\n", f);
+    if (job && *job) {
+        fputs("  \"job\": \"", f);
+        json_str(f, job);
+        fputs("\",\n", f);
+    }
+    fprintf(f, "  \"machine\": {\"shape\": [%d, %d, %d], \"torus\": [%d, %d, %d], "
                "\"cpus_per_node\": %d, \"ranks\": %d, \"mapping\": \"",
             g->dim[0], g->dim[1], g->dim[2], g->torus[0], g->torus[1], g->torus[2], g->cpus,
             g->nranks);
@@ -167,39 +180,36 @@ void tsim_engine_report_json(tsim_engine *e, const tsim_result *r, FILE *f)
     fprintf(f, "\n  ]\n}\n");
 }
 
+int tsim_linkmap_from_engine(tsim_linkmap *m, tsim_engine *e, const tsim_result *r,
+                             const char *job)
+{
+    const tsim_result *res = r ? r : &e->result;
+    if (tsim_linkmap_init(m, &e->g) != 0) return -1;
+    snprintf(m->job, sizeof m->job, "%s", job ? job : "");
+    snprintf(m->mapping, sizeof m->mapping, "%s", e->seg->mapping);
+    m->end_cycles = res->end_time;
+    m->packets_delivered = res->packets_delivered;
+    m->packet_hops = res->packet_hops;
+    m->clock_mhz = e->prm.clock_mhz;
+    for (int n = 0; n < e->g.nnodes; n++)
+        for (int port = 0; port < TSIM_NPORTS; port++)
+            if (tsim_neighbor(&e->g, n, port) >= 0)
+                m->link[n * TSIM_NPORTS + port] = e->rt[n].link[port];
+    for (int i = 0; i < e->nprocs; i++) {
+        const tsim_proc *p = &e->seg->procs[i];
+        if (i % TSIM_CPUS < e->g.cpus && atomic_load(&p->state) != TSIM_P_ABSENT)
+            m->rank[i] = p->rank;
+    }
+    return 0;
+}
+
 void tsim_engine_heatmap(tsim_engine *e, const tsim_result *r, FILE *f)
 {
-    const tsim_geom *g = &e->g;
-    const tsim_result *res = r ? r : &e->result;
-    double span = res->end_time ? (double)res->end_time : 1.0;
-    double dir_busy[TSIM_NPORTS] = {0};
-    int dir_links[TSIM_NPORTS] = {0};
-    fprintf(f, "link utilization: busiest outgoing link of each node, %% of %llu cycles\n",
-            (unsigned long long)res->end_time);
-    for (int z = 0; z < g->dim[2]; z++) {
-        fprintf(f, "z=%-3d", z);
-        for (int x = 0; x < g->dim[0]; x++) fprintf(f, " x=%-2d", x);
-        fputc('\n', f);
-        for (int y = g->dim[1] - 1; y >= 0; y--) {
-            fprintf(f, " y=%-2d", y);
-            for (int x = 0; x < g->dim[0]; x++) {
-                int n = tsim_node_of(g, x, y, z);
-                double best = 0;
-                for (int port = 0; port < TSIM_NPORTS; port++) {
-                    if (tsim_neighbor(g, n, port) < 0) continue;
-                    double u = (double)e->rt[n].link[port].busy_cycles / span;
-                    if (u > best) best = u;
-                    dir_busy[port] += u;
-                    dir_links[port]++;
-                }
-                fprintf(f, " %4.0f", best * 100.0);
-            }
-            fputc('\n', f);
-        }
+    tsim_linkmap m;
+    if (tsim_linkmap_from_engine(&m, e, r, NULL) != 0) {
+        fprintf(f, "link utilization: out of memory\n");
+        return;
     }
-    fprintf(f, "mean by direction:");
-    for (int port = 0; port < TSIM_NPORTS; port++)
-        if (dir_links[port])
-            fprintf(f, " %s %.1f%%", port_name[port], 100.0 * dir_busy[port] / dir_links[port]);
-    fputc('\n', f);
+    tsim_linkmap_text(&m, f);
+    tsim_linkmap_free(&m);
 }

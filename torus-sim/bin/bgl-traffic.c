@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "torus-sim/tsim.h"
+#include "torus-sim/tsim_report.h"
 #include "torus-sim/tsim_traffic.h"
 
 static const char usage[] =
@@ -17,7 +19,7 @@ static const char usage[] =
     "         [--load F|sat] [--routing det|adaptive|mixed] [--packets K] [--seed S]\n"
     "         [--chunks 1..8|mixed] [--arrivals bernoulli|exponential] [--hot FRAC] [--hp FRAC]\n"
     "         [--consume CYCLES] [--warmup FRAC] [-p name=value] [--params FILE]\n"
-    "         [--report FILE] [--timing] [--help]\n"
+    "         [--report FILE] [--heatmap FILE] [--timing] [--help]\n"
     "\n"
     "  -np N        processors, one per node (CO), ranks on nodes 0..N-1 in XYZ order\n"
     "  -shape       torus shape (default: the smallest near-cubic shape holding N)\n"
@@ -30,6 +32,8 @@ static const char usage[] =
     "  --consume C  each sink holds a packet C cycles before freeing it (default 0)\n"
     "  --warmup W   measure packets generated in [W, 1-W] x K/lambda (default 0.1)\n"
     "  --report F   write the engine's JSON report (params, per link, per processor)\n"
+    "  --heatmap F  link utilization: F.svg a picture of the torus, any other name\n"
+    "               a text heatmap ('-': stdout, after the results)\n"
     "  --timing     also print host wall time and packet-hops/s (not reproducible)\n"
     "See docs/traffic.md.\n";
 
@@ -96,12 +100,20 @@ int main(int argc, char **argv)
     tsim_params prm;
     tsim_params_default(&prm);
     tsim_geom g = {{0, 0, 0}, {1, 1, 1}, 1, 0, 0};
-    const char *report = NULL;
+    const char *report = NULL, *heatmap = NULL;
+    int heat_svg = 0;
+    /* the job as reports name it: the command without its output files, so
+     * equal experiments give equal reports */
+    char **jobv = calloc((size_t)argc + 1, sizeof *jobv);
+    int njob = 0;
+    if (!jobv) die("%s", "out of memory");
+    jobv[njob++] = "bgl-traffic";
     int np = 0, have_shape = 0, have_pattern = 0, timing = 0;
     char err[256];
 
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const int first = i;
 #define TAKE() (v ? (i++, v) : (die("%s needs a value", o), v))
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
             fputs(usage, stdout);
@@ -167,12 +179,20 @@ int main(int argc, char **argv)
             if (tsim_params_load(&prm, TAKE(), err, sizeof err)) die("%s", err);
         } else if (!strcmp(o, "--report")) {
             report = TAKE();
+            continue;
+        } else if (!strcmp(o, "--heatmap")) {
+            heatmap = TAKE();
+            if (strcmp(heatmap, "-") && (heat_svg = tsim_heatmap_format(heatmap, err, sizeof err)) < 0)
+                die("--heatmap %s", err);
+            continue;
         } else if (!strcmp(o, "--timing")) {
             timing = 1;
+            continue;
         } else {
             die("unknown option '%s'", o);
         }
 #undef TAKE
+        for (int k = first; k <= i; k++) jobv[njob++] = argv[k];
     }
     if (!have_pattern) die("%s", "--pattern is required");
     if (!np && !have_shape) die("%s", "-np N or -shape XxYxZ is required");
@@ -190,6 +210,16 @@ int main(int argc, char **argv)
         tsim_traffic_free(t);
         return 2;
     }
+    FILE *hf = heatmap ? (strcmp(heatmap, "-") ? fopen(heatmap, "w") : stdout) : NULL;
+    if (heatmap && !hf) {
+        fprintf(stderr, "bgl-traffic: --heatmap %s: %s\n", heatmap, strerror(errno));
+        if (rf) fclose(rf), unlink(report);
+        tsim_traffic_free(t);
+        return 2;
+    }
+    char job[TSIM_LABEL_MAX];
+    tsim_job_label(job, sizeof job, jobv);
+    free(jobv);
     tsim_seg *seg = tsim_seg_create(&g, &prm, 0, err, sizeof err);
     if (!seg) die("%s", err);
     snprintf(seg->mapping, sizeof seg->mapping, "XYZT (bgl-traffic)");
@@ -221,9 +251,22 @@ int main(int argc, char **argv)
         status = 1;
     }
     if (rf) {
-        tsim_engine_report_json(e, &res, rf);
+        tsim_engine_report_json_job(e, &res, job, rf);
         if (fclose(rf)) {
             fprintf(stderr, "bgl-traffic: --report %s: %s\n", report, strerror(errno));
+            status = 2;
+        }
+    }
+    if (hf) {
+        tsim_linkmap lm;
+        if (!heat_svg) {
+            tsim_engine_heatmap(e, &res, hf);
+        } else if (tsim_linkmap_from_engine(&lm, e, &res, job) == 0) {
+            tsim_linkmap_svg(&lm, hf);
+            tsim_linkmap_free(&lm);
+        }
+        if (hf == stdout ? fflush(hf) : fclose(hf)) {
+            fprintf(stderr, "bgl-traffic: --heatmap %s: %s\n", heatmap, strerror(errno));
             status = 2;
         }
     }
