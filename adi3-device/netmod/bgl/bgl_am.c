@@ -364,10 +364,20 @@ int MPIDI_BGL_progress(int vci, int blocking)
      * a request completes, which only a callback does: the engine runs the
      * loop (messagelayer/ml_proxy.c) and wakes this rank where its own code
      * must run; the advance below then goes on from there. */
-    if (blocking) {
-        unsigned polls = expecting_network(g) ? MPIDI_BGL_SPIN_POLLS : MPIDI_BGL_SPIN_POLLS_IDLE;
-        if (ml_wait_delegate(g->ml, "MPI: waiting in progress for a message", polls,
-                             (unsigned) g->empty_polls) < 0)
+    if (blocking && expecting_network(g)) {
+        /* ...unless MPICH's progress hooks still have local steps (a
+         * nonblocking collective's schedule): only this rank can run them.
+         * Waits for nothing from the network (the idle case) poll as before. */
+        int hooks_moved = 0;
+        MPIDI_BGL_clock_leave();
+        int mpi_errno = MPIR_Progress_hook_exec_all(&hooks_moved);
+        MPIDI_BGL_clock_enter();
+        if (mpi_errno != MPI_SUCCESS || hooks_moved) {
+            MPIDI_BGL_clock_leave();
+            return mpi_errno;
+        }
+        if (ml_wait_delegate(g->ml, "MPI: waiting in progress for a message",
+                             MPIDI_BGL_SPIN_POLLS, (unsigned) g->empty_polls) < 0)
             MPIDI_BGL_job_aborted("progress");
     }
     if (ml_advance(g->ml) > 0) {
