@@ -25,6 +25,12 @@ int pl_open(pl_proc *pp, tsim_seg *seg, int index, uint64_t vt);
 /* For a rank started by mpirun: attaches the segment named by BGLEMU_SEG
  * and opens the processor of rank BGLEMU_RANK at vt 0. */
 int pl_attach_env(pl_proc *pp, char *err, size_t errlen);
+/* Makes this process record how it ends in its processor (tsim_proc.fate_*):
+ * a fatal signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS,
+ * unless the program handles it already; the process still dies of it) or
+ * an exit() before pl_close. Called by pl_attach_env; per process, not per
+ * thread. Returns 0, or -1 if nothing will be recorded (pl_fate.c). */
+int pl_fate_install(pl_proc *pp);
 /* Marks the processor EXITED (it will never act again). */
 void pl_close(pl_proc *pp, int exit_code);
 

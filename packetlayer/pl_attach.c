@@ -24,5 +24,8 @@ int pl_attach_env(pl_proc *pp, char *err, size_t errlen)
         tsim_seg_detach(seg);
         return -1;
     }
-    return pl_open(pp, seg, seg->rank_proc[rank], 0);
+    if (pl_open(pp, seg, seg->rank_proc[rank], 0) != 0) return -1;
+    /* best effort: without it mpirun falls back to what it saw */
+    (void)pl_fate_install(pp);
+    return 0;
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "mpirun.h"
+#include "torus-sim/tsim_report.h"
 
 /* PROGRAM as execve needs it: a path, searched in PATH when it has no '/'. */
 static char *resolve(const char *prog)
@@ -215,6 +216,11 @@ int main(int argc, char **argv)
     char err[1024];
     if (ml_map_build(&j.map, o.mapspec, g, err, sizeof err) != 0) mpirun_die("%s", err);
     FILE *rep = NULL, *heat = NULL;
+    /* the format was checked with the options; "-" is always text */
+    int heat_svg = o.heatmap && strcmp(o.heatmap, "-") &&
+                   tsim_heatmap_format(o.heatmap, err, sizeof err) == TSIM_HEAT_SVG;
+    char job[TSIM_LABEL_MAX];
+    tsim_job_label(job, sizeof job, o.argv);
     if (o.report && !(rep = fopen(o.report, "w")))
         mpirun_die("--report %s: cannot open: %s", o.report, strerror(errno));
     if (o.heatmap && strcmp(o.heatmap, "-") && !(heat = fopen(o.heatmap, "w"))) {
@@ -286,12 +292,20 @@ int main(int argc, char **argv)
 
     report(&j, stderr);
     if (rep) {
-        tsim_engine_report_json(j.eng, &j.res, rep);
+        tsim_engine_report_json_job(j.eng, &j.res, job, rep);
         if (fclose(rep) != 0) fprintf(stderr, "mpirun: --report %s: write failed\n", o.report);
         rep = NULL;
     }
     if (heat) {
-        tsim_engine_heatmap(j.eng, &j.res, heat);
+        tsim_linkmap lm;
+        if (!heat_svg) {
+            tsim_engine_heatmap(j.eng, &j.res, heat);
+        } else if (tsim_linkmap_from_engine(&lm, j.eng, &j.res, job) == 0) {
+            tsim_linkmap_svg(&lm, heat);
+            tsim_linkmap_free(&lm);
+        } else {
+            fprintf(stderr, "mpirun: --heatmap %s: out of memory\n", o.heatmap);
+        }
         if (heat != stderr && fclose(heat) != 0)
             fprintf(stderr, "mpirun: --heatmap %s: write failed\n", o.heatmap);
         heat = NULL;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "mpirun.h"
+#include "torus-sim/tsim_report.h"
 
 void mpirun_die(const char *fmt, ...)
 {
@@ -43,7 +44,8 @@ void mpirun_usage(FILE *f)
           "  --params FILE      engine parameters, one 'name = value' per line\n"
           "  -p name=value      one engine parameter (repeatable, applied in order)\n"
           "  --report FILE      write the engine's JSON report (per processor, per link)\n"
-          "  --heatmap FILE     write a text heatmap of link utilization ('-': stderr)\n"
+          "  --heatmap FILE     link utilization: FILE.svg a picture of the torus, any\n"
+          "                     other name a text heatmap ('-': stderr)\n"
           "  --progress SECONDS a progress line on stderr this often in long runs\n"
           "                     (default 30, 0: off)\n"
           "  --timeout SECONDS  wall-clock limit, then the job is killed (default 600, 0: none)\n"
@@ -184,6 +186,8 @@ void mpirun_parse(int argc, char **argv, mpirun_opts *o)
         } else if (!strcmp(n, "report")) {
             o->report = v;
         } else if (!strcmp(n, "heatmap")) {
+            if (strcmp(v, "-") && tsim_heatmap_format(v, err, sizeof err) < 0)
+                mpirun_die("--heatmap %s", err);
             o->heatmap = v;
         } else if (!strcmp(n, "progress")) {
             o->progress = (int)parse_int(a, v, 0, 1000000);

@@ -1,0 +1,700 @@
+/* bglemu-report: the JSON report of a run (mpirun --report, bgl-traffic
+ * --report) as a short summary, and its link heatmap redrawn (--svg,
+ * --heatmap) with the same code mpirun draws it with. See docs/pictures.md.
+ *
+ * C rather than a Python script so that the picture comes from the very
+ * functions mpirun uses (torus-sim/tsim_svg.c): the two cannot drift apart.
+ * The JSON reader is a small strict one (RFC 8259), enough for these
+ * reports and exact for 64-bit counters, which a double would round. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "messagelayer/ml.h"
+#include "torus-sim/tsim_report.h"
+
+static const char *prog = "bglemu-report";
+
+static void usage(FILE *f)
+{
+    fputs("usage: bglemu-report [--svg OUT.svg] [--heatmap FILE] [--top N] JOB.json\n"
+          "Summarizes the JSON report of a run (mpirun --report, bgl-traffic --report):\n"
+          "machine, simulated time, packets, per-rank times, messages by protocol and\n"
+          "the busiest links, on stdout (docs/pictures.md).\n"
+          "  --svg OUT.svg   also draw the link heatmap, as mpirun --heatmap OUT.svg does\n"
+          "  --heatmap FILE  the heatmap by FILE's name, as mpirun: .svg a picture, any\n"
+          "                  other name the text heatmap\n"
+          "  --top N         list the N busiest links (default 5, 0: none)\n"
+          "  --help          this text\n"
+          "FILE or OUT.svg '-' writes to stdout instead of the summary; JOB.json '-'\n"
+          "reads stdin.\n"
+          "Exit status: 0 done; 1 the report cannot be read or is not a report, or an\n"
+          "output cannot be written; 2 bad options.\n",
+          f);
+}
+
+static void __attribute__((format(printf, 2, 3), noreturn)) die(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", prog);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(code);
+}
+
+/* ---- a strict JSON reader ------------------------------------------------ */
+
+typedef enum { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ } jtype;
+
+typedef struct jval {
+    jtype t;
+    size_t off;           /* where the value starts, for messages */
+    char *key;            /* member name inside an object */
+    char *str;            /* J_STR: decoded UTF-8; J_NUM: the number as written */
+    int b;
+    struct jval *kid, *next; /* J_ARR/J_OBJ: first element; the next sibling */
+    int n;                /* elements */
+} jval;
+
+typedef struct jparser {
+    const char *buf, *p, *end;
+    const char *file;
+    int depth;
+} jparser;
+
+/* file:line:column of an offset: editors jump there. */
+static void where(const char *buf, size_t off, const char *file, char *out, size_t len)
+{
+    int line = 1;
+    size_t col = 1;
+    for (size_t i = 0; i < off; i++) {
+        if (buf[i] == '\n') line++, col = 1;
+        else col++;
+    }
+    snprintf(out, len, "%s:%d:%zu", file, line, col);
+}
+
+static void __attribute__((format(printf, 3, 4), noreturn))
+jfail(const jparser *jp, const char *at, const char *fmt, ...)
+{
+    char loc[4200];
+    where(jp->buf, (size_t)(at - jp->buf), jp->file, loc, sizeof loc);
+    fprintf(stderr, "%s: %s: ", prog, loc);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(1);
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n, size);
+    if (!p) die(1, "out of memory");
+    return p;
+}
+
+static void skip_ws(jparser *jp)
+{
+    while (jp->p < jp->end && (*jp->p == ' ' || *jp->p == '\t' || *jp->p == '\n' || *jp->p == '\r'))
+        jp->p++;
+}
+
+/* What the reader found where it wanted something else. */
+static const char *what_is(const jparser *jp)
+{
+    static char buf[32];
+    unsigned char c = jp->p < jp->end ? (unsigned char)*jp->p : 0;
+    if (jp->p >= jp->end) return "the end of the file";
+    if (c > 0x20 && c < 0x7f) snprintf(buf, sizeof buf, "'%c'", c);
+    else snprintf(buf, sizeof buf, "byte 0x%02x", c);
+    return buf;
+}
+
+static void put_utf8(char *o, size_t *n, unsigned cp)
+{
+    if (cp < 0x80) {
+        o[(*n)++] = (char)cp;
+    } else if (cp < 0x800) {
+        o[(*n)++] = (char)(0xc0 | cp >> 6);
+        o[(*n)++] = (char)(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+        o[(*n)++] = (char)(0xe0 | cp >> 12);
+        o[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        o[(*n)++] = (char)(0x80 | (cp & 0x3f));
+    } else {
+        o[(*n)++] = (char)(0xf0 | cp >> 18);
+        o[(*n)++] = (char)(0x80 | ((cp >> 12) & 0x3f));
+        o[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        o[(*n)++] = (char)(0x80 | (cp & 0x3f));
+    }
+}
+
+static int hex4(const char *s, const char *end, unsigned *v)
+{
+    *v = 0;
+    for (int i = 0; i < 4; i++) {
+        if (s + i >= end) return -1;
+        char c = s[i];
+        unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0')
+                     : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                     : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10) : 16u;
+        if (d > 15) return -1;
+        *v = *v << 4 | d;
+    }
+    return 0;
+}
+
+/* A string at jp->p (the opening quote), decoded. Escapes only shrink, so
+ * the raw length bounds the result. */
+static char *parse_string(jparser *jp)
+{
+    const char *start = jp->p++;
+    char *out = xcalloc((size_t)(jp->end - jp->p) + 1, 1);
+    size_t n = 0;
+    for (;;) {
+        if (jp->p >= jp->end) jfail(jp, start, "string not closed");
+        unsigned char c = (unsigned char)*jp->p;
+        if (c == '"') break;
+        if (c < 0x20) jfail(jp, jp->p, "control character in a string");
+        if (c != '\\') {
+            out[n++] = (char)c;
+            jp->p++;
+            continue;
+        }
+        const char *esc = jp->p++;
+        if (jp->p >= jp->end) jfail(jp, start, "string not closed");
+        char e = *jp->p++;
+        switch (e) {
+        case '"': out[n++] = '"'; break;
+        case '\\': out[n++] = '\\'; break;
+        case '/': out[n++] = '/'; break;
+        case 'b': out[n++] = '\b'; break;
+        case 'f': out[n++] = '\f'; break;
+        case 'n': out[n++] = '\n'; break;
+        case 'r': out[n++] = '\r'; break;
+        case 't': out[n++] = '\t'; break;
+        case 'u': {
+            unsigned cp, lo;
+            if (hex4(jp->p, jp->end, &cp) != 0) jfail(jp, esc, "bad \\u escape");
+            jp->p += 4;
+            if (cp >= 0xdc00 && cp <= 0xdfff) jfail(jp, esc, "lone low surrogate in a \\u escape");
+            if (cp >= 0xd800 && cp <= 0xdbff) {
+                if (jp->end - jp->p < 6 || jp->p[0] != '\\' || jp->p[1] != 'u' ||
+                    hex4(jp->p + 2, jp->end, &lo) != 0 || lo < 0xdc00 || lo > 0xdfff)
+                    jfail(jp, esc, "high surrogate without its low half in a \\u escape");
+                jp->p += 6;
+                cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+            }
+            put_utf8(out, &n, cp);
+            break;
+        }
+        default: jfail(jp, esc, "bad escape '\\%c' in a string", e);
+        }
+    }
+    jp->p++;
+    out[n] = '\0';
+    return out;
+}
+
+static const char *parse_number(jparser *jp)
+{
+    const char *s = jp->p, *p = s;
+    if (p < jp->end && *p == '-') p++;
+    if (p < jp->end && *p == '0') p++;
+    else if (p < jp->end && *p >= '1' && *p <= '9')
+        while (p < jp->end && *p >= '0' && *p <= '9') p++;
+    else jfail(jp, s, "bad number");
+    if (p < jp->end && *p == '.') {
+        p++;
+        if (!(p < jp->end && *p >= '0' && *p <= '9')) jfail(jp, s, "bad number: no digit after '.'");
+        while (p < jp->end && *p >= '0' && *p <= '9') p++;
+    }
+    if (p < jp->end && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < jp->end && (*p == '+' || *p == '-')) p++;
+        if (!(p < jp->end && *p >= '0' && *p <= '9')) jfail(jp, s, "bad number: no exponent digits");
+        while (p < jp->end && *p >= '0' && *p <= '9') p++;
+    }
+    jp->p = p;
+    return s;
+}
+
+static jval *parse_value(jparser *jp)
+{
+    skip_ws(jp);
+    jval *v = xcalloc(1, sizeof *v);
+    v->off = (size_t)(jp->p - jp->buf);
+    if (jp->p >= jp->end) jfail(jp, jp->p, "expected a value, found the end of the file");
+    char c = *jp->p;
+    if (c == '{' || c == '[') {
+        /* reports nest 4 deep; a bound keeps hostile input off the stack */
+        if (++jp->depth > 64) jfail(jp, jp->p, "nested more than 64 deep");
+        char close = c == '{' ? '}' : ']';
+        v->t = c == '{' ? J_OBJ : J_ARR;
+        jp->p++;
+        skip_ws(jp);
+        jval **tail = &v->kid;
+        if (jp->p < jp->end && *jp->p == close) {
+            jp->p++;
+        } else {
+            for (;;) {
+                char *key = NULL;
+                if (v->t == J_OBJ) {
+                    skip_ws(jp);
+                    if (jp->p >= jp->end || *jp->p != '"')
+                        jfail(jp, jp->p, "expected a member name in quotes, found %s", what_is(jp));
+                    key = parse_string(jp);
+                    skip_ws(jp);
+                    if (jp->p >= jp->end || *jp->p != ':')
+                        jfail(jp, jp->p, "expected ':' after the member name \"%s\"", key);
+                    jp->p++;
+                }
+                jval *k = parse_value(jp);
+                k->key = key;
+                *tail = k;
+                tail = &k->next;
+                v->n++;
+                skip_ws(jp);
+                if (jp->p < jp->end && *jp->p == ',') {
+                    jp->p++;
+                    continue;
+                }
+                if (jp->p < jp->end && *jp->p == close) {
+                    jp->p++;
+                    break;
+                }
+                jfail(jp, jp->p, "expected ',' or '%c', found %s", close, what_is(jp));
+            }
+        }
+        jp->depth--;
+    } else if (c == '"') {
+        v->t = J_STR;
+        v->str = parse_string(jp);
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+        v->t = J_NUM;
+        const char *s = parse_number(jp);
+        v->str = xcalloc((size_t)(jp->p - s) + 1, 1);
+        memcpy(v->str, s, (size_t)(jp->p - s));
+    } else if (jp->end - jp->p >= 4 && !memcmp(jp->p, "true", 4)) {
+        v->t = J_BOOL, v->b = 1, jp->p += 4;
+    } else if (jp->end - jp->p >= 5 && !memcmp(jp->p, "false", 5)) {
+        v->t = J_BOOL, jp->p += 5;
+    } else if (jp->end - jp->p >= 4 && !memcmp(jp->p, "null", 4)) {
+        v->t = J_NULL, jp->p += 4;
+    } else {
+        jfail(jp, jp->p, "expected a value (object, array, string, number, true, false, null)");
+    }
+    return v;
+}
+
+static void jfree(jval *v)
+{
+    while (v) {
+        jval *next = v->next;
+        jfree(v->kid);
+        free(v->key);
+        free(v->str);
+        free(v);
+        v = next;
+    }
+}
+
+/* ---- the report's members ------------------------------------------------ */
+
+typedef struct report {
+    jparser jp;
+    jval *root;
+} report;
+
+static void __attribute__((format(printf, 3, 4), noreturn))
+rfail(const report *r, const jval *at, const char *fmt, ...)
+{
+    char loc[4200];
+    where(r->jp.buf, at ? at->off : 0, r->jp.file, loc, sizeof loc);
+    fprintf(stderr, "%s: %s: not a bglemu report: ", prog, loc);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(1);
+}
+
+static jval *member(const jval *obj, const char *key)
+{
+    for (jval *k = obj->kid; k; k = k->next)
+        if (!strcmp(k->key, key)) return k;
+    return NULL;
+}
+
+static jval *need(const report *r, const jval *obj, const char *key, jtype t)
+{
+    static const char *const tname[] = {"null", "true or false", "a number", "a string",
+                                        "an array", "an object"};
+    jval *v = member(obj, key);
+    if (!v && obj->key) rfail(r, obj, "no \"%s\" in \"%s\"", key, obj->key);
+    if (!v) rfail(r, obj, "no \"%s\" in this object", key);
+    if (v->t != t) rfail(r, v, "\"%s\" should be %s", key, tname[t]);
+    return v;
+}
+
+/* A non-negative integer member, exactly (counters exceed 2^53). */
+static uint64_t num_u64(const report *r, const jval *v, const char *what, uint64_t max)
+{
+    if (v->t != J_NUM || v->str[0] == '-' || strpbrk(v->str, ".eE"))
+        rfail(r, v, "%s should be a non-negative integer", what);
+    errno = 0;
+    unsigned long long x = strtoull(v->str, NULL, 10);
+    if (errno || x > max) rfail(r, v, "%s %s is too large (at most %llu)", what, v->str,
+                                (unsigned long long)max);
+    return x;
+}
+
+static uint64_t get_u64(const report *r, const jval *obj, const char *key, uint64_t max)
+{
+    return num_u64(r, need(r, obj, key, J_NUM), key, max);
+}
+
+/* An array of exactly n small integers into out. */
+static void get_ints(const report *r, const jval *obj, const char *key, int n, int *out, int max)
+{
+    jval *a = need(r, obj, key, J_ARR);
+    if (a->n != n) rfail(r, a, "\"%s\" should have %d elements, has %d", key, n, a->n);
+    int i = 0;
+    for (jval *k = a->kid; k; k = k->next) out[i++] = (int)num_u64(r, k, key, (uint64_t)max);
+}
+
+/* Labels are printed in SVG and on terminals: keep them valid UTF-8 without
+ * control characters, as mpirun's own are. */
+static void label(char *dst, size_t len, const char *s)
+{
+    char *argv[] = {(char *)s, NULL};
+    tsim_job_label(dst, len, argv);
+}
+
+typedef struct rank_info {
+    int found;
+    uint64_t cycles;
+    uint64_t msgs[TSIM_NSW_KINDS];
+    char state[16];
+} rank_info;
+
+static const char *const port_name[TSIM_NPORTS] = {"x+", "x-", "y+", "y-", "z+", "z-"};
+
+/* Fills the link map and the ranks' figures from the report. */
+static void load(const report *r, tsim_linkmap *m, rank_info **ranks_out, int *deadlock)
+{
+    const jval *root = r->root;
+    if (root->t != J_OBJ) rfail(r, root, "the file should hold one JSON object");
+    jval *mach = need(r, root, "machine", J_OBJ);
+    tsim_geom g;
+    memset(&g, 0, sizeof g);
+    get_ints(r, mach, "shape", 3, g.dim, TSIM_MAX_DIM);
+    for (int d = 0; d < 3; d++)
+        if (g.dim[d] < 1) rfail(r, member(mach, "shape"), "\"shape\" sides should be 1..%d", TSIM_MAX_DIM);
+    get_ints(r, mach, "torus", 3, g.torus, 1);
+    g.cpus = (int)get_u64(r, mach, "cpus_per_node", TSIM_CPUS);
+    if (g.cpus < 1) rfail(r, member(mach, "cpus_per_node"), "\"cpus_per_node\" should be 1 or 2");
+    g.nnodes = g.dim[0] * g.dim[1] * g.dim[2];
+    if (g.nnodes * TSIM_CPUS > TSIM_MAX_PROCS)
+        rfail(r, member(mach, "shape"), "a %dx%dx%d machine is larger than bglemu's %d nodes",
+              g.dim[0], g.dim[1], g.dim[2], TSIM_MAX_PROCS / TSIM_CPUS);
+    g.nranks = (int)get_u64(r, mach, "ranks", (uint64_t)(g.nnodes * g.cpus));
+    if (tsim_linkmap_init(m, &g) != 0) die(1, "out of memory");
+    label(m->mapping, sizeof m->mapping, need(r, mach, "mapping", J_STR)->str);
+    jval *job = member(root, "job");
+    if (job) {
+        if (job->t != J_STR) rfail(r, job, "\"job\" should be a string");
+        label(m->job, sizeof m->job, job->str);
+    }
+    m->clock_mhz = get_u64(r, need(r, root, "params", J_OBJ), "clock_mhz", 1000000);
+    if (!m->clock_mhz) rfail(r, member(member(root, "params"), "clock_mhz"), "\"clock_mhz\" is 0");
+    jval *res = need(r, root, "result", J_OBJ);
+    m->end_cycles = get_u64(r, res, "end_cycles", UINT64_MAX);
+    m->packets_delivered = get_u64(r, res, "packets_delivered", UINT64_MAX);
+    m->packet_hops = get_u64(r, res, "packet_hops", UINT64_MAX);
+    *deadlock = (int)get_u64(r, res, "deadlock", 1);
+
+    rank_info *ri = xcalloc((size_t)g.nranks + 1, sizeof *ri);
+    jval *procs = need(r, root, "processors", J_ARR);
+    for (jval *p = procs->kid; p; p = p->next) {
+        if (p->t != J_OBJ) rfail(r, p, "\"processors\" should hold objects");
+        int c[4];
+        get_ints(r, p, "coords", 4, c, TSIM_MAX_DIM);
+        for (int d = 0; d < 3; d++)
+            if (c[d] >= g.dim[d]) rfail(r, p, "processor coordinates outside the shape");
+        if (c[3] >= TSIM_CPUS) rfail(r, p, "processor t=%d: at most %d per node", c[3], TSIM_CPUS);
+        jval *rk = need(r, p, "rank", J_NUM);
+        if (rk->str[0] == '-') continue; /* not a rank */
+        int rank = (int)num_u64(r, rk, "rank", INT_MAX);
+        /* a CO node's coprocessor carries its rank's number but is not the rank */
+        if (c[3] >= g.cpus || rank >= g.nranks) continue;
+        int node = tsim_node_of(&g, c[0], c[1], c[2]);
+        m->rank[node * TSIM_CPUS + c[3]] = rank;
+        rank_info *x = &ri[rank];
+        if (x->found) rfail(r, p, "rank %d appears twice", rank);
+        x->found = 1;
+        x->cycles = get_u64(r, p, "cycles", UINT64_MAX);
+        label(x->state, sizeof x->state, need(r, p, "state", J_STR)->str);
+        jval *ms = need(r, p, "msgs_sent", J_ARR);
+        int k = 0;
+        for (jval *e = ms->kid; e && k < TSIM_NSW_KINDS; e = e->next)
+            x->msgs[k++] = num_u64(r, e, "msgs_sent", UINT64_MAX);
+    }
+
+    jval *links = need(r, root, "links", J_ARR);
+    unsigned char *seen = xcalloc((size_t)g.nnodes * TSIM_NPORTS, 1);
+    for (jval *l = links->kid; l; l = l->next) {
+        if (l->t != J_OBJ) rfail(r, l, "\"links\" should hold objects");
+        int c[3];
+        get_ints(r, l, "node", 3, c, TSIM_MAX_DIM);
+        for (int d = 0; d < 3; d++)
+            if (c[d] >= g.dim[d]) rfail(r, l, "link of a node outside the shape");
+        jval *dir = need(r, l, "dir", J_STR);
+        int port = -1;
+        for (int q = 0; q < TSIM_NPORTS; q++)
+            if (!strcmp(dir->str, port_name[q])) port = q;
+        if (port < 0) rfail(r, dir, "\"dir\" should be one of x+ x- y+ y- z+ z-");
+        int node = tsim_node_of(&g, c[0], c[1], c[2]);
+        if (tsim_neighbor(&g, node, port) < 0)
+            rfail(r, l, "the machine has no link %s of <%d,%d,%d>", port_name[port], c[0], c[1], c[2]);
+        if (seen[node * TSIM_NPORTS + port]) rfail(r, l, "link %s of <%d,%d,%d> appears twice",
+                                                   port_name[port], c[0], c[1], c[2]);
+        seen[node * TSIM_NPORTS + port] = 1;
+        tsim_link_stats *s = &m->link[node * TSIM_NPORTS + port];
+        s->packets = get_u64(r, l, "packets", UINT64_MAX);
+        s->bytes = get_u64(r, l, "bytes", UINT64_MAX);
+        s->busy_cycles = get_u64(r, l, "busy_cycles", UINT64_MAX);
+    }
+    free(seen);
+    *ranks_out = ri;
+}
+
+/* ---- the summary: mpirun's report lines, then the busiest links ----------- */
+
+static void summary(const tsim_linkmap *m, const rank_info *ri, int deadlock, int top, FILE *f)
+{
+    const tsim_geom *g = &m->g;
+    char conn[32];
+    int nt = g->torus[0] + g->torus[1] + g->torus[2];
+    if (nt == 3 || nt == 0)
+        snprintf(conn, sizeof conn, "%s", nt ? "torus" : "mesh");
+    else
+        snprintf(conn, sizeof conn, "%s,%s,%s", g->torus[0] ? "torus" : "mesh",
+                 g->torus[1] ? "torus" : "mesh", g->torus[2] ? "torus" : "mesh");
+    if (m->job[0]) fprintf(f, "job: %s\n", m->job);
+    fprintf(f, "%d rank%s on %dx%dx%d %s, %s mode, mapping %s\n", g->nranks,
+            g->nranks == 1 ? "" : "s", g->dim[0], g->dim[1], g->dim[2], conn,
+            g->cpus == 2 ? "VN" : "CO", m->mapping);
+    fprintf(f, "simulated time %llu cycles = %.3f us at %llu MHz; %llu packets delivered, "
+               "%llu packet-hops\n",
+            (unsigned long long)m->end_cycles, (double)m->end_cycles / (double)m->clock_mhz,
+            (unsigned long long)m->clock_mhz, (unsigned long long)m->packets_delivered,
+            (unsigned long long)m->packet_hops);
+
+    int n = g->nranks, found = 0, rlo = 0, rhi = 0, others = 0;
+    uint64_t lo = UINT64_MAX, hi = 0, sum = 0, msgs[TSIM_NSW_KINDS] = {0}, total = 0;
+    for (int r = 0; r < n; r++) {
+        if (!ri[r].found) continue;
+        found++;
+        uint64_t t = ri[r].cycles;
+        if (t < lo) lo = t, rlo = r;
+        if (t > hi) hi = t, rhi = r;
+        sum += t;
+        for (int k = 0; k < ML_NPROTO; k++) msgs[k] += ri[r].msgs[k];
+        others += strcmp(ri[r].state, "exited") != 0;
+    }
+    if (n <= 8) {
+        fprintf(f, "per rank (cycles):");
+        for (int r = 0; r < n; r++)
+            if (ri[r].found) fprintf(f, " %d:%llu", r, (unsigned long long)ri[r].cycles);
+            else fprintf(f, " %d:?", r);
+        fputc('\n', f);
+    } else if (found) {
+        fprintf(f, "per rank (cycles): min %llu (rank %d), mean %llu, max %llu (rank %d)\n",
+                (unsigned long long)lo, rlo, (unsigned long long)(sum / (uint64_t)n),
+                (unsigned long long)hi, rhi);
+    }
+    if (found < n) fprintf(f, "ranks missing from the report: %d of %d\n", n - found, n);
+    if (others) {
+        fprintf(f, "ranks that had not exited at the end:");
+        for (int r = 0; r < n; r++)
+            if (ri[r].found && strcmp(ri[r].state, "exited")) fprintf(f, " %d (%s)", r, ri[r].state);
+        fputc('\n', f);
+    }
+    if (deadlock) fprintf(f, "the job ended in an application deadlock\n");
+    for (int k = 1; k < ML_NPROTO; k++) total += msgs[k];
+    if (total) {
+        fprintf(f, "messages by protocol:");
+        for (int k = 1; k < ML_NPROTO; k++)
+            if (msgs[k])
+                fprintf(f, " %s %llu (%.0f%%)", ml_proto_name((ml_proto)k),
+                        (unsigned long long)msgs[k], 100.0 * (double)msgs[k] / (double)total);
+        fputc('\n', f);
+    }
+
+    int links = 0, used = 0, bnode = 0, bport = 0;
+    double usum = 0, umax = -1;
+    for (int node = 0; node < g->nnodes; node++)
+        for (int port = 0; port < TSIM_NPORTS; port++) {
+            if (tsim_neighbor(g, node, port) < 0) continue;
+            double u = tsim_linkmap_util(m, node, port);
+            links++;
+            used += m->link[node * TSIM_NPORTS + port].packets > 0;
+            usum += u;
+            if (u > umax) umax = u, bnode = node, bport = port;
+        }
+    if (!used) {
+        fprintf(f, "links: none of %d carried packets\n", links);
+        return;
+    }
+    int c[3];
+    tsim_coords(g, bnode, c);
+    fprintf(f, "links: %d of %d carried packets; utilization mean %.1f%%, busiest %.1f%% "
+               "(%s of <%d,%d,%d>)\n", used, links, 100.0 * usum / links, 100.0 * umax,
+            port_name[bport], c[0], c[1], c[2]);
+
+    /* the busiest links: by busy cycles, ties in node and port order */
+    if (top > used) top = used;
+    if (top <= 0) return;
+    int *pick = xcalloc((size_t)top, sizeof *pick);
+    int npick = 0;
+    for (int i = 0; i < g->nnodes * TSIM_NPORTS; i++) {
+        if (tsim_neighbor(g, i / TSIM_NPORTS, i % TSIM_NPORTS) < 0 || !m->link[i].packets) continue;
+        uint64_t b = m->link[i].busy_cycles;
+        int at = npick;
+        while (at > 0 && m->link[pick[at - 1]].busy_cycles < b) at--;
+        if (at >= top) continue;
+        if (npick < top) npick++;
+        memmove(pick + at + 1, pick + at, (size_t)(npick - 1 - at) * sizeof *pick);
+        pick[at] = i;
+    }
+    fprintf(f, "busiest links:\n");
+    for (int k = 0; k < npick; k++) {
+        int node = pick[k] / TSIM_NPORTS, port = pick[k] % TSIM_NPORTS, d[3];
+        tsim_coords(g, node, c);
+        tsim_coords(g, tsim_neighbor(g, node, port), d);
+        const tsim_link_stats *l = &m->link[pick[k]];
+        fprintf(f, "  %s of <%d,%d,%d> to <%d,%d,%d>: %.1f%% busy, %llu packets, %llu bytes\n",
+                port_name[port], c[0], c[1], c[2], d[0], d[1], d[2],
+                100.0 * tsim_linkmap_util(m, node, port), (unsigned long long)l->packets,
+                (unsigned long long)l->bytes);
+    }
+    free(pick);
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    if (!f) die(1, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) die(1, "out of memory");
+    for (;;) {
+        if (n == cap) {
+            char *nb = cap < ((size_t)1 << 30) ? realloc(buf, cap *= 2) : NULL;
+            if (!nb) die(1, "%s: too large", path);
+            buf = nb;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) die(1, "%s: cannot read: %s", path, strerror(errno));
+    if (f != stdin) fclose(f);
+    *len = n;
+    return buf;
+}
+
+/* Opened before anything is printed: a bad path is the only output. */
+static FILE *open_out(const char *opt, const char *path)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+    if (!f) die(1, "%s %s: cannot open: %s", opt, path, strerror(errno));
+    return f;
+}
+
+static void write_heatmap(const tsim_linkmap *m, const char *opt, const char *path, FILE *f, int svg)
+{
+    if (svg) tsim_linkmap_svg(m, f);
+    else tsim_linkmap_text(m, f);
+    if (f == stdout ? fflush(f) != 0 : fclose(f) != 0)
+        die(1, "%s %s: write failed: %s", opt, path, strerror(errno));
+}
+
+int main(int argc, char **argv)
+{
+    const char *in = NULL, *svg = NULL, *heat = NULL;
+    int top = 5, heat_svg = 0;
+    char err[4200];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--svg") || !strcmp(a, "--heatmap") || !strcmp(a, "--top")) {
+            if (i + 1 >= argc) die(2, "option %s needs a value", a);
+            const char *v = argv[++i];
+            if (!strcmp(a, "--top")) {
+                char *end;
+                long t = strtol(v, &end, 10);
+                if (end == v || *end || t < 0 || t > 100000)
+                    die(2, "--top '%s': want an integer 0..100000", v);
+                top = (int)t;
+            } else if (!strcmp(a, "--svg")) {
+                if (strcmp(v, "-") && tsim_heatmap_format(v, err, sizeof err) < 0)
+                    die(2, "--svg %s", err);
+                svg = v;
+            } else {
+                heat = v;
+                if (strcmp(v, "-") &&
+                    (heat_svg = tsim_heatmap_format(v, err, sizeof err)) < 0)
+                    die(2, "--heatmap %s", err);
+            }
+            continue;
+        }
+        if (a[0] == '-' && a[1]) die(2, "unknown option '%s' (see bglemu-report --help)", a);
+        if (in) die(2, "one report at a time: '%s' and '%s'", in, a);
+        in = a;
+    }
+    if (!in) die(2, "no report given (see bglemu-report --help)");
+    if (svg && heat && !strcmp(svg, "-") && !strcmp(heat, "-"))
+        die(2, "--svg - and --heatmap - would both write to stdout");
+
+    report r;
+    memset(&r, 0, sizeof r);
+    size_t len;
+    char *buf = slurp(in, &len);
+    r.jp.buf = r.jp.p = buf;
+    r.jp.end = buf + len;
+    r.jp.file = strcmp(in, "-") ? in : "<stdin>";
+    r.root = parse_value(&r.jp);
+    skip_ws(&r.jp);
+    if (r.jp.p < r.jp.end) jfail(&r.jp, r.jp.p, "unexpected text after the JSON value");
+
+    tsim_linkmap m;
+    rank_info *ri;
+    int deadlock;
+    load(&r, &m, &ri, &deadlock);
+    int to_stdout = (svg && !strcmp(svg, "-")) || (heat && !strcmp(heat, "-"));
+    FILE *svg_f = svg ? open_out("--svg", svg) : NULL;
+    FILE *heat_f = heat ? open_out("--heatmap", heat) : NULL;
+    if (!to_stdout) {
+        summary(&m, ri, deadlock, top, stdout);
+        if (fflush(stdout) != 0) die(1, "stdout: write failed: %s", strerror(errno));
+    }
+    if (svg) write_heatmap(&m, "--svg", svg, svg_f, 1);
+    if (heat) write_heatmap(&m, "--heatmap", heat, heat_f, heat_svg);
+    tsim_linkmap_free(&m);
+    free(ri);
+    jfree(r.root);
+    free(buf);
+    return 0;
+}
