@@ -50,7 +50,7 @@ static const char *fill_of(int cls)
 }
 
 /* The class attribute and fill of one link, and its tooltip. */
-static void link_attrs(FILE *f, const tsim_linkmap *m, int node, int port, int *cls_out)
+static void link_attrs(FILE *f, const tsim_linkmap *m, int node, int port)
 {
     const tsim_link_stats *l = &m->link[node * TSIM_NPORTS + port];
     double u = tsim_linkmap_util(m, node, port);
@@ -65,24 +65,20 @@ static void link_attrs(FILE *f, const tsim_linkmap *m, int node, int port, int *
             fill_of(cls), port_name[port], c[0], c[1], c[2], u, port_name[port], c[0], c[1], c[2],
             d[0], d[1], d[2], 100.0 * u, (unsigned long long)l->packets,
             (unsigned long long)l->bytes);
-    if (cls_out) *cls_out = cls;
 }
 
-/* An arrow from (x1,y1) to (x2,y2) along one axis: a shaft 5 wide and a head
+/* An arrow from (x1,y1) to (x2,y2) along one axis: a shaft 4 wide and a head
  * 7 long, one polygon so that each link is one element. */
 static void arrow(FILE *f, const tsim_linkmap *m, int node, int port, int x1, int y1, int x2,
                   int y2)
 {
     int dx = (x2 > x1) - (x2 < x1), dy = (y2 > y1) - (y2 < y1);
-    /* (px,py): across the arrow; units of half a pixel keep integers */
-    int px = -dy, py = dx;
+    int px = -dy, py = dx; /* across the arrow */
     int bx = x2 - 7 * dx, by = y2 - 7 * dy; /* base of the head */
-    fprintf(f, "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f %d,%d %.1f,%.1f %.1f,%.1f "
-               "%.1f,%.1f\" stroke=\"#555\" stroke-width=\"0.5\"",
-            x1 + 2.5 * px, y1 + 2.5 * py, bx + 2.5 * px, by + 2.5 * py, bx + 5.0 * px,
-            by + 5.0 * py, x2, y2, bx - 5.0 * px, by - 5.0 * py, bx - 2.5 * px, by - 2.5 * py,
-            x1 - 2.5 * px, y1 - 2.5 * py);
-    link_attrs(f, m, node, port, NULL);
+    fprintf(f, "<polygon points=\"%d,%d %d,%d %d,%d %d,%d %d,%d %d,%d %d,%d\"", x1 + 2 * px,
+            y1 + 2 * py, bx + 2 * px, by + 2 * py, bx + 5 * px, by + 5 * py, x2, y2, bx - 5 * px,
+            by - 5 * py, bx - 2 * px, by - 2 * py, x1 - 2 * px, y1 - 2 * py);
+    link_attrs(f, m, node, port);
     fputs("</polygon>\n", f);
 }
 
@@ -105,27 +101,38 @@ static void xy_link(FILE *f, const tsim_linkmap *m, int node, int port, int cx, 
     arrow(f, m, node, port, x1, y1, x1 + sx * len, y1 + sy * len);
 }
 
-static void node_box(FILE *f, const tsim_linkmap *m, int node, int cx, int cy)
+/* A node in three passes, so that the links' common stroke is set once on
+ * their group: 0 the box, 1 its links (x and y arrows, z tiles in the box),
+ * 2 the labels over them. */
+static void node(FILE *f, const tsim_linkmap *m, int node, int cx, int cy, int pass)
 {
     int c[3];
     tsim_coords(&m->g, node, c);
-    fprintf(f, "<rect class=\"node\" data-node=\"%d,%d,%d\" x=\"%d\" y=\"%d\" width=\"%d\" "
-               "height=\"%d\" rx=\"3\" fill=\"#fff\" stroke=\"#444\"/>\n",
-            c[0], c[1], c[2], cx - HALF, cy - HALF, 2 * HALF, 2 * HALF);
+    if (pass == 0) {
+        fprintf(f, "<rect class=\"node\" data-node=\"%d,%d,%d\" x=\"%d\" y=\"%d\" width=\"%d\" "
+                   "height=\"%d\" rx=\"3\" fill=\"#fff\" stroke=\"#444\"/>\n",
+                c[0], c[1], c[2], cx - HALF, cy - HALF, 2 * HALF, 2 * HALF);
+        return;
+    }
+    if (pass == 1)
+        for (int port = 0; port < 4; port++) xy_link(f, m, node, port, cx, cy);
     /* z links are tiles: z+ the upper half of the box, z- the lower */
     for (int port = 4; port < TSIM_NPORTS; port++) {
         if (tsim_neighbor(&m->g, node, port) < 0) continue;
         int y = port == 4 ? cy - HALF + 3 : cy + 1;
-        int cls;
-        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" stroke=\"#555\" "
-                   "stroke-width=\"0.5\"",
-                cx - HALF + 3, y, 2 * HALF - 6, HALF - 4);
-        link_attrs(f, m, node, port, &cls);
-        fputs("</rect>\n", f);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"9\" text-anchor=\"middle\" fill=\"%s\">"
-                   "%s</text>\n",
-                cx, y + HALF - 7, cls >= 5 ? "#fff" : "#000", port_name[port]);
+        if (pass == 1) {
+            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"", cx - HALF + 3, y,
+                    2 * HALF - 6, HALF - 4);
+            link_attrs(f, m, node, port);
+            fputs("</rect>\n", f);
+            continue;
+        }
+        const tsim_link_stats *l = &m->link[node * TSIM_NPORTS + port];
+        int cls = tsim_util_class(l, tsim_linkmap_util(m, node, port));
+        fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"9\" text-anchor=\"middle\"%s>%s</text>\n",
+                cx, y + HALF - 7, cls >= 5 ? " fill=\"#fff\"" : "", port_name[port]);
     }
+    if (pass != 2) return;
     /* the ranks on the node, in the free corner up and left of it */
     int r0 = m->rank[node * TSIM_CPUS], r1 = m->rank[node * TSIM_CPUS + 1];
     if (r0 >= 0 || r1 >= 0) {
@@ -298,14 +305,14 @@ void tsim_linkmap_svg(const tsim_linkmap *m, FILE *f)
             fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"end\" "
                        "fill=\"#666\">y=%d</text>\n",
                     px + PAD_L - 6, py + PAD_T + (Y - 1 - yy) * PITCH + PITCH / 2 + 4, yy);
-        for (int yy = 0; yy < Y; yy++)
-            for (int x = 0; x < X; x++) {
-                int n = tsim_node_of(g, x, yy, z);
-                int cx = px + PAD_L + x * PITCH + PITCH / 2;
-                int cy = py + PAD_T + (Y - 1 - yy) * PITCH + PITCH / 2;
-                for (int port = 0; port < 4; port++) xy_link(f, m, n, port, cx, cy);
-                node_box(f, m, n, cx, cy);
-            }
+        for (int pass = 0; pass < 3; pass++) {
+            if (pass == 1) fputs("<g stroke=\"#555\" stroke-width=\"0.5\">\n", f);
+            for (int yy = 0; yy < Y; yy++)
+                for (int x = 0; x < X; x++)
+                    node(f, m, tsim_node_of(g, x, yy, z), px + PAD_L + x * PITCH + PITCH / 2,
+                         py + PAD_T + (Y - 1 - yy) * PITCH + PITCH / 2, pass);
+            if (pass == 1) fputs("</g>\n", f);
+        }
         fputs("</g>\n", f);
     }
     fputs("</svg>\n", f);
