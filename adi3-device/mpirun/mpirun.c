@@ -107,6 +107,18 @@ static void describe_status(int st, char *buf, size_t len)
         snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
 }
 
+/* What a rank recorded of its own end (pl_fate.c), "" if nothing. */
+static void describe_fate(const tsim_proc *p, char *buf, size_t len)
+{
+    uint32_t kind = atomic_load(&p->fate_kind) & ~TSIM_FATE_CLOSED;
+    if (kind == TSIM_FATE_SIGNAL)
+        snprintf(buf, len, "killed by signal %d (%s)", p->fate_signal, strsignal(p->fate_signal));
+    else if (kind == TSIM_FATE_EXIT)
+        snprintf(buf, len, "exited with status %d", p->fate_status & 0xff);
+    else
+        buf[0] = '\0';
+}
+
 static void report(const mpirun_job *j, FILE *f)
 {
     const tsim_geom *g = &j->g;
@@ -279,6 +291,13 @@ int main(int argc, char **argv)
         j.failed_rank = -2; /* launch failure, already reported */
     }
     mpirun_wait(&j);
+    if (!j.hydra && j.failed_rank >= 0) {
+        /* the first rank reaped with a failure may only have died of the
+         * first one's (a peer gone, a full FIFO); the ranks' own records
+         * order them (under hydra, reap_hydra did this) */
+        int told = mpirun_culprit(&j);
+        if (told >= 0) j.failed_rank = told;
+    }
 
     /* every rank is gone: no processor may hold the engine back */
     for (int r = 0; r < o.np; r++) {
@@ -332,10 +351,17 @@ int main(int argc, char **argv)
         int r = j.failed_rank, c[4];
         ml_map_coords(&j.map, g, r, c);
         describe_status(j.hydra_status, why, sizeof why);
-        int pid = (int)s->procs[j.map.proc[r]].pid;
-        if (pid)
+        const tsim_proc *p = &s->procs[j.map.proc[r]];
+        int pid = (int)p->pid;
+        char how[96];
+        describe_fate(p, how, sizeof how);
+        if (pid && (atomic_load(&p->fate_kind) & TSIM_FATE_CLOSED))
+            fprintf(stderr, "mpirun: job failed: rank %d <%d,%d,%d,%d> (pid %d) was %s after "
+                    "MPI_Finalize; mpiexec.hydra %s\n", r, c[0], c[1], c[2], c[3], pid, how, why);
+        else if (pid)
             fprintf(stderr, "mpirun: job failed: rank %d <%d,%d,%d,%d> (pid %d) did not reach "
-                    "MPI_Finalize; mpiexec.hydra %s\n", r, c[0], c[1], c[2], c[3], pid, why);
+                    "MPI_Finalize%s%s; mpiexec.hydra %s\n", r, c[0], c[1], c[2], c[3], pid,
+                    *how ? ": " : "", how, why);
         else
             fprintf(stderr, "mpirun: job failed: rank %d <%d,%d,%d,%d> never reached MPI_Init; "
                     "mpiexec.hydra %s\n", r, c[0], c[1], c[2], c[3], why);

@@ -73,6 +73,7 @@ typedef struct mpirun_job {
     int unlinked;         /* shm name removed (every rank attached) */
     /* how the job ended */
     int failed_rank;      /* first rank that failed, -1 */
+    uint64_t abort_ns;    /* CLOCK_MONOTONIC when mpirun raised the abort flag, 0 */
     int signal_received;  /* SIGINT/SIGTERM/SIGHUP to mpirun, 0 */
     int timed_out;
     int deadlock;
@@ -84,5 +85,10 @@ int mpirun_spawn(mpirun_job *j);
 /* Waits for the ranks, handling crashes, signals, deadlock and the timeout;
  * returns when every started rank has been reaped. */
 void mpirun_wait(mpirun_job *j);
+/* The rank whose own record (tsim_proc.fate_*) shows it failed first: the
+ * earliest fatal signal, else the earliest exit before leaving the machine
+ * (under fork, only a non-zero one); records made after mpirun aborted the
+ * job are not causes. -1 if no rank recorded one. */
+int mpirun_culprit(const mpirun_job *j);
 
 #endif

@@ -196,9 +196,48 @@ static int rank_of_pid(const mpirun_job *j, pid_t pid)
     return -1;
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* From here on, whatever a rank records of its end is a consequence (its
+ * pl_block returned -1, it got our SIGTERM), not a cause. */
+static void mark_abort(mpirun_job *j)
+{
+    if (!j->abort_ns) j->abort_ns = now_ns();
+    atomic_store(&j->seg->abort, 1);
+}
+
+int mpirun_culprit(const mpirun_job *j)
+{
+    int best = -1, best_sig = 0;
+    uint64_t best_ns = 0;
+    for (int r = 0; r < j->g.nranks; r++) {
+        const tsim_proc *p = &j->seg->procs[j->map.proc[r]];
+        uint32_t kind = atomic_load(&p->fate_kind);
+        uint32_t what = kind & ~TSIM_FATE_CLOSED;
+        if (what != TSIM_FATE_SIGNAL && what != TSIM_FATE_EXIT) continue;
+        if (j->abort_ns && p->fate_ns >= j->abort_ns) continue;
+        /* under fork an exit 0 without pl_close is a normal end */
+        if (what == TSIM_FATE_EXIT && !j->hydra && (p->fate_status & 0xff) == 0) continue;
+        int sig = what == TSIM_FATE_SIGNAL;
+        /* a crash is a cause before any exit: nothing makes a rank crash
+         * because another left, while ranks do leave after a peer crashed */
+        if (best < 0 || sig > best_sig || (sig == best_sig && p->fate_ns < best_ns)) {
+            best = r;
+            best_sig = sig;
+            best_ns = p->fate_ns;
+        }
+    }
+    return best;
+}
+
 static void abort_job(mpirun_job *j)
 {
-    atomic_store(&j->seg->abort, 1);
+    mark_abort(j);
     tsim_kick(j->seg);
 }
 
@@ -236,8 +275,9 @@ static void unlink_when_attached(mpirun_job *j)
 
 /* Under hydra the ranks are not our children, so their exit statuses never
  * reach mpirun. Each rank's process is watched through a pidfd, opened once
- * it has attached (its pid is in the segment), to find the rank whose
- * death made hydra kill the others. Waits up to ms milliseconds. */
+ * it has attached (its pid is in the segment): what mpirun saw is the
+ * fallback when no rank recorded its end (mpirun_culprit). Waits up to ms
+ * milliseconds. */
 static void watch_hydra_ranks(mpirun_job *j, int ms)
 {
     int n = j->g.nranks, k = 0, dead = -1, dead_running = -1;
@@ -308,15 +348,19 @@ static void reap_hydra(mpirun_job *j, int st, int *failing)
      * blocked ranks left and call a crash a deadlock (it checks the abort
      * flag after reading the states). */
     if ((!WIFEXITED(st) || WEXITSTATUS(st) != 0 || bad >= 0) && !atomic_load(&j->seg->deadlock))
-        atomic_store(&j->seg->abort, 1);
+        mark_abort(j);
     for (int r = 0; r < j->g.nranks; r++)
         atomic_store(&j->seg->procs[j->map.proc[r]].state, TSIM_P_EXITED);
     tsim_kick(j->seg);
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && bad < 0) return;
     if (atomic_load(&j->seg->deadlock)) return;
-    /* the crashed rank: the first seen dying while running, else one that
-     * was running, else the first seen dying */
-    if (j->first_dead_running >= 0) bad = j->first_dead_running;
+    /* the crashed rank: the one whose own record says so (every rank is
+     * gone, so every record is written); without one (SIGKILLed, _exit,
+     * its own signal handler), the first seen dying while running, else one
+     * that was running, else the first seen dying */
+    int told = mpirun_culprit(j);
+    if (told >= 0) bad = told;
+    else if (j->first_dead_running >= 0) bad = j->first_dead_running;
     else if (running >= 0) bad = running;
     else if (j->first_dead >= 0) bad = j->first_dead;
     if (j->failed_rank < 0 && !j->signal_received && !j->timed_out)
