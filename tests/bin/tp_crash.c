@@ -1,9 +1,12 @@
 /* Rank program for mpirun tests: rank VICTIM (default 1) SIGKILLs itself
- * after attaching; the others wait for a packet that never comes, so only
- * mpirun's teardown ends them. Usage: tp_crash [VICTIM] */
+ * after attaching (nothing recorded: mpirun names it from its wait status),
+ * or with "segv" writes through a NULL pointer (recorded by pl_fate); the
+ * others wait for a packet that never comes, so only mpirun's teardown ends
+ * them. Usage: tp_crash [VICTIM [segv]] */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "packetlayer/pl.h"
 
@@ -16,7 +19,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "tp_crash: %s\n", err);
         return 2;
     }
-    if (pp.p->rank == victim) raise(SIGKILL);
+    if (pp.p->rank == victim) {
+        if (argc > 2 && !strcmp(argv[2], "segv")) {
+            volatile int *volatile bad = NULL;
+            *bad = 1;
+        }
+        raise(SIGKILL);
+    }
     pl_block(&pp, TSIM_WAKE_REC_ALL, "a packet from the crashed rank");
     return 1;
 }

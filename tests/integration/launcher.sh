@@ -226,6 +226,14 @@ if [ "$rc" -ne 0 ] && grep -q '^mpirun: job failed: rank 1 <1,0,0,0> (pid [0-9]*
 else
   bad "crash: exit $rc, leftovers '$(leftovers $pid)': $out"
 fi
+run mpirun -np 4 tp_crash 3 segv
+if [ "$rc" -eq 1 ] &&
+   grep -q '^mpirun: job failed: rank 3 <1,1,0,0> (pid [0-9]*) was killed by signal 11 (Segmentation fault)$' <<<"$out" &&
+   [ -z "$(leftovers $pid)" ]; then
+  ok "a rank writes through NULL: exit 1, rank 3 and SIGSEGV named, no leftovers"
+else
+  bad "segv crash: exit $rc, leftovers '$(leftovers $pid)': $out"
+fi
 
 # ---- signals to mpirun ------------------------------------------------------
 sigtest() { # signal, expected exit

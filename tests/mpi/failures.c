@@ -1,12 +1,49 @@
 /* MPI programs that go wrong on purpose, for mpirun's error paths:
- *   failures deadlock   every rank receives first: the engine reports it
- *   failures crash      rank 1 dies of SIGSEGV in the middle of a job
- *   failures spawn      MPI_Comm_spawn fails with a clear error class */
+ *   failures deadlock     every rank receives first: the engine reports it
+ *   failures crash        rank 1 dies of SIGSEGV in the middle of a job
+ *   failures crash-busy   rank 1 writes through NULL while the others compute
+ *   failures crash-thread a helper thread of the last rank writes through
+ *                         NULL while that rank waits in MPI_Recv and the
+ *                         others compute
+ *   failures exit-busy    rank 2 calls exit(7) while the others compute
+ *   failures spawn        MPI_Comm_spawn fails with a clear error class
+ * In the -busy and -thread cases the innocent ranks are running when hydra
+ * kills them and the failing one may be blocked: whichever mpirun sees
+ * vanish first, or running, says nothing about which rank failed. */
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mpi_check.h"
+
+static void null_write(void)
+{
+    volatile int *volatile bad = NULL;
+    *bad = 1;
+}
+
+static void *crash_later(void *arg)
+{
+    (void)arg;
+    sleep(1); /* host time: the main thread is asleep in MPI_Recv by then */
+    null_write();
+    return NULL;
+}
+
+/* Computation between MPI calls, for at most `secs` of host time (the
+ * failing rank ends the job long before). */
+static void compute(double secs)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    volatile unsigned long x = 0;
+    do {
+        for (int i = 0; i < 1000000; i++) x += (unsigned long)i;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec) < secs);
+}
 
 int main(int argc, char **argv)
 {
@@ -25,6 +62,25 @@ int main(int argc, char **argv)
             raise(SIGSEGV);
         }
         MPI_Recv(&v, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (!strcmp(what, "crash-busy") || !strcmp(what, "exit-busy") ||
+               !strcmp(what, "crash-thread")) {
+        int thread = !strcmp(what, "crash-thread");
+        int culprit = thread ? n - 1 : what[0] == 'e' ? 2 : 1;
+        /* no barrier first: a rank computing holds simulated time back (the
+         * engine's horizon), so the failing rank could still be waiting for
+         * the barrier's last packet when the others are already computing */
+        if (rank == culprit && thread) {
+            pthread_t t;
+            pthread_create(&t, NULL, crash_later, NULL);
+            MPI_Recv(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else if (rank == culprit) {
+            usleep(300000); /* host time: the others are computing by then */
+            if (what[0] == 'e') exit(7);
+            null_write();
+        } else {
+            compute(60);
+            if (thread && rank == 0) MPI_Send(&v, 1, MPI_INT, culprit, 0, MPI_COMM_WORLD);
+        }
     } else if (!strcmp(what, "spawn")) {
         MPI_Comm child;
         int errs[1];
@@ -46,7 +102,7 @@ int main(int argc, char **argv)
         MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
         CHECK(sum == n, "the job goes on after the failed spawn (allreduce = %d)", sum);
     } else {
-        if (!rank) fprintf(stderr, "usage: failures deadlock|crash|spawn\n");
+        if (!rank) fprintf(stderr, "usage: failures deadlock|crash|crash-busy|crash-thread|exit-busy|spawn\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     return mc_finish();
