@@ -9,8 +9,8 @@ mkdir -p "$out"
 say() { printf '\n== %s\n' "$*"; }
 
 say "mpirun: 8 ranks on a 2x2x2 torus; ranks 0 and 1 ping-pong 100 one-packet messages"
-echo "\$ mpirun -np 8 -shape 2x2x2 --report $out/pingpong.json tp_pingpong 100 64"
-mpirun -np 8 -shape 2x2x2 --report "$out/pingpong.json" tp_pingpong 100 64
+echo "\$ mpirun -np 8 -shape 2x2x2 --report $out/pingpong.json --heatmap $out/pingpong.svg tp_pingpong 100 64"
+mpirun -np 8 -shape 2x2x2 --report "$out/pingpong.json" --heatmap "$out/pingpong.svg" tp_pingpong 100 64
 
 say "the same ranks placed by a mapping file, virtual node mode (two ranks per node)"
 maps="$PREFIX/share/bglemu/mapfiles"
@@ -33,6 +33,10 @@ for p in r["processors"][:2]:
 busy = [l for l in r["links"] if l["packets"]]
 print("links     %d of %d carried traffic" % (len(busy), len(r["links"])))
 PY
+
+say "the report again from the JSON, and the links as a picture ($out/pingpong.svg, docs/pictures.md)"
+echo "\$ bglemu-report $out/pingpong.json"
+bglemu-report "$out/pingpong.json"
 
 say "bgl-traffic: 64 processors, uniform random traffic at 30% load on 4x4x4"
 echo "\$ bgl-traffic -np 64 -shape 4x4x4 --pattern uniform --load 0.3 --packets 200 --seed 1"

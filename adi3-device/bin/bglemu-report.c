@@ -498,7 +498,7 @@ static void summary(const tsim_linkmap *m, const rank_info *ri, int deadlock, in
             (unsigned long long)m->clock_mhz, (unsigned long long)m->packets_delivered,
             (unsigned long long)m->packet_hops);
 
-    int n = g->nranks, found = 0, rlo = 0, rhi = 0, others = 0;
+    int n = g->nranks, found = 0, rlo = 0, rhi = 0, others = 0, traffic = 0;
     uint64_t lo = UINT64_MAX, hi = 0, sum = 0, msgs[TSIM_NSW_KINDS] = {0}, total = 0;
     for (int r = 0; r < n; r++) {
         if (!ri[r].found) continue;
@@ -508,9 +508,13 @@ static void summary(const tsim_linkmap *m, const rank_info *ri, int deadlock, in
         if (t > hi) hi = t, rhi = r;
         sum += t;
         for (int k = 0; k < ML_NPROTO; k++) msgs[k] += ri[r].msgs[k];
-        others += strcmp(ri[r].state, "exited") != 0;
+        /* bgl-traffic's processors are driven by the engine: no clock, no exit */
+        traffic += !strcmp(ri[r].state, "traffic");
+        others += strcmp(ri[r].state, "exited") && strcmp(ri[r].state, "traffic");
     }
-    if (n <= 8) {
+    if (traffic && traffic == found) {
+        fprintf(f, "processors: %d driven by the engine (bgl-traffic), no program clocks\n", traffic);
+    } else if (n <= 8) {
         fprintf(f, "per rank (cycles):");
         for (int r = 0; r < n; r++)
             if (ri[r].found) fprintf(f, " %d:%llu", r, (unsigned long long)ri[r].cycles);
@@ -523,10 +527,12 @@ static void summary(const tsim_linkmap *m, const rank_info *ri, int deadlock, in
     }
     if (found < n) fprintf(f, "ranks missing from the report: %d of %d\n", n - found, n);
     if (others) {
-        fprintf(f, "ranks that had not exited at the end:");
-        for (int r = 0; r < n; r++)
-            if (ri[r].found && strcmp(ri[r].state, "exited")) fprintf(f, " %d (%s)", r, ri[r].state);
-        fputc('\n', f);
+        /* the first few are enough to start looking */
+        fprintf(f, "ranks that had not exited at the end: %d:", others);
+        for (int r = 0, shown = 0; r < n && shown < 8; r++)
+            if (ri[r].found && strcmp(ri[r].state, "exited") && strcmp(ri[r].state, "traffic"))
+                fprintf(f, " %d (%s)", r, ri[r].state), shown++;
+        fputs(others > 8 ? " ...\n" : "\n", f);
     }
     if (deadlock) fprintf(f, "the job ended in an application deadlock\n");
     for (int k = 1; k < ML_NPROTO; k++) total += msgs[k];

@@ -142,6 +142,11 @@ else
   bad "bgl-traffic twice: SVG or JSON differ"
 fi
 
+bglemu-report "$tmp/tr.json" >"$tmp/got"
+grep -qx 'processors: 8 driven by the engine (bgl-traffic), no program clocks' "$tmp/got" &&
+  ! grep -q 'not exited' "$tmp/got" && ok "bglemu-report of a bgl-traffic report: engine-driven processors named once" ||
+  bad "bglemu-report of bgl-traffic: $(cat "$tmp/got")"
+
 # ---- bglemu-report: the run's own figures, the same pictures ----------------
 # mpirun's report lines (wall time and exit line aside) are the summary's
 same_summary() { # what, mpirun stderr, JSON
