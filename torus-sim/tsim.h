@@ -316,6 +316,11 @@ int tsim_engine_run(tsim_engine *e, tsim_result *r);
 /* Same, in a new thread. */
 int tsim_engine_start(tsim_engine *e);
 int tsim_engine_join(tsim_engine *e, tsim_result *r);
+/* A processor broke the rules of the segment (an impossible packet or
+ * ring index in its injection FIFOs): its index, with what it did in buf
+ * ("injection FIFO 0: packet of 0 chunks at slot 17"); -1 while none did.
+ * The engine then aborts the job. Safe to call from another thread. */
+int tsim_engine_violation(tsim_engine *e, char *buf, size_t len);
 /* Deadlock report: one line per waiting processor. */
 void tsim_engine_print_deadlock(tsim_engine *e, FILE *f);
 /* Machine-readable report: params, geometry, per processor and per link. */

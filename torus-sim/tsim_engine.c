@@ -8,6 +8,7 @@
  * processor, FIFO and slot sequence; keys of engine events from a counter
  * advanced in processing order. Neither depends on host timing. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -201,6 +202,66 @@ static void start_sources(tsim_engine *e)
 }
 
 /* ---- collecting what processors did ---------------------------------- */
+/* Ends the job for something processor proc wrote: the engine uses none of
+ * it, and every waiter is released (pl_block returns -1). */
+static void violation(tsim_engine *e, int proc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void violation(tsim_engine *e, int proc, const char *fmt, ...)
+{
+    if (atomic_load(&e->violation_proc) >= 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->violation, sizeof e->violation, fmt, ap);
+    va_end(ap);
+    atomic_store(&e->violation_proc, proc);
+    tsim_seg *s = e->seg;
+    atomic_store(&s->abort, 1);
+    for (int i = 0; i < e->nprocs; i++) {
+        atomic_fetch_add(&s->procs[i].bell, 1);
+        tsim_futex_wake(&s->procs[i].bell);
+    }
+}
+
+int tsim_engine_violation(tsim_engine *e, char *buf, size_t len)
+{
+    int proc = atomic_load(&e->violation_proc);
+    if (proc >= 0 && buf && len) snprintf(buf, len, "%s", e->violation);
+    return proc;
+}
+
+/* What the engine reads from a processor's injection FIFO before using it:
+ * a packet the hardware could carry (1..8 chunks, a destination inside the
+ * machine, flags and hint bits that exist, a processor slot for the
+ * reception group), written no earlier than the time already simulated.
+ * 0, or -1 after violation(). */
+static int inj_packet_ok(tsim_engine *e, int proc, int f, uint32_t seq, const tsim_slot *s)
+{
+    const tsim_hwhdr *hw = &s->p.hw;
+    unsigned slot = seq % TSIM_RING_SLOTS;
+    if (hw->chunks < 1 || hw->chunks > TSIM_MAX_CHUNKS)
+        violation(e, proc, "injection FIFO %d: packet of %u chunks at slot %u", f, hw->chunks, slot);
+    else if (hw->dst[0] >= e->g.dim[0] || hw->dst[1] >= e->g.dim[1] || hw->dst[2] >= e->g.dim[2])
+        violation(e, proc, "injection FIFO %d: packet to <%u,%u,%u>, outside the %dx%dx%d machine, "
+                  "at slot %u", f, hw->dst[0], hw->dst[1], hw->dst[2], e->g.dim[0], e->g.dim[1],
+                  e->g.dim[2], slot);
+    else if (hw->flags & ~(TSIM_F_DYNAMIC | TSIM_F_DEPOSIT | TSIM_F_HP))
+        violation(e, proc, "injection FIFO %d: packet with unknown flags %#x at slot %u", f,
+                  hw->flags, slot);
+    else if (hw->hints & ~((1u << TSIM_NPORTS) - 1))
+        violation(e, proc, "injection FIFO %d: packet with unknown hint bits %#x at slot %u", f,
+                  hw->hints, slot);
+    else if (hw->group >= TSIM_CPUS)
+        violation(e, proc, "injection FIFO %d: packet for reception group %u at slot %u", f,
+                  hw->group, slot);
+    else if (s->m.t_inject < e->published)
+        violation(e, proc, "injection FIFO %d: packet injected at %llu cycles, before the %llu "
+                  "already simulated, at slot %u", f, (unsigned long long)s->m.t_inject,
+                  (unsigned long long)e->published, slot);
+    else
+        return 0;
+    return -1;
+}
+
 static int drain(tsim_engine *e)
 {
     int got = 0;
@@ -211,10 +272,23 @@ static int drain(tsim_engine *e)
         for (int f = 0; f < TSIM_NINJ; f++) {
             tsim_ring *r = &p->inj[f];
             uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+            /* unsigned: a head moved back shows as a huge distance too */
+            if (h - r->seen > TSIM_RING_SLOTS) {
+                if ((int32_t)(h - r->seen) < 0)
+                    violation(e, i, "injection FIFO %d: head %u moved %u slots back, behind the "
+                              "engine's cursor %u", f, h, r->seen - h, r->seen);
+                else
+                    violation(e, i, "injection FIFO %d: head %u is %u slots past the engine's "
+                              "cursor %u (a ring holds %d)", f, h, h - r->seen, r->seen,
+                              TSIM_RING_SLOTS);
+                return got;
+            }
             for (; r->seen != h; r->seen++) {
+                const tsim_slot *sl = &r->slot[r->seen % TSIM_RING_SLOTS];
+                if (inj_packet_ok(e, i, f, r->seen, sl) != 0) return got;
                 uint32_t pk = pkt_alloc(e);
                 npkt *n = &e->pool[pk];
-                n->s = r->slot[r->seen % TSIM_RING_SLOTS];
+                n->s = *sl;
                 n->s.m.src = (uint32_t)i;
                 ev_push_key(e, n->s.m.t_inject, proc_key(i, f, r->seen), EV_INJ, i, f, pk);
                 got = 1;
@@ -283,6 +357,7 @@ static void publish_done(tsim_engine *e, uint64_t h)
 {
     if (h <= atomic_load(&e->seg->done)) return;
     atomic_store(&e->seg->done, h);
+    e->published = h;
     for (int i = 0; i < e->nprocs; i++) {
         tsim_proc *p = &e->seg->procs[i];
         uint64_t want = atomic_load(&p->sync_target);
@@ -418,6 +493,7 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
     e->rt = calloc((size_t)e->g.nnodes, sizeof *e->rt);
     e->ep = calloc((size_t)e->nprocs, sizeof *e->ep);
     e->freelist = NIL;
+    atomic_store(&e->violation_proc, -1);
     const char *px = getenv("BGLEMU_PROXY");
     e->prx_off = px && strcmp(px, "0") == 0;
     if (!e->rt || !e->ep || evq_init(&e->q) != 0) {

@@ -141,6 +141,12 @@ struct tsim_engine {
     uint64_t woke_min; /* lowest clock a wake set this round */
     uint64_t h;        /* this round's horizon: processors act at or after it */
     int deadlock, aborted;
+    /* What a processor wrote that it could not have written honestly
+     * (drain's checks): the processor, -1 for none, and what. The engine
+     * thread writes the text, then the processor; mpirun polls them. */
+    _Atomic int violation_proc;
+    char violation[160];
+    uint64_t published; /* the last horizon published as done, kept here */
     int prx_off;           /* BGLEMU_PROXY=0: every blocked processor is woken */
     char *deadlock_report; /* snapshot taken when the deadlock was found */
     pthread_t thread;

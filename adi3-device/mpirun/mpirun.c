@@ -203,6 +203,7 @@ int main(int argc, char **argv)
     j.failed_rank = -1;
     j.first_dead = -1;
     j.first_dead_running = -1;
+    j.violation_proc = -1;
     j.path = resolve(o.argv[0]);
     choose_launcher(&j);
 
@@ -330,7 +331,28 @@ int main(int argc, char **argv)
         heat = NULL;
     }
     char why[128];
-    if (j.signal_received) {
+    if (j.violation_proc < 0) /* caught while the last ranks left */
+        j.violation_proc = tsim_engine_violation(j.eng, j.violation, sizeof j.violation);
+    if (j.violation_proc >= 0) {
+        /* the cause, whatever followed (ranks released with -1, hydra's
+         * kills, the timeout): the rank that wrote it. In CO mode the
+         * coprocessor's slot belongs to the rank of its node. */
+        int vp = j.violation_proc, r = -1, co = 0, c[4];
+        for (int q = 0; q < o.np && r < 0; q++)
+            if (j.map.proc[q] == vp) r = q;
+        for (int q = 0; q < o.np && r < 0; q++)
+            if (j.map.proc[q] / TSIM_CPUS == vp / TSIM_CPUS) r = q, co = 1;
+        if (r >= 0) {
+            ml_map_coords(&j.map, g, r, c);
+            fprintf(stderr, "mpirun: job failed: rank %d <%d,%d,%d,%d> (pid %d)%s corrupted its %s\n",
+                    r, c[0], c[1], c[2], c[3], (int)s->procs[vp].pid,
+                    co ? ", on its coprocessor," : "", j.violation);
+        } else {
+            fprintf(stderr, "mpirun: job failed: processor %d, which runs no rank, corrupted its %s\n",
+                    vp, j.violation);
+        }
+        rc = MPIRUN_RANK_FAILED;
+    } else if (j.signal_received) {
         fprintf(stderr, "mpirun: job killed: mpirun received %s\n", strsignal(j.signal_received));
         rc = 128 + j.signal_received;
     } else if (j.timed_out) {

@@ -74,6 +74,8 @@ typedef struct mpirun_job {
     /* how the job ended */
     int failed_rank;      /* first rank that failed, -1 */
     uint64_t abort_ns;    /* CLOCK_MONOTONIC when mpirun raised the abort flag, 0 */
+    int violation_proc;   /* processor the engine caught breaking the segment's rules, -1 */
+    char violation[160];  /* what it did (tsim_engine_violation) */
     int signal_received;  /* SIGINT/SIGTERM/SIGHUP to mpirun, 0 */
     int timed_out;
     int deadlock;

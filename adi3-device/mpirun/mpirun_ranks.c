@@ -422,6 +422,13 @@ void mpirun_wait(mpirun_job *j)
             failing = 1;
             abort_job(j);
         }
+        if (j->violation_proc < 0 && !failing &&
+            (j->violation_proc = tsim_engine_violation(j->eng, j->violation,
+                                                       sizeof j->violation)) >= 0) {
+            /* the engine stopped the job already: the ranks go as on a crash */
+            failing = 1;
+            abort_job(j);
+        }
         int st;
         pid_t pid;
         while ((pid = waitpid(-1, &st, WNOHANG)) > 0) reap(j, pid, st, &failing);

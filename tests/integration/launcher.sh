@@ -235,6 +235,28 @@ else
   bad "segv crash: exit $rc, leftovers '$(leftovers $pid)': $out"
 fi
 
+# ---- a rank damaging its injection FIFO (issue 15: validate at the boundary) --
+# Written straight into the ring, as a stray write would: the engine refuses
+# it before use, and mpirun names the rank and the damage, at once.
+for c in "chunks0:packet of 0 chunks at slot 0" "chunks9:packet of 201 chunks at slot 0" \
+         "dst:packet to <255,255,255>, outside the 2x2x1 machine, at slot 0" \
+         "flags:packet with unknown flags 0x80 at slot 0" "group:packet for reception group 7 at slot 0" \
+         "head:head 100000 is 100000 slots past the engine's cursor 0 (a ring holds 32)" \
+         "back:head 4294967293 moved 3 slots back, behind the engine's cursor 0" \
+         "past:packet injected at 5 cycles, before the 10000 already simulated, at slot 0"; do
+  what=${c%%:*}; want=${c#*:}
+  t0=$(date +%s)
+  run mpirun --timeout 60 -np 4 tp_corrupt 1 "$what"
+  secs=$(( $(date +%s) - t0 ))
+  if [ "$rc" -eq 1 ] && [ "$secs" -lt 20 ] &&
+     grep -qxF "mpirun: job failed: rank 1 <1,0,0,0> (pid $(sed -n 's/.*rank 1 <1,0,0,0> (pid \([0-9]*\)).*/\1/p' <<<"$out" | head -1)) corrupted its injection FIFO 0: $want" <<<"$out" &&
+     [ -z "$(leftovers $pid)" ]; then
+    ok "rank 1 writes a bad $what into its injection FIFO: named with the damage, exit 1, ${secs} s, nothing left"
+  else
+    bad "corrupt $what: exit $rc, ${secs} s, leftovers '$(leftovers $pid)': $out"
+  fi
+done
+
 # ---- signals to mpirun ------------------------------------------------------
 sigtest() { # signal, expected exit
   local sig=$1 want=$2

@@ -191,13 +191,14 @@ for c in "crash-busy:rank 1 <1,0,0,0>:killed by signal 11 (Segmentation fault)" 
   good=0; runs=5
   for i in $(seq $runs); do
     run "$mode" -np 4 -clock none "$out/failures" "$mode"
+    left="$(ls /dev/shm | grep "^bglemu\.$(id -u)\.") $(pgrep -f "$out/failures $mode")"
     if [ "$(cat "$tmp/$mode.rc")" = 1 ] &&
        grep -qF "mpirun: job failed: $who (pid " "$tmp/$mode.out" &&
        grep -qF "did not reach MPI_Finalize: $how; mpiexec.hydra" "$tmp/$mode.out" &&
-       [ -z "$(ls /dev/shm | grep "^bglemu\.$(id -u)\.")" ] && ! pgrep -f "$out/failures $mode" >/dev/null; then
+       [ "$left" = " " ]; then
       good=$((good + 1))
     else
-      tail -3 "$tmp/$mode.out"
+      tail -3 "$tmp/$mode.out"; echo "    exit $(cat "$tmp/$mode.rc"), left: '$left'"
     fi
   done
   if [ $good = $runs ]; then
