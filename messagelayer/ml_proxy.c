@@ -37,21 +37,21 @@ void ml_act_del(ml_ctx *ml, ml_rx *rx)
     rx->act_next = rx->act_prev = NULL;
 }
 
-/* The messages whose packets the engine can send, in the order of a send
- * round (the ring's peer, then the data list): their number, or -1 when the
- * send side is not describable. */
+/* The send side in the order of a send round: the ring's peers (NULL for
+ * one whose message waits for a confirmation: it sends nothing), then the
+ * data list. Returns their number, or -1 when it is not describable. */
 static int tx_streams(ml_ctx *ml, ml_msg **out)
 {
     int n = 0;
-    /* several peers in the send ring rotate its start every round, state the
-     * engine does not keep: one at most */
-    if (ml->ctl_head || ml->nring > 1) return -1;
+    if (ml->ctl_head || ml->nring > TSIM_PRX_TX) return -1;
     for (int i = 0; i < ml->nring; i++) {
         ml_peer *p = &ml->peer[ml->ring[i]];
         ml_msg *m = p->head;
-        if (!m) continue;
-        if (m->state == S_QUEUED && p->ae_wait) continue; /* waits for a confirmation */
-        if (m->state != S_SENDING || !m->used ||
+        if (m && m->state == S_QUEUED && p->ae_wait) {
+            out[n++] = NULL;
+            continue;
+        }
+        if (!m || m->state != S_SENDING || !m->used ||
             (m->proto != ML_EAGER && m->proto != ML_ADAPTIVE))
             return -1; /* its first packet is still to go: the software's */
         out[n++] = m;
@@ -93,8 +93,13 @@ static int describe(ml_ctx *ml, tsim_prx *d, unsigned polls)
 {
     int ntx = tx_streams(ml, ml->reg_tx);
     if (ntx < 0) return 0;
-    for (int k = 0; k < ntx; k++) describe_tx(ml, &d->tx[k], ml->reg_tx[k]);
+    for (int k = 0; k < ntx; k++) {
+        if (ml->reg_tx[k]) describe_tx(ml, &d->tx[k], ml->reg_tx[k]);
+        else memset(&d->tx[k], 0, sizeof d->tx[k]);
+    }
     d->ntx = (uint32_t)ntx;
+    d->nring = (uint32_t)ml->nring;
+    d->ring_pos = (uint32_t)ml->ring_pos;
     uint32_t n = 0;
     for (ml_rx *rx = ml->act_head; rx && n < TSIM_PRX_RX; rx = rx->act_next) {
         tsim_prx_rx *r = &d->rx[n];
@@ -126,7 +131,9 @@ static void apply(ml_ctx *ml, tsim_prx *d)
         ml->reg_rx[i]->got = d->rx[i].got;
         ml->reg_rx[i]->hi = d->rx[i].hi;
     }
-    for (uint32_t k = 0; k < d->ntx; k++) ml->reg_tx[k]->off = d->tx[k].off;
+    for (uint32_t k = 0; k < d->ntx; k++)
+        if (ml->reg_tx[k]) ml->reg_tx[k]->off = d->tx[k].off;
+    ml->ring_pos = (int)d->ring_pos;
     ml->st.pkts_recv += d->pkts_recv;
     ml->st.pkts_sent += d->pkts_sent;
     ml->st.reordered += d->reordered;

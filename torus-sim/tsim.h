@@ -184,8 +184,11 @@ typedef struct tsim_prx {
     uint32_t start;           /* 1: the loop runs now (an advance begins at vt), 0: it blocks */
     uint32_t empties;         /* with start: empty advances in a row it has done already */
     uint64_t dispatch_cycles; /* cost of handling a data packet, beyond the read */
-    uint32_t ntx, resv;
-    tsim_prx_tx tx[TSIM_PRX_TX]; /* in the order of a send round */
+    uint32_t ntx;
+    uint32_t nring, ring_pos; /* tx[0..nring) are the send ring's peers, in ring order (a
+                                 round starts at ring_pos, which moves on after every round);
+                                 a peer whose message waits (live 0) sends nothing */
+    tsim_prx_tx tx[TSIM_PRX_TX];
     tsim_prx_rx rx[TSIM_PRX_RX];
     /* the engine's answer */
     uint32_t resume;          /* TSIM_PRX_* */

@@ -90,6 +90,7 @@ typedef struct prx_state {
     uint64_t vt, dispatch_cycles;
     tsim_prx_tx tx[TSIM_PRX_TX];
     uint32_t ntx, rr;  /* messages going out; the next one's turn in this round */
+    uint32_t nring, ring_pos;
     uint32_t round;    /* packets this round has sent so far */
     int sp_fresh;      /* the send round about to run starts a send_progress */
     uint32_t nrx;

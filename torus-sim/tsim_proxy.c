@@ -177,11 +177,15 @@ static int adopt(tsim_engine *e, int proc)
         d->nrx > TSIM_PRX_RX || (d->start && d->empties >= d->polls) || (mask & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL ||
         atomic_load(&p->inj_need) != TSIM_MAX_CHUNKS || p->pid <= 0)
         return 0;
-    if (d->ntx > TSIM_PRX_TX) return 0;
+    if (d->ntx > TSIM_PRX_TX || d->nring > d->ntx || (d->nring && d->ring_pos >= d->nring))
+        return 0;
     x->ntx = d->ntx;
+    x->nring = d->nring;
+    x->ring_pos = d->ring_pos;
     for (uint32_t k = 0; k < x->ntx; k++) {
         const tsim_prx_tx *t = &x->tx[k];
         x->tx[k] = d->tx[k];
+        if (!t->live) continue;
         if (t->fifo >= TSIM_NINJ || t->dst >= (uint32_t)e->nprocs || t->off >= t->len ||
             t->len > UINT32_MAX || t->group >= TSIM_CPUS ||
             (t->flags & ~(TSIM_F_DYNAMIC | TSIM_F_HP)) != 0)
@@ -260,6 +264,7 @@ static void handover(tsim_engine *e, int proc, int resume)
     wr_flush(e, proc);
     tsim_prx *d = &p->prx;
     for (uint32_t k = 0; k < x->ntx; k++) d->tx[k].off = x->tx[k].off;
+    d->ring_pos = x->ring_pos;
     for (uint32_t i = 0; i < x->nrx; i++) {
         d->rx[i].got = x->rx[i].got;
         d->rx[i].hi = x->rx[i].hi;
@@ -290,13 +295,16 @@ static int send_round(tsim_engine *e, int proc)
     for (;;) {
         if (x->rr == 0)
             for (uint32_t k = 0; k < x->ntx; k++)
-                if (x->tx[k].off < x->tx[k].len && x->tx[k].len - x->tx[k].off <= TSIM_PAYLOAD_MAX) {
+                if (x->tx[k].live && x->tx[k].off < x->tx[k].len &&
+                    x->tx[k].len - x->tx[k].off <= TSIM_PAYLOAD_MAX) {
                     handover(e, proc, x->phase == PH_SP_HEAD ? TSIM_PRX_ADVANCE : TSIM_PRX_TAIL);
                     return -1;
                 }
         for (; x->rr < x->ntx; x->rr++) {
-            tsim_prx_tx *t = &x->tx[x->rr];
-            if (t->off >= t->len) continue;
+            /* the ring's peers from ring_pos on, then the data list */
+            uint32_t k = x->rr < x->nring ? (x->ring_pos + x->rr) % x->nring : x->rr;
+            tsim_prx_tx *t = &x->tx[k];
+            if (!t->live || t->off >= t->len) continue;
             uint64_t n = t->len - t->off < TSIM_PAYLOAD_MAX ? t->len - t->off : TSIM_PAYLOAD_MAX;
             unsigned chunks = (unsigned)((TSIM_HDR_BYTES + n + TSIM_CHUNK - 1) / TSIM_CHUNK);
             tsim_ring *r = &p->inj[t->fifo];
@@ -308,7 +316,7 @@ static int send_round(tsim_engine *e, int proc)
                 x->inj_full |= 1u << t->fifo;
                 continue;
             }
-            const uint8_t *data = tx_bytes(e, proc, (int)x->rr, t->off, (size_t)n);
+            const uint8_t *data = tx_bytes(e, proc, (int)k, t->off, (size_t)n);
             if (!data) return -1; /* the job is failing */
             /* what pl_inject does, then what drain would make of it */
             x->vt += e->prm.pkt_write_cycles;
@@ -346,6 +354,7 @@ static int send_round(tsim_engine *e, int proc)
         }
         int again = x->round > 0;
         x->rr = x->round = 0;
+        if (x->nring) x->ring_pos = (x->ring_pos + 1) % x->nring;
         if (!again) return 0;
     }
 }

@@ -24,6 +24,7 @@ typedef struct job {
     size_t offset;  /* receive buffers start this far past a 64-byte boundary */
     int delegate;   /* the receive loop hands itself to the engine before advancing */
     int burst;      /* all messages posted at once (several going out together) */
+    int fan;        /* rank 0 sends message k to rank k + 1, all at once (several peers) */
 } job;
 
 typedef struct rank {
@@ -61,20 +62,22 @@ static void *rank_main(void *arg)
     const job *j = r->j;
     int peer = r->me ^ 1, sends = r->me == 0 || (j->bidir && r->me == 1);
     int recvs = r->me == 1 || (j->bidir && r->me == 0);
+    int want = MSGS;
+    if (j->fan) recvs = r->me > 0, want = 1;
     ml_msg m[MSGS];
     int hdr[MSGS];
     for (int k = 0; k < MSGS && sends; k++) { /* one after another: MPI_Send in a loop */
         hdr[k] = k;
-        m[k] = (ml_msg){.dst = peer, .hdr = &hdr[k], .hdrlen = sizeof hdr[k],
+        m[k] = (ml_msg){.dst = j->fan ? k + 1 : peer, .hdr = &hdr[k], .hdrlen = sizeof hdr[k],
                         .buf = r->src + (size_t)k * j->len + 1, .len = j->len, .proto = j->proto,
                         .done = on_done, .arg = (void *)&r->sent};
         ck_assert_int_eq(ml_send(r->ml, &m[k]), 0);
-        while (r->sent < (j->burst ? (k == MSGS - 1 ? MSGS : 0) : k + 1))
+        while (r->sent < (j->burst || j->fan ? (k == MSGS - 1 ? MSGS : 0) : k + 1))
             if (!ml_advance(r->ml) && ml_wait_idle(r->ml, "test: send", 1) != 0) break;
     }
     /* the MPI netmod's loop: four empty advances in a row, then block */
     int empty = 0;
-    while (recvs && r->got < MSGS) {
+    while (recvs && r->got < want) {
         if (j->delegate && ml_wait_delegate(r->ml, "test: receive", 4, (unsigned)empty) < 0) break;
         if (ml_advance(r->ml)) {
             empty = 0;
@@ -144,6 +147,15 @@ static void run(const job *j, int proxy, outcome *o)
         }
     for (int i = 0; i < j->nranks; i++) {
         o->end[i] = r[i].end;
+        if (j->fan) { /* message k to rank k + 1 */
+            ck_assert_int_eq(r[i].got, i > 0);
+            if (i > 0)
+                ck_assert_msg(!memcmp(r[i].dst + (size_t)(i - 1) * j->len,
+                                      r[0].src + (size_t)(i - 1) * j->len + 1, j->len),
+                              "rank %d's message corrupted", i);
+            if (i < 2) o->data[i] = NULL;
+            continue;
+        }
         ck_assert_int_eq(r[i].got, (i == 1 || (j->bidir && i == 0)) ? MSGS : 0);
         if (i < 2) {
             o->data[i] = malloc(bytes);
@@ -193,35 +205,35 @@ static void check_same(const job *j, const char *what, int want_read, int want_s
 
 START_TEST(proxy_rendezvous_heater)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0};
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0};
     check_same(&j, "rendezvous, no coprocessor", 1, 1);
 }
 END_TEST
 
 START_TEST(proxy_rendezvous_coproc)
 {
-    job j = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0};
+    job j = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0};
     check_same(&j, "rendezvous, coprocessor receives", 0, 1);
 }
 END_TEST
 
 START_TEST(proxy_eager)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0};
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 0};
     check_same(&j, "eager", 1, 1);
 }
 END_TEST
 
 START_TEST(proxy_adaptive)
 {
-    job j = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0};
+    job j = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 0};
     check_same(&j, "adaptive eager, two hops", 1, 1);
 }
 END_TEST
 
 START_TEST(proxy_bidirectional)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 0, 0};
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 0, 0, 0};
     check_same(&j, "rendezvous both ways", 1, 1);
 }
 END_TEST
@@ -229,7 +241,7 @@ END_TEST
 START_TEST(proxy_vn_fallback)
 {
     setenv("BGLEMU_VN_NOCOPY", "1", 1); /* VN data over the scratchpad */
-    job j = {ML_MODE_VN, 2, {1, 1, 1}, 2, ML_VN, 50000, 0, 16, 0, 0};
+    job j = {ML_MODE_VN, 2, {1, 1, 1}, 2, ML_VN, 50000, 0, 16, 0, 0, 0};
     check_same(&j, "VN without the direct copy", 1, 1);
     unsetenv("BGLEMU_VN_NOCOPY");
 }
@@ -237,18 +249,29 @@ END_TEST
 
 START_TEST(proxy_delegated_loop)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 1, 0};
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 1, 0, 0};
     check_same(&j, "rendezvous both ways, loop handed over", 1, 1);
-    job k = {ML_MODE_CO, 2, {2, 2, 1}, 1, ML_ONEPKT, 100, 1, 16, 1, 0};
+    job k = {ML_MODE_CO, 2, {2, 2, 1}, 1, ML_ONEPKT, 100, 1, 16, 1, 0, 0};
     check_same(&k, "one-packet both ways, loop handed over", 0, 0);
+}
+END_TEST
+
+START_TEST(proxy_several_peers)
+{
+    job j = {ML_MODE_HEATER, 4, {2, 2, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 1};
+    check_same(&j, "eager to three peers at once", 1, 1);
+    job k = {ML_MODE_HEATER, 4, {4, 1, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 1};
+    check_same(&k, "adaptive eager to three peers at once", 1, 1);
+    job l = {ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 50000, 0, 16, 1, 0, 1};
+    check_same(&l, "rendezvous to three peers, handed over", 1, 1);
 }
 END_TEST
 
 START_TEST(proxy_several_going_out)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1};
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0};
     check_same(&j, "three rendezvous at once, both ways", 1, 1);
-    job k = {ML_MODE_VN, 4, {2, 1, 1}, 2, ML_RZV, 30000, 1, 16, 0, 1};
+    job k = {ML_MODE_VN, 4, {2, 1, 1}, 2, ML_RZV, 30000, 1, 16, 0, 1, 0};
     check_same(&k, "three rendezvous at once, VN mode", 1, 1);
 }
 END_TEST
@@ -266,6 +289,7 @@ Suite *proxy_suite(void)
     tcase_add_test(tc, proxy_vn_fallback);
     tcase_add_test(tc, proxy_delegated_loop);
     tcase_add_test(tc, proxy_several_going_out);
+    tcase_add_test(tc, proxy_several_peers);
     suite_add_tcase(s, tc);
     return s;
 }
