@@ -204,9 +204,7 @@ static void start_sources(tsim_engine *e)
 /* ---- collecting what processors did ---------------------------------- */
 /* Ends the job for something processor proc wrote: the engine uses none of
  * it, and every waiter is released (pl_block returns -1). */
-static void violation(tsim_engine *e, int proc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void violation(tsim_engine *e, int proc, const char *fmt, ...)
+void eng_violation(tsim_engine *e, int proc, const char *fmt, ...)
 {
     if (atomic_load(&e->violation_proc) >= 0) return;
     va_list ap;
@@ -233,28 +231,28 @@ int tsim_engine_violation(tsim_engine *e, char *buf, size_t len)
  * a packet the hardware could carry (1..8 chunks, a destination inside the
  * machine, flags and hint bits that exist, a processor slot for the
  * reception group), written no earlier than the time already simulated.
- * 0, or -1 after violation(). */
+ * 0, or -1 after eng_violation(). */
 static int inj_packet_ok(tsim_engine *e, int proc, int f, uint32_t seq, const tsim_slot *s)
 {
     const tsim_hwhdr *hw = &s->p.hw;
     unsigned slot = seq % TSIM_RING_SLOTS;
     if (hw->chunks < 1 || hw->chunks > TSIM_MAX_CHUNKS)
-        violation(e, proc, "injection FIFO %d: packet of %u chunks at slot %u", f, hw->chunks, slot);
+        eng_violation(e, proc, "injection FIFO %d: packet of %u chunks at slot %u", f, hw->chunks, slot);
     else if (hw->dst[0] >= e->g.dim[0] || hw->dst[1] >= e->g.dim[1] || hw->dst[2] >= e->g.dim[2])
-        violation(e, proc, "injection FIFO %d: packet to <%u,%u,%u>, outside the %dx%dx%d machine, "
+        eng_violation(e, proc, "injection FIFO %d: packet to <%u,%u,%u>, outside the %dx%dx%d machine, "
                   "at slot %u", f, hw->dst[0], hw->dst[1], hw->dst[2], e->g.dim[0], e->g.dim[1],
                   e->g.dim[2], slot);
     else if (hw->flags & ~(TSIM_F_DYNAMIC | TSIM_F_DEPOSIT | TSIM_F_HP))
-        violation(e, proc, "injection FIFO %d: packet with unknown flags %#x at slot %u", f,
+        eng_violation(e, proc, "injection FIFO %d: packet with unknown flags %#x at slot %u", f,
                   hw->flags, slot);
     else if (hw->hints & ~((1u << TSIM_NPORTS) - 1))
-        violation(e, proc, "injection FIFO %d: packet with unknown hint bits %#x at slot %u", f,
+        eng_violation(e, proc, "injection FIFO %d: packet with unknown hint bits %#x at slot %u", f,
                   hw->hints, slot);
     else if (hw->group >= TSIM_CPUS)
-        violation(e, proc, "injection FIFO %d: packet for reception group %u at slot %u", f,
+        eng_violation(e, proc, "injection FIFO %d: packet for reception group %u at slot %u", f,
                   hw->group, slot);
     else if (s->m.t_inject < e->published)
-        violation(e, proc, "injection FIFO %d: packet injected at %llu cycles, before the %llu "
+        eng_violation(e, proc, "injection FIFO %d: packet injected at %llu cycles, before the %llu "
                   "already simulated, at slot %u", f, (unsigned long long)s->m.t_inject,
                   (unsigned long long)e->published, slot);
     else
@@ -275,10 +273,10 @@ static int drain(tsim_engine *e)
             /* unsigned: a head moved back shows as a huge distance too */
             if (h - r->seen > TSIM_RING_SLOTS) {
                 if ((int32_t)(h - r->seen) < 0)
-                    violation(e, i, "injection FIFO %d: head %u moved %u slots back, behind the "
+                    eng_violation(e, i, "injection FIFO %d: head %u moved %u slots back, behind the "
                               "engine's cursor %u", f, h, r->seen - h, r->seen);
                 else
-                    violation(e, i, "injection FIFO %d: head %u is %u slots past the engine's "
+                    eng_violation(e, i, "injection FIFO %d: head %u is %u slots past the engine's "
                               "cursor %u (a ring holds %d)", f, h, h - r->seen, r->seen,
                               TSIM_RING_SLOTS);
                 return got;

@@ -183,6 +183,9 @@ void eng_wake(tsim_engine *e, int proc, uint64_t t);
 void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t);
 void eng_inj_freed(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t);
 uint64_t eng_proc_key(int proc, int ring, uint32_t seq);
+/* Ends the job for something processor proc wrote (mpirun names it). */
+void eng_violation(tsim_engine *e, int proc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 void ev_push_proxy(tsim_engine *e, uint64_t t, int proc);
 
 static inline uint64_t ser_cycles(const tsim_params *p, int chunks)

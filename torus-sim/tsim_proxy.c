@@ -52,12 +52,10 @@ struct prx_wr {
     uint8_t data[WR_BYTES];
 };
 
+/* A buffer the processor described is not there: that rank's doing. */
 static void job_fail(tsim_engine *e, int proc, const char *what, int err)
 {
-    tsim_proc *p = &e->seg->procs[proc];
-    fprintf(stderr, "bglemu: rank %d (processor %d): %s: %s; ending the job\n", (int)p->rank,
-            proc, what, strerror(err));
-    atomic_store(&e->seg->abort, 1);
+    eng_violation(e, proc, "%s: %s", what, strerror(err));
 }
 
 static int wr_flush(tsim_engine *e, int proc)
@@ -72,7 +70,7 @@ static int wr_flush(tsim_engine *e, int proc)
         for (int i = 0; i < w->n; i++) memcpy(w->rem[i].iov_base, w->loc[i].iov_base, w->loc[i].iov_len);
     } else if (process_vm_writev(x->pid, w->loc, (unsigned long)w->n, w->rem, (unsigned long)w->n, 0) !=
                (ssize_t)total) {
-        job_fail(e, proc, "a receive buffer it registered is not writable", errno ? errno : EFAULT);
+        job_fail(e, proc, "work description: a receive buffer the engine cannot write", errno ? errno : EFAULT);
         rc = -1;
     }
     w->n = 0;
@@ -123,7 +121,7 @@ static const uint8_t *tx_bytes(tsim_engine *e, int proc, int k, uint64_t off, si
     } else {
         struct iovec l = {x->txbuf[k], len}, r = {(void *)(uintptr_t)addr, len};
         if (process_vm_readv(x->pid, &l, 1, &r, 1, 0) != (ssize_t)len) {
-            job_fail(e, proc, "a send buffer it registered is not readable", errno ? errno : EFAULT);
+            job_fail(e, proc, "work description: a send buffer the engine cannot read", errno ? errno : EFAULT);
             return NULL;
         }
     }
