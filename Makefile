@@ -45,7 +45,7 @@ UNIT_BIN  := $(BUILD)/unit_tests
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt)
 
-DEBS := build-essential pkg-config check libsubunit-dev libnuma-dev python3
+DEBS := build-essential pkg-config check libsubunit-dev libnuma-dev python3 time
 
 .PHONY: all install deps demo check test test-mpi bench check-asan check-tsan clean mpich help
 all: install mpich
