@@ -73,7 +73,10 @@ static int inj_room(const tsim_ring *r, uint32_t need)
 static void wake_if_ready(tsim_engine *e, int proc, uint64_t t)
 {
     tsim_proc *p = &e->seg->procs[proc];
-    if (atomic_load(&p->state) != TSIM_P_BLOCKED || prx_start(e, proc)) return;
+    if (atomic_load(&p->state) != TSIM_P_BLOCKED) return;
+    int taken = prx_start(e, proc);
+    if (taken < 0) eng_wake(e, proc, t);
+    if (taken) return;
     uint32_t mask = atomic_load(&p->wake_mask);
     for (int f = 0; f < TSIM_NREC; f++) {
         tsim_ring *r = &p->rec[f];

@@ -168,7 +168,8 @@ void pkt_free(tsim_engine *e, uint32_t pk);
 int prx_trigger(tsim_engine *e, int proc, uint64_t t, int rec_fifo);
 void prx_step(tsim_engine *e, int proc);
 int prx_active(const tsim_engine *e, int proc);
-/* A blocked processor handed its running loop to the engine: takes it (1). */
+/* A blocked processor handed its running loop to the engine: takes it (1),
+ * or refuses it (-1: wake the processor), 0 if there is none. */
 int prx_start(tsim_engine *e, int proc);
 void prx_free(tsim_engine *e);
 

@@ -161,7 +161,10 @@ static void arm(tsim_engine *e, int proc, uint64_t t)
 }
 
 /* The description is taken only if it is one the engine can follow
- * safely; anything else wakes the processor as before. */
+ * safely; anything else wakes the processor as before. It is copied first
+ * and only the copy is checked and used: the processor's page can change
+ * under the engine (a stray write, another thread). The engine's own
+ * process is written directly only for in-process machines (tests). */
 static int adopt(tsim_engine *e, int proc)
 {
     tsim_proc *p = &e->seg->procs[proc];
@@ -169,11 +172,16 @@ static int adopt(tsim_engine *e, int proc)
     uint32_t gen = atomic_load_explicit(&p->prx.gen, memory_order_acquire);
     if (e->prx_off || !gen || gen == x->gen) return 0;
     x->gen = gen;
-    const tsim_prx *d = &p->prx;
+    tsim_prx dd;
+    memcpy(&dd, (const void *)&p->prx, sizeof dd);
+    const tsim_prx *d = &dd;
     uint32_t mask = atomic_load(&p->wake_mask);
+    int pid = p->pid;
     if (d->polls == 0 || d->polls > MAX_POLLS || d->batch == 0 || d->batch > MAX_BATCH ||
-        d->nrx > TSIM_PRX_RX || (d->start && d->empties >= d->polls) || (mask & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL ||
-        atomic_load(&p->inj_need) != TSIM_MAX_CHUNKS || p->pid <= 0)
+        d->nrx > TSIM_PRX_RX || (d->start && d->empties >= d->polls) ||
+        (mask & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL ||
+        atomic_load(&p->inj_need) != TSIM_MAX_CHUNKS || pid <= 0 ||
+        (pid == (int)getpid() && e->seg->name[0]))
         return 0;
     if (d->ntx > TSIM_PRX_TX || d->nring > d->ntx || (d->nring && d->ring_pos >= d->nring))
         return 0;
@@ -200,8 +208,8 @@ static int adopt(tsim_engine *e, int proc)
     }
     x->polls = d->polls;
     x->batch = d->batch;
-    x->dispatch_cycles = d->dispatch_cycles;
-    x->pid = p->pid;
+    x->dispatch_cycles = e->prm.ml_dispatch_cycles; /* never the rank's word for a cost */
+    x->pid = pid;
     x->inj_full = (mask >> 8) & 0xffu;
     x->vt = atomic_load(&p->vt);
     x->empties = d->start ? d->empties : x->polls;
@@ -222,7 +230,9 @@ int prx_start(tsim_engine *e, int proc)
     if (x->on || !p->prx.start ||
         atomic_load_explicit(&p->prx.gen, memory_order_acquire) == x->gen)
         return x->on;
-    return adopt(e, proc);
+    /* a loop handed over before its advance that the engine won't run must
+     * run on the processor, now */
+    return adopt(e, proc) ? 1 : -1;
 }
 
 static unsigned inj_room(const tsim_ring *r) { return r->cap - atomic_load(&r->used); }
@@ -390,6 +400,7 @@ static int poll_once(tsim_engine *e, int proc)
     uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
     tsim_slot *s = &r->slot[tl % TSIM_RING_SLOTS];
     tsim_prx_rx *rx = match(x, s);
+    if (rx && !x->wr && !(x->wr = calloc(1, sizeof *x->wr))) rx = NULL; /* before any step */
     uint32_t off;
     memcpy(&off, s->p.sw + 4, sizeof off);
     uint64_t n = rx && off <= rx->len ? (rx->len - off < TSIM_PAYLOAD_MAX ? rx->len - off

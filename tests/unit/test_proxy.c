@@ -132,6 +132,7 @@ static void run(const job *j, int proxy, outcome *o)
         r[i].ml = ml_init(&r[i].pp, i, j->mode, on_up, &r[i]);
         ck_assert_ptr_nonnull(r[i].ml);
     }
+    if (proxy < 0) setenv("BGLEMU_PROXY", "0", 1); /* ranks describe, the engine refuses */
     tsim_engine *e = tsim_engine_new(seg);
     pthread_t th[NR];
     for (int i = 0; i < j->nranks; i++) pthread_create(&th[i], NULL, rank_main, &r[i]);
@@ -276,6 +277,23 @@ START_TEST(proxy_several_going_out)
 }
 END_TEST
 
+/* Loops handed over that the engine refuses run on their ranks at once. */
+START_TEST(proxy_refused)
+{
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 1, 0, 0};
+    outcome a, b;
+    run(&j, 0, &a);
+    run(&j, -1, &b);
+    for (int i = 0; i < j.nranks; i++) ck_assert_uint_eq(a.end[i], b.end[i]);
+    ck_assert_uint_eq(a.res.events, b.res.events);
+    ck_assert_uint_eq(a.link_busy, b.link_busy);
+    ck_assert_uint_eq(b.res.proxy_read + b.res.proxy_sent, 0);
+    printf("proxy: refused descriptions: same end %llu cycles, no engine steps\n",
+           (unsigned long long)b.res.end_time);
+    for (int i = 0; i < 2; i++) free(a.data[i]), free(b.data[i]);
+}
+END_TEST
+
 Suite *proxy_suite(void)
 {
     Suite *s = suite_create("proxy");
@@ -290,6 +308,7 @@ Suite *proxy_suite(void)
     tcase_add_test(tc, proxy_delegated_loop);
     tcase_add_test(tc, proxy_several_going_out);
     tcase_add_test(tc, proxy_several_peers);
+    tcase_add_test(tc, proxy_refused);
     suite_add_tcase(s, tc);
     return s;
 }
