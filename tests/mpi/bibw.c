@@ -16,16 +16,6 @@
 
 #define MAXW 64
 
-static long parse_size(const char *s)
-{
-    char *e;
-    long v = strtol(s, &e, 0);
-    if (e == s || v < 0) return -1;
-    if (*e == 'k' || *e == 'K') v <<= 10, e++;
-    else if (*e == 'm' || *e == 'M') v <<= 20, e++;
-    return *e ? -1 : v;
-}
-
 static unsigned char byte_of(int src, long iter, int slot, long i)
 {
     return (unsigned char)(i * 131 + src * 7 + iter * 29 + slot * 17 + (i >> 9));

@@ -31,6 +31,17 @@ static inline int mc_finish(void)
     return mc_failed ? 1 : 0;
 }
 
+/* A byte count with an optional K or M suffix; -1 if it is not one. */
+static inline long parse_size(const char *s)
+{
+    char *e;
+    long v = strtol(s, &e, 0);
+    if (e == s || v < 0) return -1;
+    if (*e == 'k' || *e == 'K') v <<= 10, e++;
+    else if (*e == 'm' || *e == 'M') v <<= 20, e++;
+    return *e ? -1 : v;
+}
+
 /* Simulated cycles at 700 MHz from MPI_Wtime seconds. */
 static inline double mc_cycles(double seconds) { return seconds * 700e6; }
 

@@ -13,16 +13,6 @@
 
 #include "mpi_check.h"
 
-static long parse_size(const char *s)
-{
-    char *e;
-    long v = strtol(s, &e, 0);
-    if (e == s || v < 0) return -1;
-    if (*e == 'k' || *e == 'K') v <<= 10, e++;
-    else if (*e == 'm' || *e == 'M') v <<= 20, e++;
-    return *e ? -1 : v;
-}
-
 static unsigned char byte_of(long msg, long i) { return (unsigned char)(i * 131 + msg * 29 + (i >> 9)); }
 
 int main(int argc, char **argv)
