@@ -66,7 +66,6 @@ static int a2a_push(coll_ctx *c)
                 c->rr_fifo = (unsigned)(f + 1) % 3;
         }
         if (ok != 0) break; /* all three full: wait for room */
-        c->sent[d]++;
         c->a2a_left--;
         moved++;
         if (++c->pos == m1) c->pos = 0, c->round++;
@@ -82,6 +81,40 @@ static uint64_t xs(uint64_t *s)
     *s ^= *s >> 7;
     *s ^= *s << 17;
     return *s;
+}
+
+int coll_a2a_wait(coll_ctx *c, const char *why, int *moved)
+{
+    tsim_prx *d = ml_prx_begin(c->ml);
+    if (!d) return coll_block(c, why);
+    tsim_prx_a2a *a = &d->a2a;
+    *a = (tsim_prx_a2a){.peers = (uint64_t)(uintptr_t)c->peers,
+                        .n = (uint32_t)c->grp->n,
+                        .me = (uint32_t)c->grp->me,
+                        .pos = c->pos,
+                        .round = c->round,
+                        .rr_fifo = c->rr_fifo,
+                        .type = COLL_T_A2A,
+                        .seq = c->cur,
+                        .gid = c->cur_gid,
+                        .left = c->a2a_left,
+                        .need = c->a2a_need,
+                        .recv = c->a2a_recv};
+    d->prog = TSIM_PRX_PROG_A2A;
+    char note[112];
+    if (c->inj_wait) snprintf(note, sizeof note, "rank %d: %s (injection FIFO full)", c->rank, why);
+    else ml_wait_note(c->ml, why, note, sizeof note);
+    int rc = ml_prx_block(c->ml, note, c->inj_wait);
+    if (rc <= TSIM_PRX_NONE) return rc;
+    c->pos = a->pos;
+    c->round = a->round;
+    c->rr_fifo = a->rr_fifo;
+    c->a2a_left = a->left;
+    c->a2a_recv = a->recv;
+    c->st.pkts_sent += a->pkts_sent;
+    c->st.pkts_recv += a->pkts_recv;
+    *moved = (int)a->moved;
+    return rc;
 }
 
 int coll_alltoallv(coll_ctx *c, const void *sbuf, const size_t *scounts, const size_t *sdispls,
@@ -107,10 +140,10 @@ int coll_alltoallv_in(coll_ctx *c, coll_group *g, const void *sbuf, const size_t
     if (self) memcpy((uint8_t *)rbuf + rdispls[me], (const uint8_t *)sbuf + sdispls[me], self);
     if (N == 1) return 0;
     free(c->order);
-    free(c->sent);
+    free(c->peers);
     c->order = malloc((size_t)(N - 1) * sizeof *c->order);
-    c->sent = calloc((size_t)N, sizeof *c->sent);
-    if (!c->order || !c->sent) return -1;
+    c->peers = malloc((size_t)N * sizeof *c->peers);
+    if (!c->order || !c->peers) return -1;
     for (int j = 0; j < N - 1; j++) {
         if (c->a2a_order == COLL_A2A_RANKORDER) c->order[j] = j < me ? j : j + 1;
         else c->order[j] = (me + 1 + j) % N;
@@ -124,6 +157,12 @@ int coll_alltoallv_in(coll_ctx *c, coll_group *g, const void *sbuf, const size_t
             c->order[k] = t;
         }
     }
+    for (int i = 0; i < N; i++)
+        c->peers[i] = (tsim_prx_a2a_peer){(uint64_t)(uintptr_t)((const uint8_t *)sbuf + sdispls[i]),
+                                          (uint64_t)(uintptr_t)((uint8_t *)rbuf + rdispls[i]),
+                                          (uint32_t)scounts[i], (uint32_t)rcounts[i],
+                                          (uint32_t)g->proc[i],
+                                          (uint32_t)(i < N - 1 ? c->order[i] : 0)};
     c->sbuf = sbuf;
     c->rbuf = rbuf;
     c->scounts = scounts;

@@ -172,7 +172,7 @@ void coll_finalize(coll_ctx *c)
     for (coll_p2p_early *e = c->p2p_early, *n; e; e = n) n = e->next, free(e->buf), free(e);
     free(c->have);
     free(c->order);
-    free(c->sent);
+    free(c->peers);
     group_fini(&c->world);
     free(c);
 }
@@ -182,25 +182,34 @@ const coll_stats *coll_get_stats(const coll_ctx *c) { return &c->st; }
 void coll_set_a2a_order(coll_ctx *c, int order) { c->a2a_order = order; }
 void coll_set_p2p_window(coll_ctx *c, int window) { c->p2p_window = window; }
 
+int coll_block(coll_ctx *c, const char *why)
+{
+    if (!c->inj_wait) return ml_idle(c->ml, why);
+    char note[112];
+    snprintf(note, sizeof note, "rank %d: %s (injection FIFO full)", c->rank, why);
+    return pl_block_need(c->pp, TSIM_WAKE_REC_ALL | c->inj_wait, TSIM_MAX_CHUNKS, note);
+}
+
+/* One iteration: push, done?, advance, push, done?, wait if nothing moved.
+ * After the engine ran the loop (coll_a2a_wait) the iteration it stopped
+ * in goes on from its advance's polls. */
 int coll_run(coll_ctx *c, int (*done)(coll_ctx *), int (*push)(coll_ctx *), const char *why)
 {
+    int moved = 0, resumed = 0;
     for (;;) {
-        int moved = push ? push(c) : 0;
-        if (done(c)) return 0;
+        if (!resumed) {
+            moved = push ? push(c) : 0;
+            if (done(c)) return 0;
+        }
+        resumed = 0;
         moved += ml_advance(c->ml);
         if (push) moved += push(c);
         if (done(c)) return 0;
         if (moved) continue;
-        int rc;
-        if (c->inj_wait) {
-            char note[112];
-            snprintf(note, sizeof note, "rank %d: %s (injection FIFO full)", c->rank, why);
-            rc = pl_block_need(c->pp, TSIM_WAKE_REC_ALL | c->inj_wait, TSIM_MAX_CHUNKS, note);
-        } else {
-            rc = ml_idle(c->ml, why);
-        }
+        int rc = c->op == OP_A2A && push ? coll_a2a_wait(c, why, &moved) : coll_block(c, why);
         c->inj_wait = 0;
-        if (rc != 0 || pl_aborting(c->pp)) return -1;
+        if (rc < 0 || pl_aborting(c->pp)) return -1;
+        resumed = rc == TSIM_PRX_POLL; /* NONE and DONE: the next iteration (DONE returns) */
     }
 }
 

@@ -100,7 +100,7 @@ struct coll_ctx {
     uint8_t *rbuf;
     const size_t *scounts, *sdispls, *rcounts, *rdispls;
     int *order;            /* destination order (nranks - 1 entries) */
-    uint32_t *sent;        /* per destination: packets sent */
+    tsim_prx_a2a_peer *peers; /* the same, as the engine reads it (coll_a2a_wait) */
     uint32_t rounds, round, pos; /* schedule cursor: packet `round` to order[pos] */
     uint64_t a2a_recv, a2a_need; /* bytes received from others / expected */
     uint64_t a2a_left;     /* packets still to send */
@@ -115,6 +115,9 @@ struct coll_ctx {
 
 /* coll_core.c */
 int coll_run(coll_ctx *c, int (*done)(coll_ctx *), int (*push)(coll_ctx *), const char *why);
+/* coll_run's wait when it hands nothing over: blocks until a packet
+ * arrives or a FIFO it found full has room. 0, or -1 if the job aborts. */
+int coll_block(coll_ctx *c, const char *why);
 void coll_stash(coll_ctx *c, const tsim_slot *s);
 /* Starts a hardware collective of g: its sequence number; 0, or -1 (busy). */
 int coll_begin(coll_ctx *c, coll_group *g, int op);
@@ -134,5 +137,9 @@ int coll_inject(coll_ctx *c, int fifo, int dst_proc, unsigned flags, const coll_
 /* coll_bcast.c / coll_a2a.c: packet handlers */
 void coll_bcast_packet(ml_ctx *ml, const tsim_slot *s, void *arg);
 void coll_a2a_packet(ml_ctx *ml, const tsim_slot *s, void *arg);
+/* coll_run's wait in an alltoall: the engine runs the loop if it can.
+ * Returns TSIM_PRX_NONE / _POLL / _DONE (ml_prx_block) with *moved, for
+ * POLL, what the iteration's first push sent; -1 if the job aborts. */
+int coll_a2a_wait(coll_ctx *c, const char *why, int *moved);
 
 #endif

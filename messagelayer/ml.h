@@ -140,6 +140,22 @@ int ml_wait_idle(ml_ctx *ml, const char *why, unsigned polls);
  * handed over (advance as usual), -1 if the job aborts. */
 int ml_wait_delegate(ml_ctx *ml, const char *why, unsigned polls, unsigned empties);
 
+/* A loop above the message layer that the engine can run too (the
+ * collectives' alltoall: torus-sim/tsim_proxy_a2a.c). ml_prx_begin fills
+ * the description's message-layer part — this rank's advance has nothing
+ * to send and a batch of ML_ADVANCE_BATCH — and returns it for the caller
+ * to complete, or NULL when the wait can't be handed over (proxy off, an
+ * advance to resume, messages or control packets going out). ml_prx_block
+ * then blocks as ml_idle would, waiting also for room in the injection
+ * FIFOs inj_wait (TSIM_WAKE_INJ bits), with `note` for deadlock reports.
+ * Returns where the rank picks up: TSIM_PRX_NONE (the loop's next
+ * iteration), TSIM_PRX_POLL (the next ml_advance goes on with its polls)
+ * or TSIM_PRX_DONE; -1 if the job aborts. */
+tsim_prx *ml_prx_begin(ml_ctx *ml);
+int ml_prx_block(ml_ctx *ml, const char *note, unsigned inj_wait);
+/* The note ml_idle leaves for deadlock reports. */
+void ml_wait_note(const ml_ctx *ml, const char *why, char *buf, size_t len);
+
 /* Transient coprocessor work unit (CO mode): fn runs on the coprocessor's
  * own clock, starting no earlier than the caller's; ml_cojoin waits for it
  * and moves the caller's clock to its end. */

@@ -121,11 +121,16 @@ int ml_advance(ml_ctx *ml)
     return moved;
 }
 
+void ml_wait_note(const ml_ctx *ml, const char *why, char *buf, size_t len)
+{
+    snprintf(buf, len, "rank %d: %s (%d sends outstanding)", ml->rank,
+             why ? why : "message layer waits", ml->outstanding);
+}
+
 int ml_block(ml_ctx *ml, const char *why)
 {
     char buf[112];
-    snprintf(buf, sizeof buf, "rank %d: %s (%d sends outstanding)", ml->rank,
-             why ? why : "message layer waits", ml->outstanding);
+    ml_wait_note(ml, why, buf, sizeof buf);
     return pl_block_need(ml->pp, TSIM_WAKE_REC_ALL | ml->inj_full, TSIM_MAX_CHUNKS, buf);
 }
 

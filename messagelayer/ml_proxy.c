@@ -120,6 +120,7 @@ static int describe(ml_ctx *ml, tsim_prx *d, unsigned polls)
     d->batch = ML_ADVANCE_BATCH;
     d->dispatch_cycles = ml->prm->ml_dispatch_cycles;
     d->resume = TSIM_PRX_NONE;
+    d->prog = TSIM_PRX_PROG_ML;
     return 1;
 }
 
@@ -138,7 +139,7 @@ static void apply(ml_ctx *ml, tsim_prx *d)
     ml->st.pkts_sent += d->pkts_sent;
     ml->st.reordered += d->reordered;
     ml->inj_full = d->inj_full;
-    ml->resume = (int)d->resume;
+    ml->resume = d->resume == TSIM_PRX_DONE ? TSIM_PRX_NONE : (int)d->resume;
     ml->resume_moved = (int)d->moved;
     ml->resume_consumed = (int)d->consumed;
     d->resume = TSIM_PRX_NONE;
@@ -175,4 +176,34 @@ int ml_wait_delegate(ml_ctx *ml, const char *why, unsigned polls, unsigned empti
     if (rc != 0) return -1;
     apply(ml, d);
     return 0;
+}
+
+tsim_prx *ml_prx_begin(ml_ctx *ml)
+{
+    if (!ml->proxy || ml->resume || ml->ctl_head || ml->nring || ml->data_head || ml->inj_full)
+        return NULL;
+    tsim_prx *d = &ml->pp->p->prx;
+    d->prog = TSIM_PRX_PROG_ML; /* until the caller's part is complete */
+    d->polls = 1;
+    d->batch = ML_ADVANCE_BATCH;
+    d->start = 0;
+    d->empties = 0;
+    d->ntx = d->nring = d->ring_pos = 0;
+    d->nrx = 0;
+    d->dispatch_cycles = ml->prm->ml_dispatch_cycles;
+    d->resume = TSIM_PRX_NONE;
+    return d;
+}
+
+int ml_prx_block(ml_ctx *ml, const char *note, unsigned inj_wait)
+{
+    tsim_prx *d = &ml->pp->p->prx;
+    atomic_fetch_add_explicit(&d->gen, 1, memory_order_release);
+    int rc = pl_block_need(ml->pp, TSIM_WAKE_REC_ALL | (inj_wait & 0xff00u), TSIM_MAX_CHUNKS, note);
+    d->polls = 0;
+    d->prog = TSIM_PRX_PROG_ML;
+    if (rc != 0) return -1;
+    int resume = (int)d->resume;
+    apply(ml, d);
+    return resume;
 }

@@ -173,11 +173,46 @@ typedef struct tsim_prx_tx {
     uint16_t live;
 } tsim_prx_tx;
 
-/* Where the processor picks up when the engine hands back (resume). */
-enum { TSIM_PRX_NONE, TSIM_PRX_ADVANCE, TSIM_PRX_POLL, TSIM_PRX_TAIL };
+/* Where the processor picks up when the engine hands back (resume):
+ * an advance's start, its polls, its closing send round, or (the
+ * alltoall's loop) the collective is complete. */
+enum { TSIM_PRX_NONE, TSIM_PRX_ADVANCE, TSIM_PRX_POLL, TSIM_PRX_TAIL, TSIM_PRX_DONE };
+
+/* Which loop is described: the message layer's wait loop, or the
+ * packet-scheduled alltoall's (collectives/coll_a2a.c, coll_run). */
+enum { TSIM_PRX_PROG_ML, TSIM_PRX_PROG_A2A };
+
+/* One member of an alltoall, by group rank, in the processor's memory: its
+ * block to send and where its block to us goes; order is the destination
+ * (group rank) of schedule position i, for i < n - 1. */
+typedef struct tsim_prx_a2a_peer {
+    uint64_t sbuf, rbuf;
+    uint32_t scount, rcount;
+    uint32_t proc;  /* its processor */
+    uint32_t order;
+} tsim_prx_a2a_peer;
+
+/* The alltoall's schedule cursor and counts (coll_a2a.c's names). Packets
+ * are {type, w (24 bits), seq, gid}; packet w of a block is its bytes
+ * [w * TSIM_PAYLOAD_MAX, ...). */
+typedef struct tsim_prx_a2a {
+    uint64_t peers;            /* address of n tsim_prx_a2a_peer */
+    uint32_t n, me;
+    uint32_t pos, round, rr_fifo;
+    uint8_t type;
+    uint8_t resv;
+    uint16_t seq, gid;
+    uint16_t resv2;
+    uint64_t left, need, recv; /* packets still to send, bytes expected / received */
+    /* the engine's answer, with left, recv, pos, round and rr_fifo */
+    uint32_t moved;            /* resume POLL: packets the iteration's first push sent */
+    uint32_t resv3;
+    uint64_t pkts_sent, pkts_recv;
+} tsim_prx_a2a;
 
 typedef struct tsim_prx {
     _Atomic uint32_t gen;     /* bumped for every description (0: none given) */
+    uint32_t prog;            /* TSIM_PRX_PROG_* */
     uint32_t polls;           /* empty advances of its loop before it blocks */
     uint32_t batch;           /* packets one advance reads at most */
     uint32_t nrx;
@@ -190,6 +225,7 @@ typedef struct tsim_prx {
                                  a peer whose message waits (live 0) sends nothing */
     tsim_prx_tx tx[TSIM_PRX_TX];
     tsim_prx_rx rx[TSIM_PRX_RX];
+    tsim_prx_a2a a2a;         /* prog TSIM_PRX_PROG_A2A */
     /* the engine's answer */
     uint32_t resume;          /* TSIM_PRX_* */
     uint32_t moved;           /* packets the resumed advance has moved already */

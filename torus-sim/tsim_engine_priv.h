@@ -81,10 +81,12 @@ typedef struct router {
 } router;
 
 /* The engine's copy of a blocked processor's loop (tsim_proxy.c). */
+struct prx_a2a;
 typedef struct prx_state {
     uint32_t gen;      /* description adopted */
     int on;            /* the engine runs this processor's loop */
-    int phase;         /* PH_* */
+    int prog;          /* TSIM_PRX_PROG_*: which loop */
+    int phase;         /* PH_* (tsim_proxy.h) */
     int armed;         /* an EV_PROXY is queued */
     uint32_t empties, polls, batch, consumed, moved, inj_full;
     uint64_t vt, dispatch_cycles;
@@ -102,6 +104,7 @@ typedef struct prx_state {
     /* bytes of the outgoing messages read ahead */
     uint8_t *txbuf[TSIM_PRX_TX];
     uint64_t txbuf_off[TSIM_PRX_TX], txbuf_len[TSIM_PRX_TX];
+    struct prx_a2a *a2a; /* the alltoall's loop (tsim_proxy_a2a.c) */
 } prx_state;
 
 typedef struct eproc {

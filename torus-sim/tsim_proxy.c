@@ -31,10 +31,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "tsim_engine_priv.h"
 #include "tsim_futex.h"
-
-enum { PH_BLOCKED, PH_SP_HEAD, PH_POLL, PH_SP_TAIL };
+#include "tsim_proxy.h"
 
 #define WR_IOV 512
 #define WR_BYTES (128 * 1024)
@@ -78,11 +76,17 @@ static int wr_flush(tsim_engine *e, int proc)
     return rc;
 }
 
-static int wr_add(tsim_engine *e, int proc, uint64_t addr, const void *src, size_t n)
+int prx_wr_ready(tsim_engine *e, int proc)
+{
+    prx_state *x = &e->ep[proc].prx;
+    return x->wr || (x->wr = calloc(1, sizeof *x->wr)) ? 0 : -1;
+}
+
+int prx_wr_add(tsim_engine *e, int proc, uint64_t addr, const void *src, size_t n)
 {
     prx_state *x = &e->ep[proc].prx;
     if (!n) return 0;
-    if (!x->wr && !(x->wr = calloc(1, sizeof *x->wr))) return -1;
+    if (prx_wr_ready(e, proc) != 0) return -1;
     struct prx_wr *w = x->wr;
     if (w->used + n > WR_BYTES || w->n == WR_IOV)
         if (wr_flush(e, proc) != 0) return -1;
@@ -104,6 +108,22 @@ static int wr_add(tsim_engine *e, int proc, uint64_t addr, const void *src, size
     return 0;
 }
 
+int prx_read(tsim_engine *e, int proc, const struct iovec *loc, const struct iovec *rem, int cnt,
+             size_t total, const char *what)
+{
+    prx_state *x = &e->ep[proc].prx;
+    if (x->pid == (int)getpid()) {
+        for (int i = 0; i < cnt; i++) memcpy(loc[i].iov_base, rem[i].iov_base, rem[i].iov_len);
+        return 0;
+    }
+    errno = 0;
+    if (process_vm_readv(x->pid, loc, (unsigned long)cnt, rem, (unsigned long)cnt, 0) != (ssize_t)total) {
+        job_fail(e, proc, what, errno ? errno : EFAULT);
+        return -1;
+    }
+    return 0;
+}
+
 /* Bytes [off, off + n) of outgoing message k, read ahead in large pieces
  * (the sender may not touch its buffer until the send completes). */
 static const uint8_t *tx_bytes(tsim_engine *e, int proc, int k, uint64_t off, size_t n)
@@ -115,16 +135,9 @@ static const uint8_t *tx_bytes(tsim_engine *e, int proc, int k, uint64_t off, si
     if (!x->txbuf[k] && !(x->txbuf[k] = malloc(TX_AHEAD))) return NULL;
     size_t len = t->len - off < TX_AHEAD ? (size_t)(t->len - off) : TX_AHEAD;
     if (len < n) return NULL;
-    uint64_t addr = t->buf + off;
-    if (x->pid == (int)getpid()) {
-        memcpy(x->txbuf[k], (const void *)(uintptr_t)addr, len);
-    } else {
-        struct iovec l = {x->txbuf[k], len}, r = {(void *)(uintptr_t)addr, len};
-        if (process_vm_readv(x->pid, &l, 1, &r, 1, 0) != (ssize_t)len) {
-            job_fail(e, proc, "work description: a send buffer the engine cannot read", errno ? errno : EFAULT);
-            return NULL;
-        }
-    }
+    struct iovec l = {x->txbuf[k], len}, r = {(void *)(uintptr_t)(t->buf + off), len};
+    if (prx_read(e, proc, &l, &r, 1, len, "work description: a send buffer the engine cannot read") != 0)
+        return NULL;
     x->txbuf_off[k] = off;
     x->txbuf_len[k] = len;
     return x->txbuf[k];
@@ -138,6 +151,7 @@ void prx_free(tsim_engine *e)
     for (int i = 0; e->ep && i < e->nprocs; i++) {
         free(e->ep[i].prx.wr);
         for (int k = 0; k < TSIM_PRX_TX; k++) free(e->ep[i].prx.txbuf[k]);
+        a2a_free(&e->ep[i].prx);
     }
 }
 
@@ -146,13 +160,13 @@ void prx_free(tsim_engine *e)
 static void enter(prx_state *x, int phase)
 {
     x->phase = phase;
-    if (phase == PH_SP_HEAD || phase == PH_SP_TAIL) {
+    if (phase == PH_SP_HEAD || phase == PH_SP_TAIL || phase == PH_A_TOP) {
         x->sp_fresh = 1;
         x->rr = x->round = 0;
     }
 }
 
-static void arm(tsim_engine *e, int proc, uint64_t t)
+void prx_arm(tsim_engine *e, int proc, uint64_t t)
 {
     prx_state *x = &e->ep[proc].prx;
     if (x->armed) return;
@@ -183,8 +197,27 @@ static int adopt(tsim_engine *e, int proc)
         atomic_load(&p->inj_need) != TSIM_MAX_CHUNKS || pid <= 0 ||
         (pid == (int)getpid() && e->seg->name[0]))
         return 0;
-    if (d->ntx > TSIM_PRX_TX || d->nring > d->ntx || (d->nring && d->ring_pos >= d->nring))
+    x->pid = pid;
+    x->vt = atomic_load(&p->vt);
+    x->inj_full = (mask >> 8) & 0xffu;
+    x->dispatch_cycles = e->prm.ml_dispatch_cycles; /* never the rank's word for a cost */
+    x->polls = d->polls;
+    x->batch = d->batch;
+    x->armed = 0;
+    x->moved = x->consumed = 0;
+    x->pkts_recv = x->pkts_sent = x->reordered = 0;
+    x->ntx = x->nrx = 0;
+    if (d->prog == TSIM_PRX_PROG_A2A) {
+        if (d->start || !a2a_adopt(e, proc, d)) return 0;
+        x->prog = TSIM_PRX_PROG_A2A;
+        x->phase = PH_BLOCKED;
+        x->on = 1;
+        return 1;
+    }
+    if (d->prog != TSIM_PRX_PROG_ML || d->ntx > TSIM_PRX_TX || d->nring > d->ntx ||
+        (d->nring && d->ring_pos >= d->nring))
         return 0;
+    x->prog = TSIM_PRX_PROG_ML;
     x->ntx = d->ntx;
     x->nring = d->nring;
     x->ring_pos = d->ring_pos;
@@ -206,19 +239,10 @@ static int adopt(tsim_engine *e, int proc)
             (x->rx[i].src != UINT32_MAX && x->rx[i].src >= (uint32_t)e->nprocs))
             return 0;
     }
-    x->polls = d->polls;
-    x->batch = d->batch;
-    x->dispatch_cycles = e->prm.ml_dispatch_cycles; /* never the rank's word for a cost */
-    x->pid = pid;
-    x->inj_full = (mask >> 8) & 0xffu;
-    x->vt = atomic_load(&p->vt);
     x->empties = d->start ? d->empties : x->polls;
     enter(x, d->start ? PH_SP_HEAD : PH_BLOCKED);
-    x->armed = 0;
-    x->moved = x->consumed = 0;
-    x->pkts_recv = x->pkts_sent = x->reordered = 0;
     x->on = 1;
-    if (x->phase != PH_BLOCKED) arm(e, proc, x->vt);
+    if (x->phase != PH_BLOCKED) prx_arm(e, proc, x->vt);
     return 1;
 }
 
@@ -235,13 +259,12 @@ int prx_start(tsim_engine *e, int proc)
     return adopt(e, proc) ? 1 : -1;
 }
 
-static unsigned inj_room(const tsim_ring *r) { return r->cap - atomic_load(&r->used); }
 
 /* The processor's view at vt is final once nothing before vt can still
  * happen: no queued event is earlier (this step's own key is the lowest of
  * its time) and no processor can inject before the horizon. Steps whose
  * view is final run at once instead of as events of their own. */
-static int settled(tsim_engine *e, uint64_t vt)
+int prx_settled(tsim_engine *e, uint64_t vt)
 {
     return vt <= e->now || (vt <= e->h && vt <= evq_min_time(&e->q));
 }
@@ -254,23 +277,24 @@ int prx_trigger(tsim_engine *e, int proc, uint64_t t, int rec_fifo)
     if (rec_fifo < 0) { /* room in injection FIFO -1 - rec_fifo */
         int f = -1 - rec_fifo;
         if (!(x->inj_full & (1u << f)) ||
-            inj_room(&e->seg->procs[proc].inj[f]) < TSIM_MAX_CHUNKS)
+            prx_room(&e->seg->procs[proc].inj[f]) < TSIM_MAX_CHUNKS)
             return 1;
     }
     if (t > x->vt) x->vt = t;
-    enter(x, PH_SP_HEAD);
+    enter(x, x->prog == TSIM_PRX_PROG_A2A ? PH_A_TOP : PH_SP_HEAD);
     x->moved = 0;
-    arm(e, proc, x->vt);
+    prx_arm(e, proc, x->vt);
     return 1;
 }
 
 /* Gives the processor back at the current clock, where its own code runs. */
-static void handover(tsim_engine *e, int proc, int resume)
+void prx_handover(tsim_engine *e, int proc, int resume)
 {
     prx_state *x = &e->ep[proc].prx;
     tsim_proc *p = &e->seg->procs[proc];
     wr_flush(e, proc);
     tsim_prx *d = &p->prx;
+    if (x->prog == TSIM_PRX_PROG_A2A) a2a_answer(e, proc, d);
     for (uint32_t k = 0; k < x->ntx; k++) d->tx[k].off = x->tx[k].off;
     d->ring_pos = x->ring_pos;
     for (uint32_t i = 0; i < x->nrx; i++) {
@@ -289,6 +313,36 @@ static void handover(tsim_engine *e, int proc, int resume)
     eng_wake(e, proc, x->vt); /* publishes the answer (seq_cst) before the state */
 }
 
+void prx_inject(tsim_engine *e, int proc, int fifo, uint32_t dst, unsigned flags, unsigned group,
+                const uint8_t sw[8], const void *data, size_t n)
+{
+    prx_state *x = &e->ep[proc].prx;
+    tsim_proc *p = &e->seg->procs[proc];
+    tsim_ring *r = &p->inj[fifo];
+    unsigned chunks = prx_chunks(n);
+    x->vt += e->prm.pkt_write_cycles;
+    atomic_store(&p->vt, x->vt);
+    uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+    tsim_slot *s = &r->slot[h % TSIM_RING_SLOTS];
+    s->m.t_inject = x->vt;
+    s->m.src = (uint32_t)proc;
+    int dc[3];
+    tsim_coords(&e->g, (int)dst / TSIM_CPUS, dc);
+    s->p.hw = (tsim_hwhdr){{(uint8_t)dc[0], (uint8_t)dc[1], (uint8_t)dc[2]},
+                           (uint8_t)chunks, (uint8_t)flags, 0, (uint8_t)group, 0};
+    memcpy(s->p.sw, sw, sizeof s->p.sw);
+    memcpy(s->p.payload, data, n);
+    atomic_fetch_add(&r->used, chunks);
+    atomic_store_explicit(&r->head, h + 1, memory_order_release);
+    atomic_fetch_add_explicit(&p->pkts_injected, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->bytes_injected, (uint64_t)chunks * TSIM_CHUNK, memory_order_relaxed);
+    uint32_t pk = pkt_alloc(e);
+    e->pool[pk].s = *s;
+    ev_push_key(e, s->m.t_inject, eng_proc_key(proc, fifo, r->seen), EV_INJ, proc, fifo, pk);
+    r->seen++;
+    e->prx_sent++;
+}
+
 /* A send round: each message in turn one packet, if its FIFO has room;
  * rounds repeat until one sends nothing. Returns 0 when that is so, 1 when
  * the step must wait for the engine to reach vt, -1 when the processor was
@@ -305,7 +359,7 @@ static int send_round(tsim_engine *e, int proc)
             for (uint32_t k = 0; k < x->ntx; k++)
                 if (x->tx[k].live && x->tx[k].off < x->tx[k].len &&
                     x->tx[k].len - x->tx[k].off <= TSIM_PAYLOAD_MAX) {
-                    handover(e, proc, x->phase == PH_SP_HEAD ? TSIM_PRX_ADVANCE : TSIM_PRX_TAIL);
+                    prx_handover(e, proc, x->phase == PH_SP_HEAD ? TSIM_PRX_ADVANCE : TSIM_PRX_TAIL);
                     return -1;
                 }
         for (; x->rr < x->ntx; x->rr++) {
@@ -314,51 +368,26 @@ static int send_round(tsim_engine *e, int proc)
             tsim_prx_tx *t = &x->tx[k];
             if (!t->live || t->off >= t->len) continue;
             uint64_t n = t->len - t->off < TSIM_PAYLOAD_MAX ? t->len - t->off : TSIM_PAYLOAD_MAX;
-            unsigned chunks = (unsigned)((TSIM_HDR_BYTES + n + TSIM_CHUNK - 1) / TSIM_CHUNK);
-            tsim_ring *r = &p->inj[t->fifo];
-            if (inj_room(r) < chunks) {
+            if (prx_room(&p->inj[t->fifo]) < prx_chunks(n)) {
                 /* room only grows with the engine's events: a full FIFO is
                  * believed once the engine has reached vt, as the packet
                  * layer's sync does */
-                if (!settled(e, x->vt)) return 1;
+                if (!prx_settled(e, x->vt)) return 1;
                 x->inj_full |= 1u << t->fifo;
                 continue;
             }
             const uint8_t *data = tx_bytes(e, proc, (int)k, t->off, (size_t)n);
             if (!data) return -1; /* the job is failing */
-            /* what pl_inject does, then what drain would make of it */
-            x->vt += e->prm.pkt_write_cycles;
-            atomic_store(&p->vt, x->vt);
-            uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
-            tsim_slot *s = &r->slot[h % TSIM_RING_SLOTS];
-            s->m.t_inject = x->vt;
-            s->m.src = (uint32_t)proc;
-            int dc[3];
-            tsim_coords(&e->g, (int)t->dst / TSIM_CPUS, dc);
-            s->p.hw = (tsim_hwhdr){{(uint8_t)dc[0], (uint8_t)dc[1], (uint8_t)dc[2]},
-                                   (uint8_t)chunks, t->flags, 0, t->group, 0};
             uint8_t sw[8] = {t->type, 0};
             uint16_t id = t->id;
             uint32_t off = (uint32_t)t->off;
             memcpy(sw + 2, &id, sizeof id);
             memcpy(sw + 4, &off, sizeof off);
-            memcpy(s->p.sw, sw, sizeof sw);
-            memcpy(s->p.payload, data, (size_t)n);
-            atomic_fetch_add(&r->used, chunks);
-            atomic_store_explicit(&r->head, h + 1, memory_order_release);
-            atomic_fetch_add_explicit(&p->pkts_injected, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&p->bytes_injected, (uint64_t)chunks * TSIM_CHUNK,
-                                      memory_order_relaxed);
-            uint32_t pk = pkt_alloc(e);
-            e->pool[pk].s = *s;
-            ev_push_key(e, s->m.t_inject, eng_proc_key(proc, t->fifo, r->seen), EV_INJ, proc,
-                        t->fifo, pk);
-            r->seen++;
+            prx_inject(e, proc, t->fifo, t->dst, t->flags, t->group, sw, data, (size_t)n);
             t->off += n;
             x->pkts_sent++;
             x->moved++;
             x->round++;
-            e->prx_sent++;
         }
         int again = x->round > 0;
         x->rr = x->round = 0;
@@ -382,7 +411,7 @@ static tsim_prx_rx *match(prx_state *x, const tsim_slot *s)
 }
 
 /* One poll at vt: 1 a packet was read, 0 none was visible, -1 handed back. */
-static int poll_once(tsim_engine *e, int proc)
+int prx_visible(tsim_engine *e, int proc)
 {
     prx_state *x = &e->ep[proc].prx;
     tsim_proc *p = &e->seg->procs[proc];
@@ -395,57 +424,75 @@ static int poll_once(tsim_engine *e, int proc)
         uint64_t a = r->slot[tl % TSIM_RING_SLOTS].m.t_arrive;
         if (a < best_t) best_t = a, best = f;
     }
-    if (best < 0 || best_t >= x->vt) return 0;
+    return best >= 0 && best_t < x->vt ? best : -1;
+}
+
+void prx_consume(tsim_engine *e, int proc, int f)
+{
+    prx_state *x = &e->ep[proc].prx;
+    tsim_proc *p = &e->seg->procs[proc];
+    tsim_ring *r = &p->rec[f];
+    uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    tsim_slot *s = &r->slot[tl % TSIM_RING_SLOTS];
+    int chunks = s->p.hw.chunks;
+    x->vt += e->prm.pkt_read_cycles;
+    atomic_store(&p->vt, x->vt);
+    s->m.t_done = x->vt;
+    eproc *q = &e->ep[proc];
+    ev_push_key(e, s->m.t_done, eng_proc_key(proc, 8 + f, q->rec_seen[f]), EV_REC_FREE, proc, f,
+                (uint32_t)chunks);
+    q->rec_seen[f]++;
+    atomic_fetch_sub(&r->used, (uint32_t)chunks);
+    atomic_store_explicit(&r->tail, tl + 1, memory_order_release);
+    e->prx_read++;
+}
+
+static int poll_once(tsim_engine *e, int proc)
+{
+    prx_state *x = &e->ep[proc].prx;
+    tsim_proc *p = &e->seg->procs[proc];
+    int best = prx_visible(e, proc);
+    if (best < 0) return 0;
     tsim_ring *r = &p->rec[best];
     uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
     tsim_slot *s = &r->slot[tl % TSIM_RING_SLOTS];
     tsim_prx_rx *rx = match(x, s);
-    if (rx && !x->wr && !(x->wr = calloc(1, sizeof *x->wr))) rx = NULL; /* before any step */
+    if (rx && prx_wr_ready(e, proc) != 0) rx = NULL; /* before any step */
     uint32_t off;
     memcpy(&off, s->p.sw + 4, sizeof off);
     uint64_t n = rx && off <= rx->len ? (rx->len - off < TSIM_PAYLOAD_MAX ? rx->len - off
                                                                          : TSIM_PAYLOAD_MAX)
                                       : 0;
     if (!rx || off > rx->len || rx->got + n >= rx->len) {
-        handover(e, proc, TSIM_PRX_POLL);
+        prx_handover(e, proc, TSIM_PRX_POLL);
         return -1;
     }
-    /* pl_consume, then drain's event for the freed slot */
-    int chunks = s->p.hw.chunks;
-    x->vt += e->prm.pkt_read_cycles;
-    atomic_store(&p->vt, x->vt);
-    s->m.t_done = x->vt;
-    eproc *q = &e->ep[proc];
-    ev_push_key(e, s->m.t_done, eng_proc_key(proc, 8 + best, q->rec_seen[best]), EV_REC_FREE, proc,
-                best, (uint32_t)chunks);
-    q->rec_seen[best]++;
+    /* the bytes first: a write that fails leaves the packet to the processor */
+    if (off < rx->cap &&
+        prx_wr_add(e, proc, rx->buf + off, s->p.payload, off + n <= rx->cap ? n : rx->cap - off) != 0) {
+        prx_handover(e, proc, TSIM_PRX_POLL);
+        return -1;
+    }
+    prx_consume(e, proc, best);
     /* the message layer's dispatch of a data packet (ml_rx_write) */
     x->vt += x->dispatch_cycles;
     if (off < rx->hi) x->reordered++;
     else rx->hi = off;
-    if (off < rx->cap &&
-        wr_add(e, proc, rx->buf + off, s->p.payload, off + n <= rx->cap ? n : rx->cap - off) != 0) {
-        handover(e, proc, TSIM_PRX_POLL);
-        return -1;
-    }
     rx->got += n;
-    atomic_fetch_sub(&r->used, (uint32_t)chunks);
-    atomic_store_explicit(&r->tail, tl + 1, memory_order_release);
     x->pkts_recv++;
-    e->prx_read++;
     x->consumed++;
     x->moved++;
     return 1;
 }
 
-static int ready(tsim_engine *e, int proc)
+int prx_ready(tsim_engine *e, int proc)
 {
     prx_state *x = &e->ep[proc].prx;
     tsim_proc *p = &e->seg->procs[proc];
     for (int f = 0; f < TSIM_NREC; f++)
         if (atomic_load(&p->rec[f].head) != atomic_load(&p->rec[f].tail)) return 1;
     for (int f = 0; f < TSIM_NINJ; f++)
-        if ((x->inj_full & (1u << f)) && inj_room(&p->inj[f]) >= TSIM_MAX_CHUNKS) return 1;
+        if ((x->inj_full & (1u << f)) && prx_room(&p->inj[f]) >= TSIM_MAX_CHUNKS) return 1;
     return 0;
 }
 
@@ -454,9 +501,13 @@ void prx_step(tsim_engine *e, int proc)
     prx_state *x = &e->ep[proc].prx;
     x->armed = 0;
     if (!x->on) return;
+    if (x->prog == TSIM_PRX_PROG_A2A) {
+        a2a_step(e, proc);
+        return;
+    }
     for (;;) {
-        if (!settled(e, x->vt)) { /* what it sees at vt needs the engine at vt */
-            arm(e, proc, x->vt);
+        if (!prx_settled(e, x->vt)) { /* what it sees at vt needs the engine at vt */
+            prx_arm(e, proc, x->vt);
             return;
         }
         switch (x->phase) {
@@ -494,7 +545,7 @@ void prx_step(tsim_engine *e, int proc)
             }
             enter(x, PH_BLOCKED); /* ml_idle: blocks until a packet or room */
             atomic_store(&e->seg->procs[proc].vt, x->vt);
-            if (!ready(e, proc)) return;
+            if (!prx_ready(e, proc)) return;
             enter(x, PH_SP_HEAD);
             x->moved = 0;
             break;

@@ -1,0 +1,212 @@
+/* The engine running blocked processors' alltoall loops
+ * (torus-sim/tsim_proxy_a2a.c, coll_a2a_wait): each job runs twice, with
+ * BGLEMU_PROXY=0 (every packet wakes its rank) and with the engine running
+ * the loops, and must give the same clocks, events, link counters, stats
+ * and bytes, while the engine really moved packets and the ranks woke
+ * less. The jobs run several alltoalls back to back, so that a later one's
+ * packets arrive while a rank's loop is in the engine's hands (it must hand
+ * the rank back for those), in the partition and in a group of half the
+ * ranks. Ranks are threads on an anonymous segment. */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectives/coll.h"
+
+#define MAXR 64
+#define ROUNDS 3
+
+typedef struct world world;
+
+typedef struct rk {
+    world *w;
+    pl_proc pp;
+    ml_ctx *ml;
+    coll_ctx *c;
+    coll_upcall_arg ua;
+    int rank, bad;
+    uint64_t end;
+    coll_stats st;
+    uint64_t sum; /* of what it received, position-weighted */
+} rk;
+
+struct world {
+    int n, order;
+    size_t scale; /* block sizes: up to this many bytes */
+    rk r[MAXR];
+};
+
+/* Rank s sends d a block of this many bytes in round k: zero, one packet,
+ * a part packet, many. */
+static size_t count(const world *w, int s, int d, int k)
+{
+    return (size_t)((s * 131 + d * 71 + k * 29) % 5 == 0 ? 0 : (s * 37 + d * 101 + k * 13) % w->scale);
+}
+
+static uint8_t byte(int s, int d, int k, size_t i) { return (uint8_t)(s * 7 + d * 13 + k * 31 + i * 3 + 1); }
+
+static void *rk_main(void *arg)
+{
+    rk *r = arg;
+    world *w = r->w;
+    int n = w->n, me = r->rank, half[MAXR], nh = 0;
+    for (int i = 0; i < n; i += 2) half[nh++] = i;
+    coll_group *g = me % 2 == 0 ? coll_group_new(r->c, nh, half, 7) : NULL;
+    coll_set_a2a_order(r->c, w->order);
+    for (int k = 0; k < ROUNDS * 2; k++) {
+        int grp = k % 2 == 1; /* every other round: the even ranks only */
+        if (grp && !g) continue;
+        int gn = grp ? nh : n;
+        size_t sc[MAXR], sd[MAXR], rc[MAXR], rd[MAXR], st = 0, rt = 0;
+        for (int j = 0; j < gn; j++) {
+            int sj = grp ? half[j] : j;
+            sc[j] = count(w, me, sj, k), sd[j] = st, st += sc[j] + 1;
+            rc[j] = count(w, sj, me, k), rd[j] = rt, rt += rc[j] + 1;
+        }
+        uint8_t *s = malloc(st + 1), *d = malloc(rt + 1);
+        for (int j = 0; j < gn; j++)
+            for (size_t i = 0; i < sc[j]; i++) s[sd[j] + i] = byte(me, grp ? half[j] : j, k, i);
+        memset(d, 0xEE, rt + 1);
+        int rc_ = grp ? coll_alltoallv_in(r->c, g, s, sc, sd, d, rc, rd)
+                      : coll_alltoallv(r->c, s, sc, sd, d, rc, rd);
+        if (rc_ != 0) r->bad++;
+        for (int j = 0; j < gn; j++) {
+            int sj = grp ? half[j] : j;
+            for (size_t i = 0; i < rc[j]; i++)
+                if (d[rd[j] + i] != byte(sj, me, k, i)) r->bad++;
+            if (d[rd[j] + rc[j]] != 0xEE) r->bad++; /* nothing past the block */
+            for (size_t i = 0; i < rc[j]; i++) r->sum = r->sum * 31 + d[rd[j] + i];
+        }
+        free(s);
+        free(d);
+    }
+    r->st = *coll_get_stats(r->c);
+    r->end = pl_now(&r->pp);
+    coll_group_free(g);
+    coll_finalize(r->c);
+    ml_finalize(r->ml);
+    pl_close(&r->pp, 0);
+    return NULL;
+}
+
+typedef struct outcome {
+    uint64_t end[MAXR], sum[MAXR], links;
+    coll_stats st[MAXR];
+    tsim_result res;
+} outcome;
+
+static void run(int x, int y, int z, ml_mode mode, world *w, int proxy, outcome *o)
+{
+    setenv("BGLEMU_PROXY", proxy ? "1" : "0", 1);
+    int cpus = mode == ML_MODE_VN ? 2 : 1;
+    w->n = x * y * z * cpus;
+    ck_assert_int_le(w->n, MAXR);
+    tsim_geom geo = {{x, y, z}, {1, 1, 1}, cpus, 0, w->n};
+    tsim_params p;
+    tsim_params_default(&p);
+    char err[256];
+    tsim_seg *seg = tsim_seg_create(&geo, &p, 0, err, sizeof err);
+    ck_assert_msg(seg, "%s", err);
+    seg->geom.nranks = w->n;
+    for (int i = 0; i < w->n; i++) {
+        seg->rank_proc[i] = tsim_proc_index(cpus == 2 ? i / 2 : i, cpus == 2 ? i % 2 : 0);
+        seg->procs[seg->rank_proc[i]].rank = i;
+    }
+    memset(w->r, 0, sizeof w->r);
+    for (int i = 0; i < w->n; i++) {
+        rk *r = &w->r[i];
+        r->w = w;
+        r->rank = i;
+        pl_open(&r->pp, seg, seg->rank_proc[i], 0);
+    }
+    for (int i = 0; i < w->n; i++) {
+        rk *r = &w->r[i];
+        r->ml = ml_init(&r->pp, i, mode, coll_upcall, &r->ua);
+        ck_assert_ptr_nonnull(r->ml);
+        r->c = coll_init_with(r->ml, &r->ua);
+        ck_assert_ptr_nonnull(r->c);
+    }
+    tsim_engine *e = tsim_engine_new(seg);
+    pthread_t th[MAXR];
+    for (int i = 0; i < w->n; i++) pthread_create(&th[i], NULL, rk_main, &w->r[i]);
+    int rc = tsim_engine_run(e, &o->res);
+    for (int i = 0; i < w->n; i++) pthread_join(th[i], NULL);
+    ck_assert_int_eq(rc, 0);
+    o->links = 0;
+    for (int nd = 0; nd < seg->geom.nnodes; nd++)
+        for (int port = 0; port < TSIM_NPORTS; port++) {
+            const tsim_link_stats *ls = tsim_engine_link(e, nd, port);
+            o->links = (o->links * 31 + ls->packets) * 31 + ls->busy_cycles;
+        }
+    for (int i = 0; i < w->n; i++) {
+        ck_assert_msg(w->r[i].bad == 0, "rank %d: %d wrong bytes or failed calls", i, w->r[i].bad);
+        o->end[i] = w->r[i].end;
+        o->sum[i] = w->r[i].sum;
+        o->st[i] = w->r[i].st;
+    }
+    tsim_engine_free(e);
+    tsim_seg_destroy(seg);
+    unsetenv("BGLEMU_PROXY");
+}
+
+static void check_same(int x, int y, int z, ml_mode mode, int order, size_t scale, const char *what)
+{
+    static world w;
+    static outcome a, b;
+    w.order = order;
+    w.scale = scale;
+    run(x, y, z, mode, &w, 0, &a);
+    run(x, y, z, mode, &w, 1, &b);
+    for (int i = 0; i < w.n; i++) {
+        ck_assert_msg(a.end[i] == b.end[i], "%s: rank %d ends at %llu with the engine's help, %llu without",
+                      what, i, (unsigned long long)b.end[i], (unsigned long long)a.end[i]);
+        ck_assert_uint_eq(a.sum[i], b.sum[i]);
+        ck_assert_msg(!memcmp(&a.st[i], &b.st[i], sizeof a.st[i]), "%s: rank %d's statistics differ", what, i);
+    }
+    ck_assert_uint_eq(a.res.end_time, b.res.end_time);
+    ck_assert_uint_eq(a.res.events, b.res.events);
+    ck_assert_uint_eq(a.res.packet_hops, b.res.packet_hops);
+    ck_assert_uint_eq(a.links, b.links);
+    ck_assert_uint_eq(a.res.proxy_read + a.res.proxy_sent, 0);
+    ck_assert_msg(b.res.proxy_read > 0 && b.res.proxy_sent > 0, "%s: the engine read %llu, sent %llu packets",
+                  what, (unsigned long long)b.res.proxy_read, (unsigned long long)b.res.proxy_sent);
+    ck_assert_msg(b.res.wakes < a.res.wakes, "%s: %llu wakes with the engine's help, %llu without",
+                  what, (unsigned long long)b.res.wakes, (unsigned long long)a.res.wakes);
+    printf("proxy_a2a: %-30s %d ranks, end %llu cycles, wakes %llu -> %llu, engine read %llu sent %llu "
+           "of %llu packets\n",
+           what, w.n, (unsigned long long)b.res.end_time, (unsigned long long)a.res.wakes,
+           (unsigned long long)b.res.wakes, (unsigned long long)b.res.proxy_read,
+           (unsigned long long)b.res.proxy_sent, (unsigned long long)b.res.packets_delivered);
+}
+
+START_TEST(a2a_co_random)
+{
+    check_same(2, 2, 2, ML_MODE_CO, COLL_A2A_RANDOM, 3000, "CO, random order");
+}
+END_TEST
+
+START_TEST(a2a_vn_stagger)
+{
+    check_same(2, 2, 2, ML_MODE_VN, COLL_A2A_STAGGER, 2000, "VN, staggered order");
+}
+END_TEST
+
+START_TEST(a2a_4x4x2_rank)
+{
+    check_same(4, 4, 2, ML_MODE_HEATER, COLL_A2A_RANKORDER, 5000, "4x4x2, rank order");
+}
+END_TEST
+
+Suite *proxy_a2a_suite(void)
+{
+    Suite *s = suite_create("proxy_a2a");
+    TCase *t = tcase_create("same");
+    tcase_set_timeout(t, 600);
+    tcase_add_test(t, a2a_co_random);
+    tcase_add_test(t, a2a_vn_stagger);
+    tcase_add_test(t, a2a_4x4x2_rank);
+    suite_add_tcase(s, t);
+    return s;
+}

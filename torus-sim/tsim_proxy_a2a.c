@@ -1,0 +1,361 @@
+/* The engine runs a blocked processor's alltoall loop.
+ *
+ * The packet-scheduled alltoall (collectives/coll_a2a.c) is a loop with no
+ * decision in it that needs the rank's code: send the schedule's next
+ * packets until the three injection FIFOs are full, read the packets that
+ * come in and put each at its offset in the receive buffer (refilling the
+ * FIFOs after every one), block when nothing moved. Run by the rank, every
+ * packet in and most packets out cost a wake; a 64-rank alltoall is a
+ * million wakes. A rank that blocks in it describes the loop instead
+ * (tsim_prx_a2a: its table of blocks and the schedule's cursor) and the
+ * engine runs it, step for step as coll_run would:
+ *
+ *   iteration = push, done?, advance (polls until one finds nothing or
+ *               `batch` packets were read; each packet is taken, then
+ *               pushed after), push, done?, then block if nothing moved
+ *   push      = schedule order, one packet per destination per round; each
+ *               packet tries the FIFOs from the round-robin cursor on,
+ *               skipping the ones this push found full; stops when all
+ *               three are
+ *
+ * with the same observations at the same clocks as tsim_proxy.c's loop (a
+ * poll or a full FIFO is believed once the engine has reached the clock).
+ * The processor is woken when the collective is done (it returns from
+ * coll_run) or at the first packet that isn't this alltoall's (its own
+ * advance takes it from there). */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "tsim_proxy.h"
+
+#define PAY TSIM_PAYLOAD_MAX
+#define NFIFO 3                 /* the alltoall spreads over FIFOs 0..2 */
+#define WIN_BYTES (256 * 1024)  /* send data read ahead per processor */
+#define WIN_ROUNDS 64
+#define MAX_W (1u << 24)        /* the software header's packet index */
+#define IOV_BATCH 1024
+
+struct prx_a2a {
+    tsim_prx_a2a_peer *peer; /* by group rank; peer[i].order: schedule position i */
+    uint32_t *npk;           /* packets of each block we send */
+    int32_t *rank_of;        /* processor -> group rank, -1 */
+    uint8_t *seen;
+    uint32_t cap;            /* entries peer, npk and seen have room for */
+    uint32_t n, me, pos, round, rr;
+    uint8_t type;
+    uint16_t seq, gid;
+    uint64_t left, need, recv;
+    unsigned wait;           /* FIFOs (bit f) the running push found full */
+    uint32_t pushed;         /* packets the running push sent */
+    uint32_t moved;          /* coll_run's count for this iteration, before its advance */
+    uint64_t pkts_sent, pkts_recv;
+    /* the blocks' bytes for rounds [w0, w0 + wn), W rounds per block */
+    uint8_t *win;
+    size_t win_cap;
+    uint32_t W, w0, wn;
+};
+
+static uint32_t npk(uint64_t bytes) { return (uint32_t)((bytes + PAY - 1) / PAY); }
+
+void a2a_free(prx_state *x)
+{
+    struct prx_a2a *a = x->a2a;
+    if (!a) return;
+    free(a->peer);
+    free(a->npk);
+    free(a->rank_of);
+    free(a->seen);
+    free(a->win);
+    free(a);
+    x->a2a = NULL;
+}
+
+static int grow(tsim_engine *e, struct prx_a2a *a, uint32_t n)
+{
+    if (!a->rank_of && !(a->rank_of = malloc((size_t)e->nprocs * sizeof *a->rank_of))) return -1;
+    if (n <= a->cap) return 0;
+    tsim_prx_a2a_peer *p = realloc(a->peer, n * sizeof *p);
+    if (p) a->peer = p;
+    uint32_t *k = realloc(a->npk, n * sizeof *k);
+    if (k) a->npk = k;
+    uint8_t *s = realloc(a->seen, n);
+    if (s) a->seen = s;
+    if (!p || !k || !s) return -1;
+    a->cap = n;
+    return 0;
+}
+
+/* Takes the description when it is one coll_run could be in: a table the
+ * rank can show, every member a distinct processor, the schedule a
+ * permutation of the others, and the counts its cursor implies. Anything
+ * else is refused (the processor then runs its loop itself). */
+int a2a_adopt(tsim_engine *e, int proc, const tsim_prx *d)
+{
+    prx_state *x = &e->ep[proc].prx;
+    const tsim_prx_a2a *s = &d->a2a;
+    uint32_t n = s->n;
+    if (n < 2 || n > (uint32_t)e->nprocs || s->me >= n || s->pos >= n - 1 || s->rr_fifo >= NFIFO ||
+        s->recv > s->need || d->batch == 0)
+        return 0;
+    if (!x->a2a && !(x->a2a = calloc(1, sizeof *x->a2a))) return 0;
+    struct prx_a2a *a = x->a2a;
+    if (grow(e, a, n) != 0) return 0;
+    size_t bytes = n * sizeof *a->peer;
+    struct iovec l = {a->peer, bytes}, r = {(void *)(uintptr_t)s->peers, bytes};
+    if (prx_read(e, proc, &l, &r, 1, bytes, "work description: the alltoall's table the engine cannot read") != 0)
+        return 0;
+    memset(a->rank_of, 0xff, (size_t)e->nprocs * sizeof *a->rank_of);
+    memset(a->seen, 0, n);
+    uint64_t need = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const tsim_prx_a2a_peer *p = &a->peer[i];
+        if (p->proc >= (uint32_t)e->nprocs || a->rank_of[p->proc] >= 0) return 0;
+        a->rank_of[p->proc] = (int32_t)i;
+        a->npk[i] = npk(p->scount);
+        if (a->npk[i] >= MAX_W) return 0;
+        if (i != s->me) need += p->rcount;
+    }
+    if (a->peer[s->me].proc != (uint32_t)proc || need != s->need) return 0;
+    uint64_t left = 0;
+    for (uint32_t j = 0; j < n - 1; j++) {
+        uint32_t o = a->peer[j].order;
+        if (o >= n || o == s->me || a->seen[o]) return 0;
+        a->seen[o] = 1;
+        uint64_t sent = (uint64_t)s->round + (j < s->pos);
+        left += a->npk[o] > sent ? a->npk[o] - sent : 0;
+    }
+    if (left != s->left) return 0; /* else a push could look for packets forever */
+    a->n = n, a->me = s->me, a->pos = s->pos, a->round = s->round, a->rr = s->rr_fifo;
+    a->type = s->type, a->seq = s->seq, a->gid = s->gid;
+    a->left = s->left, a->need = s->need, a->recv = s->recv;
+    a->wait = 0, a->pushed = 0, a->moved = 0;
+    a->pkts_sent = a->pkts_recv = 0;
+    a->W = WIN_BYTES / ((size_t)n * PAY);
+    if (a->W < 1) a->W = 1;
+    if (a->W > WIN_ROUNDS) a->W = WIN_ROUNDS;
+    size_t want = (size_t)n * a->W * PAY;
+    if (want > a->win_cap) {
+        free(a->win);
+        if (!(a->win = malloc(want))) {
+            a->win_cap = 0;
+            return 0;
+        }
+        a->win_cap = want;
+    }
+    a->wn = 0; /* the rank may have sent from the buffer since: read afresh */
+    return 1;
+}
+
+void a2a_answer(tsim_engine *e, int proc, tsim_prx *d)
+{
+    prx_state *x = &e->ep[proc].prx;
+    struct prx_a2a *a = x->a2a;
+    d->a2a.pos = a->pos;
+    d->a2a.round = a->round;
+    d->a2a.rr_fifo = a->rr;
+    d->a2a.left = a->left;
+    d->a2a.recv = a->recv;
+    d->a2a.moved = a->moved;
+    d->a2a.pkts_sent = a->pkts_sent;
+    d->a2a.pkts_recv = a->pkts_recv;
+    x->inj_full = 0; /* the advance's send round found nothing to send */
+}
+
+/* Reads rounds [r, r + W) of every block we send, in as few calls as the
+ * kernel allows. */
+static int window(tsim_engine *e, int proc, uint32_t r)
+{
+    struct prx_a2a *a = e->ep[proc].prx.a2a;
+    struct iovec loc[IOV_BATCH], rem[IOV_BATCH];
+    int cnt = 0;
+    size_t total = 0;
+    uint64_t base = (uint64_t)r * PAY, span = (uint64_t)a->W * PAY;
+    for (uint32_t i = 0; i < a->n; i++) {
+        const tsim_prx_a2a_peer *p = &a->peer[i];
+        if (i == a->me || p->scount <= base) continue;
+        size_t len = (size_t)(p->scount - base < span ? p->scount - base : span);
+        loc[cnt] = (struct iovec){a->win + (size_t)i * span, len};
+        rem[cnt] = (struct iovec){(void *)(uintptr_t)(p->sbuf + base), len};
+        total += len;
+        if (++cnt == IOV_BATCH) {
+            if (prx_read(e, proc, loc, rem, cnt, total,
+                         "work description: an alltoall send buffer the engine cannot read") != 0)
+                return -1;
+            cnt = 0, total = 0;
+        }
+    }
+    if (cnt && prx_read(e, proc, loc, rem, cnt, total,
+                        "work description: an alltoall send buffer the engine cannot read") != 0)
+        return -1;
+    a->w0 = r;
+    a->wn = a->W;
+    return 0;
+}
+
+static void next_pos(struct prx_a2a *a)
+{
+    if (++a->pos == a->n - 1) a->pos = 0, a->round++;
+}
+
+/* a2a_push: 0 when it stopped (nothing left or all FIFOs full), 1 when a
+ * full FIFO must wait for the engine to reach the clock, -1 when the job is
+ * failing. Re-entered after a 1, it picks up exactly where it stood. */
+static int push(tsim_engine *e, int proc)
+{
+    prx_state *x = &e->ep[proc].prx;
+    struct prx_a2a *a = x->a2a;
+    tsim_proc *p = &e->seg->procs[proc];
+    if (x->sp_fresh) a->wait = 0, a->pushed = 0, x->sp_fresh = 0;
+    while (a->left) {
+        uint32_t d = a->peer[a->pos].order;
+        if (a->round >= a->npk[d]) {
+            next_pos(a);
+            continue;
+        }
+        const tsim_prx_a2a_peer *q = &a->peer[d];
+        uint64_t off = (uint64_t)a->round * PAY;
+        size_t n = (size_t)(q->scount - off < PAY ? q->scount - off : PAY);
+        unsigned chunks = prx_chunks(n);
+        int sent = 0;
+        for (unsigned k = 0; k < NFIFO && !sent; k++) {
+            unsigned f = (a->rr + k) % NFIFO;
+            if (a->wait & (1u << f)) continue;
+            if (prx_room(&p->inj[f]) < chunks) {
+                if (!prx_settled(e, x->vt)) return 1;
+                a->wait |= 1u << f;
+                continue;
+            }
+            if ((!a->wn || a->round < a->w0 || a->round >= a->w0 + a->wn) &&
+                window(e, proc, a->round) != 0)
+                return -1;
+            const uint8_t *data = a->win + ((size_t)d * a->W + (a->round - a->w0)) * PAY;
+            uint8_t sw[8] = {a->type, (uint8_t)a->round, (uint8_t)(a->round >> 8),
+                             (uint8_t)(a->round >> 16)};
+            memcpy(sw + 4, &a->seq, sizeof a->seq);
+            memcpy(sw + 6, &a->gid, sizeof a->gid);
+            prx_inject(e, proc, (int)f, q->proc, TSIM_F_DYNAMIC, q->proc % TSIM_CPUS, sw, data, n);
+            a->rr = (f + 1) % NFIFO;
+            sent = 1;
+        }
+        if (!sent) break;
+        a->left--;
+        a->pushed++;
+        a->pkts_sent++;
+        next_pos(a);
+    }
+    return 0;
+}
+
+static int done(const struct prx_a2a *a) { return a->left == 0 && a->recv == a->need; }
+
+/* One poll of the advance: 1 a packet was taken, 0 none was visible, -1
+ * the processor was handed back (the packet is its software's). */
+static int take(tsim_engine *e, int proc)
+{
+    prx_state *x = &e->ep[proc].prx;
+    struct prx_a2a *a = x->a2a;
+    int f = prx_visible(e, proc);
+    if (f < 0) return 0;
+    tsim_ring *r = &e->seg->procs[proc].rec[f];
+    const tsim_slot *s = &r->slot[atomic_load_explicit(&r->tail, memory_order_relaxed) % TSIM_RING_SLOTS];
+    uint16_t seq, gid;
+    memcpy(&seq, s->p.sw + 4, sizeof seq);
+    memcpy(&gid, s->p.sw + 6, sizeof gid);
+    uint64_t off = (uint64_t)(s->p.sw[1] | (uint32_t)s->p.sw[2] << 8 | (uint32_t)s->p.sw[3] << 16) * PAY;
+    int32_t src = s->m.src < (uint32_t)e->nprocs ? a->rank_of[s->m.src] : -1;
+    /* a later collective's, another protocol's, or one the rank will
+     * find wrong: all the software's */
+    if (s->p.sw[0] != a->type || seq != a->seq || gid != a->gid || src < 0 ||
+        (uint32_t)src == a->me || off >= a->peer[src].rcount || prx_wr_ready(e, proc) != 0) {
+        prx_handover(e, proc, TSIM_PRX_POLL);
+        return -1;
+    }
+    const tsim_prx_a2a_peer *q = &a->peer[src];
+    size_t n = (size_t)(q->rcount - off < PAY ? q->rcount - off : PAY);
+    if (prx_wr_add(e, proc, q->rbuf + off, s->p.payload, n) != 0) {
+        prx_handover(e, proc, TSIM_PRX_POLL);
+        return -1;
+    }
+    prx_consume(e, proc, f);
+    x->vt += x->dispatch_cycles; /* ml_dispatch of a collective's packet */
+    a->recv += n;
+    a->pkts_recv++;
+    x->pkts_recv++;
+    x->consumed++;
+    x->moved++;
+    return 1;
+}
+
+static void enter(prx_state *x, int phase)
+{
+    x->phase = phase;
+    x->sp_fresh = 1; /* every phase but the polls starts a push */
+}
+
+void a2a_step(tsim_engine *e, int proc)
+{
+    prx_state *x = &e->ep[proc].prx;
+    struct prx_a2a *a = x->a2a;
+    for (;;) {
+        if (!prx_settled(e, x->vt)) {
+            prx_arm(e, proc, x->vt);
+            return;
+        }
+        int rc;
+        switch (x->phase) {
+        case PH_A_TOP:
+            if ((rc = push(e, proc)) < 0) return;
+            if (rc > 0) continue;
+            a->moved = a->pushed;
+            if (done(a)) {
+                prx_handover(e, proc, TSIM_PRX_DONE);
+                return;
+            }
+            /* the advance: its send round has nothing (the rank described
+             * no message going out), then its polls */
+            x->phase = PH_A_POLL;
+            x->consumed = x->moved = 0;
+            break;
+        case PH_A_POLL:
+            if (x->consumed == x->batch) { /* the advance returns without an empty poll */
+                enter(x, PH_A_PUSH2);
+                break;
+            }
+            if ((rc = take(e, proc)) < 0) return;
+            if (rc > 0) {
+                enter(x, PH_A_HPUSH); /* coll_a2a_packet keeps the FIFOs fed */
+                break;
+            }
+            x->vt += e->prm.poll_cycles;
+            enter(x, PH_A_PUSH2);
+            break;
+        case PH_A_HPUSH:
+            if ((rc = push(e, proc)) < 0) return;
+            if (rc > 0) continue;
+            x->phase = PH_A_POLL;
+            break;
+        case PH_A_PUSH2:
+            if ((rc = push(e, proc)) < 0) return;
+            if (rc > 0) continue;
+            a->moved += x->moved + a->pushed;
+            if (done(a)) {
+                prx_handover(e, proc, TSIM_PRX_DONE);
+                return;
+            }
+            if (a->moved) {
+                enter(x, PH_A_TOP);
+                break;
+            }
+            /* blocks until a packet arrives or a FIFO it found full has room */
+            x->inj_full = a->wait;
+            x->phase = PH_BLOCKED;
+            atomic_store(&e->seg->procs[proc].vt, x->vt);
+            if (!prx_ready(e, proc)) return;
+            enter(x, PH_A_TOP);
+            break;
+        default:
+            return;
+        }
+    }
+}
