@@ -9,11 +9,36 @@
 
 #define WAIT_MS 200 /* re-check the abort flag this often while sleeping */
 
+/* News for the engine at time t (a packet injected, a slot freed; UINT64_MAX
+ * for none, only a clock that moved), after the clock was published. The
+ * engine processes events earlier than every running processor's clock, so
+ * while it sleeps it can do nothing until this clock passes both its own
+ * earliest event (engine_wait) and the news it has not seen: a kick before
+ * that only costs it two context switches (in a ping-pong, as many as the
+ * rest of the round trip). The news is kept until a kick carries it; block,
+ * sync and exit always kick. Host time only: the engine's order of events,
+ * and so every simulated result, is the same whenever it runs. */
+static void kick_lazy(pl_proc *pp, uint64_t t)
+{
+    if (t < pp->unseen) pp->unseen = t;
+    uint64_t need = atomic_load(&pp->seg->engine_wait);
+    if (pp->unseen < need) need = pp->unseen;
+    if (pp->vt <= need) return;
+    pp->unseen = UINT64_MAX;
+    tsim_kick(pp->seg);
+}
+
+static void kick(pl_proc *pp)
+{
+    pp->unseen = UINT64_MAX;
+    tsim_kick(pp->seg);
+}
+
 void pl_publish(pl_proc *pp)
 {
     if (atomic_load_explicit(&pp->p->vt, memory_order_relaxed) != pp->vt) {
         atomic_store(&pp->p->vt, pp->vt);
-        tsim_kick(pp->seg);
+        kick_lazy(pp, UINT64_MAX);
     }
 }
 
@@ -28,6 +53,7 @@ int pl_open(pl_proc *pp, tsim_seg *seg, int index, uint64_t vt)
     pp->cpu = index % TSIM_CPUS;
     tsim_coords(&seg->geom, pp->node, pp->coord);
     pp->vt = vt;
+    pp->unseen = UINT64_MAX;
     atomic_store(&pp->p->vt, vt);
     pp->p->pid = (int32_t)getpid();
     atomic_store(&pp->p->state, TSIM_P_RUNNING);
@@ -40,7 +66,7 @@ void pl_close(pl_proc *pp, int exit_code)
     pl_publish(pp);
     pp->p->exit_code = exit_code;
     atomic_store(&pp->p->state, TSIM_P_EXITED);
-    tsim_kick(pp->seg);
+    kick(pp);
 }
 
 int pl_aborting(const pl_proc *pp)
@@ -74,7 +100,7 @@ int pl_sync(pl_proc *pp)
     pl_publish(pp);
     if (atomic_load(&s->done) >= pp->vt) return 0;
     atomic_store(&pp->p->sync_target, pp->vt);
-    tsim_kick(s);
+    kick(pp);
     for (;;) {
         uint32_t b = atomic_load(&pp->p->bell);
         if (atomic_load(&s->done) >= pp->vt) break;
@@ -116,7 +142,7 @@ int pl_inject(pl_proc *pp, int fifo, const tsim_hwhdr *hw, const void *sw8, cons
     atomic_fetch_add_explicit(&pp->p->pkts_injected, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&pp->p->bytes_injected, (uint64_t)hw->chunks * TSIM_CHUNK,
                               memory_order_relaxed);
-    tsim_kick(pp->seg);
+    kick_lazy(pp, pp->vt);
     return 0;
 }
 
@@ -130,7 +156,7 @@ static int block_on(pl_proc *pp, unsigned mask, unsigned need, const char *why)
     atomic_store(&p->wake_mask, mask);
     uint32_t b = atomic_load(&p->bell);
     atomic_store(&p->state, TSIM_P_BLOCKED);
-    tsim_kick(pp->seg);
+    kick(pp);
     while (atomic_load(&p->state) == TSIM_P_BLOCKED) {
         if (pl_aborting(pp)) return -1;
         tsim_wait_change(&p->bell, b, WAIT_MS, tsim_spins());
@@ -205,7 +231,8 @@ void pl_consume(pl_proc *pp, int f)
     pp->vt += pp->seg->params.pkt_read_cycles;
     atomic_store(&pp->p->vt, pp->vt);
     s->m.t_done = pp->vt;
-    atomic_fetch_sub(&r->used, s->p.hw.chunks);
+    /* a freed slot is news only to a packet that may be waiting for room */
+    uint32_t before = atomic_fetch_sub(&r->used, s->p.hw.chunks);
     atomic_store_explicit(&r->tail, tl + 1, memory_order_release);
-    tsim_kick(pp->seg);
+    kick_lazy(pp, before + TSIM_MAX_CHUNKS > r->cap ? pp->vt : UINT64_MAX);
 }

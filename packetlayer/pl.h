@@ -17,6 +17,7 @@ typedef struct pl_proc {
     int node, cpu;
     int coord[3];
     uint64_t vt; /* local clock; published on every action */
+    uint64_t unseen; /* earliest news (injection, freed slot) not yet kicked to the engine */
 } pl_proc;
 
 /* Binds to processor `index` of an attached segment and marks it RUNNING at

@@ -275,6 +275,8 @@ typedef struct tsim_seg {
     _Atomic uint64_t done;         /* all events earlier than this are done */
     _Atomic uint32_t engine_bell;  /* futex word the engine sleeps on */
     _Atomic uint32_t engine_idle;  /* 1 while the engine sleeps */
+    _Atomic uint64_t engine_wait;  /* while it sleeps: it can move only once a running
+                                      processor's clock passes this (0 while busy) */
     _Atomic uint32_t abort;        /* nonzero: the job is failing, stop */
     _Atomic uint32_t deadlock;     /* set by the engine before aborting */
     uint32_t progress_secs;        /* nonzero: engine reports progress this often */

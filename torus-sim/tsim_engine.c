@@ -354,6 +354,19 @@ static uint64_t horizon(tsim_engine *e, int *running, int *blocked)
     return h;
 }
 
+/* While the engine sleeps, nothing can move until a running processor's
+ * clock passes the earliest queued event, or reaches a clock another
+ * processor waits for the horizon to reach (pl_sync). */
+static uint64_t sleep_until(tsim_engine *e)
+{
+    uint64_t t = evq_count(&e->q) ? evq_min_time(&e->q) : UINT64_MAX;
+    for (int i = 0; i < e->nprocs; i++) {
+        uint64_t want = atomic_load(&e->seg->procs[i].sync_target);
+        if (want && want - 1 < t) t = want - 1;
+    }
+    return t;
+}
+
 static void publish_done(tsim_engine *e, uint64_t h)
 {
     if (h <= atomic_load(&e->seg->done)) return;
@@ -401,7 +414,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
             break;
         }
         int running, blocked;
-        uint64_t h = horizon(e, &running, &blocked);
+        uint64_t h = horizon(e, &running, &blocked), h0 = h;
         int progress = drain(e);
         e->woke_min = UINT64_MAX;
         for (int i = 0; i < e->nprocs; i++) wake_if_ready(e, i, atomic_load(&s->procs[i].vt));
@@ -438,9 +451,17 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
         if (!progress) {
         sleep:
             if (s->progress_secs) report_progress(e, t0, &next_progress);
+            /* running processors kick only once their clock passes this
+             * (packetlayer/pl.c); one whose clock moved after we looked may
+             * have read an older value and not kicked: look again after
+             * publishing it (both sides store, then load) */
+            atomic_store(&s->engine_wait, sleep_until(e));
             atomic_store(&s->engine_idle, 1);
-            tsim_wait_change(&s->engine_bell, bell, 100, tsim_spins());
+            int r2, b2;
+            if (horizon(e, &r2, &b2) == h0)
+                tsim_wait_change(&s->engine_bell, bell, 100, tsim_spins());
             atomic_store(&s->engine_idle, 0);
+            atomic_store(&s->engine_wait, 0);
         }
     }
     if (e->deadlock) {
