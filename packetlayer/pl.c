@@ -231,7 +231,10 @@ void pl_consume(pl_proc *pp, int f)
     pp->vt += pp->seg->params.pkt_read_cycles;
     atomic_store(&pp->p->vt, pp->vt);
     s->m.t_done = pp->vt;
-    /* a freed slot is news only to a packet that may be waiting for room */
+    /* a freed slot is news only to a packet waiting for room. The ring's
+     * fill level is a hint, not proof (packets on their way hold room in
+     * the engine before they land): when it misses, the engine hears of the
+     * slot at this rank's next sync or block, never with another result */
     uint32_t before = atomic_fetch_sub(&r->used, s->p.hw.chunks);
     atomic_store_explicit(&r->tail, tl + 1, memory_order_release);
     kick_lazy(pp, before + TSIM_MAX_CHUNKS > r->cap ? pp->vt : UINT64_MAX);
