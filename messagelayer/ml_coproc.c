@@ -16,6 +16,62 @@ static void co_send(ml_ctx *ml, uint8_t type, uint16_t id)
     pl_inject_wait(&ml->co, TSIM_INJ_SP, &hw, &sw, NULL, 0);
 }
 
+/* A reception the coprocessor took a packet of: tracked while data is to
+ * come (the list only ever holds what this thread wrote to itself). */
+static void co_track(ml_ctx *ml, ml_rx *rx, uint16_t id)
+{
+    int i = 0;
+    while (i < ml->co_nact && ml->co_act[i] != rx) i++;
+    if (rx->got >= rx->len) {
+        if (i < ml->co_nact) {
+            ml->co_act[i] = ml->co_act[--ml->co_nact];
+            ml->co_act_id[i] = ml->co_act_id[ml->co_nact];
+        }
+    } else if (i == ml->co_nact && i < TSIM_PRX_RX) {
+        ml->co_act[i] = rx;
+        ml->co_act_id[i] = id;
+        ml->co_nact++;
+    }
+}
+
+/* Nothing to read: block. While it is blocked the engine may take the data
+ * packets of the receptions it is in the middle of (ml_proxy.c's loop,
+ * flat: poll until a poll finds nothing, then block), so that a large
+ * rendezvous message wakes the coprocessor at its last packet, not at every
+ * one. */
+static int co_idle(ml_ctx *ml)
+{
+    pl_proc *co = &ml->co;
+    tsim_prx *d = &co->p->prx;
+    if (!ml->proxy || !ml->co_nact) return pl_block(co, TSIM_WAKE_REC_ALL, "coprocessor idle");
+    d->prog = TSIM_PRX_PROG_ML;
+    d->polls = 1;
+    d->flat = 1;
+    d->batch = ML_ADVANCE_BATCH;
+    d->start = d->empties = 0;
+    d->ntx = d->nring = d->ring_pos = 0;
+    d->nrx = (uint32_t)ml->co_nact;
+    for (int i = 0; i < ml->co_nact; i++) {
+        const ml_rx *rx = ml->co_act[i];
+        d->rx[i] = (tsim_prx_rx){(uint64_t)(uintptr_t)rx->r.buf, rx->r.buf ? rx->r.cap : 0, rx->len,
+                                 rx->got, rx->hi, UINT32_MAX, T_RZV_DATA, 0, ml->co_act_id[i]};
+    }
+    d->dispatch_cycles = ml->prm->ml_dispatch_cycles;
+    d->resume = TSIM_PRX_NONE;
+    atomic_fetch_add_explicit(&d->gen, 1, memory_order_release);
+    int rc = pl_block_need(co, TSIM_WAKE_REC_ALL, TSIM_MAX_CHUNKS, "coprocessor idle");
+    d->polls = 0;
+    d->flat = 0;
+    if (rc != 0 || d->resume == TSIM_PRX_NONE) return rc;
+    for (int i = 0; i < ml->co_nact; i++) { /* the engine stops before a reception's last packet */
+        ml->co_act[i]->got = d->rx[i].got;
+        ml->co_act[i]->hi = d->rx[i].hi;
+    }
+    ml->co_reordered += d->reordered;
+    d->resume = TSIM_PRX_NONE;
+    return 0;
+}
+
 static void *co_main(void *arg)
 {
     ml_ctx *ml = arg;
@@ -23,7 +79,7 @@ static void *co_main(void *arg)
     for (;;) {
         int f = pl_poll(co, TSIM_WAKE_REC_ALL);
         if (f < 0) {
-            if (pl_block(co, TSIM_WAKE_REC_ALL, "coprocessor idle") != 0) break;
+            if (co_idle(ml) != 0) break;
             continue;
         }
         tsim_slot s = *pl_peek(co, f);
@@ -43,6 +99,7 @@ static void *co_main(void *arg)
             ml_rx *rx = &ml->slots[sw.id];
             ml_rx_write(rx, &ml->co_reordered, sw.w, s.p.payload,
                         rx->len - sw.w < TSIM_PAYLOAD_MAX ? rx->len - sw.w : TSIM_PAYLOAD_MAX);
+            co_track(ml, rx, sw.id);
             if (rx->got >= rx->len) co_send(ml, T_CO_RZV_DONE, sw.id);
         }
     }

@@ -114,6 +114,11 @@ struct ml_ctx {
     void *co_arg;
     volatile int co_done;
     uint64_t co_reordered;      /* written by the coprocessor thread only */
+    /* the coprocessor's receptions with data still to come, for the engine
+     * to read while it is idle (coprocessor thread only) */
+    ml_rx *co_act[TSIM_PRX_RX];
+    uint16_t co_act_id[TSIM_PRX_RX];
+    int co_nact;
     int vn_copy_ok;             /* process_vm_readv usable */
     /* work the engine does while this processor waits (ml_proxy.c) */
     ml_rx *act_head;            /* receptions with data still to come */

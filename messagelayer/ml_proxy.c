@@ -121,6 +121,7 @@ static int describe(ml_ctx *ml, tsim_prx *d, unsigned polls)
     d->dispatch_cycles = ml->prm->ml_dispatch_cycles;
     d->resume = TSIM_PRX_NONE;
     d->prog = TSIM_PRX_PROG_ML;
+    d->flat = 0;
     return 1;
 }
 
@@ -185,6 +186,7 @@ tsim_prx *ml_prx_begin(ml_ctx *ml)
     tsim_prx *d = &ml->pp->p->prx;
     d->prog = TSIM_PRX_PROG_ML; /* until the caller's part is complete */
     d->polls = 1;
+    d->flat = 0;
     d->batch = ML_ADVANCE_BATCH;
     d->start = 0;
     d->empties = 0;

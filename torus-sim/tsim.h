@@ -214,6 +214,8 @@ typedef struct tsim_prx {
     _Atomic uint32_t gen;     /* bumped for every description (0: none given) */
     uint32_t prog;            /* TSIM_PRX_PROG_* */
     uint32_t polls;           /* empty advances of its loop before it blocks */
+    uint32_t flat;            /* 1: no advances, only polls; the first empty one blocks
+                                 (the CO coprocessor's loop) */
     uint32_t batch;           /* packets one advance reads at most */
     uint32_t nrx;
     uint32_t start;           /* 1: the loop runs now (an advance begins at vt), 0: it blocks */

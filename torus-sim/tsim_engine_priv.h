@@ -89,6 +89,7 @@ typedef struct prx_state {
     int phase;         /* PH_* (tsim_proxy.h) */
     int armed;         /* an EV_PROXY is queued */
     uint32_t empties, polls, batch, consumed, moved, inj_full;
+    int flat;          /* tsim_prx.flat */
     uint64_t vt, dispatch_cycles;
     tsim_prx_tx tx[TSIM_PRX_TX];
     uint32_t ntx, rr;  /* messages going out; the next one's turn in this round */

@@ -203,6 +203,7 @@ static int adopt(tsim_engine *e, int proc)
     x->dispatch_cycles = e->prm.ml_dispatch_cycles; /* never the rank's word for a cost */
     x->polls = d->polls;
     x->batch = d->batch;
+    x->flat = d->flat != 0;
     x->armed = 0;
     x->moved = x->consumed = 0;
     x->pkts_recv = x->pkts_sent = x->reordered = 0;
@@ -535,11 +536,11 @@ void prx_step(tsim_engine *e, int proc)
             if (rc < 0) return;
             if (rc > 0) break;
             x->vt += e->prm.poll_cycles;
-            if (x->moved) {
+            if (x->moved && !x->flat) {
                 enter(x, PH_SP_TAIL);
                 break;
             }
-            if (++x->empties < x->polls) {
+            if (!x->flat && ++x->empties < x->polls) {
                 enter(x, PH_SP_HEAD);
                 break;
             }

@@ -214,7 +214,7 @@ END_TEST
 START_TEST(proxy_rendezvous_coproc)
 {
     job j = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0};
-    check_same(&j, "rendezvous, coprocessor receives", 0, 1);
+    check_same(&j, "rendezvous, coprocessor receives", 1, 1);
 }
 END_TEST
 
