@@ -68,6 +68,7 @@ alone=$(awk -v w=$1 -v p=$4 'BEGIN { printf "%.9f", w / (p > 0 ? p : 1) }')
 awk -v w=$1 -v p=$4 'BEGIN { printf "  %-22s %9d %8.2f %8.1f  (bgl-traffic neighbour, 2x1x1 mesh)\n", "engine alone", p, w, w * 1e6 / p }'
 if [ "$have_mpi" = 1 ]; then
   row mpi-stream-2x1MiB mpirun -np 2 -shape 2x1x1 -connect MESH -clock none "$out/stream" --count 2 1M
+  row mpi-stream-coproc mpirun -np 2 -shape 2x1x1 -connect MESH -clock none -p ml_coproc_align=1 "$out/stream" --count 2 1M
   row mpi-bibw-1B-1MiB mpirun -np 2 -shape 2x1x1 -clock none "$out/bibw" --max 1M
   row mpi-pingpong-1B mpirun -np 2 -shape 2x1x1 -clock none "$out/pingpong" --iters 2000 1
   row mpi-alltoallv-16 mpirun -np 16 -shape 4x2x2 -clock none "$out/alltoallv" --rounds 10
