@@ -37,6 +37,8 @@ typedef struct npkt {
     uint8_t fifo;    /* injection FIFO it came from */
     uint8_t dim;     /* dimension it travels in (3: none yet), for the bubble rule */
     uint16_t want;      /* ports it could leave by here, or WANT_*: this node's FIFOs */
+    int8_t det;         /* its dimension-order port here (-1: none), and the */
+    uint8_t prof;       /* profitable ports adaptive routing may take (hints applied) */
     uint16_t fail_free; /* ports free when it last failed to move */
     uint32_t fail_gen; /* router generation when it last failed to move */
 } npkt;

@@ -130,7 +130,7 @@ int evq_pop_below(evq *q, uint64_t h, ev *out)
     if (t >= h) return 0;
     if (t != q->cur) {
         q->cur = t;
-        migrate(q);
+        if (q->nfar) migrate(q);
     }
     unsigned idx = (unsigned)(t & MASK);
     evq_bucket *b = &q->bk[idx];

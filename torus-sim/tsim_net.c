@@ -187,12 +187,17 @@ static inline int dst_node(const tsim_engine *e, const tsim_hwhdr *hw)
 static int route_det(const tsim_engine *e, int node, const tsim_hwhdr *hw);
 static unsigned route_prof(const tsim_engine *e, int node, const tsim_hwhdr *hw);
 
-/* The ports a packet queued at node could use: arbitration skips packets
- * whose ports are all busy without evaluating them. */
+/* The routing candidates of a packet queued at node, worked out once when
+ * it arrives: its dimension-order port, the profitable ports adaptive
+ * routing may take, and their union (or this node's FIFOs), so that
+ * arbitration skips packets whose ports are all busy without evaluating
+ * them and choose_output needs no second look at the routing table. */
 static void set_want(const tsim_engine *e, int node, npkt *p)
 {
     const tsim_hwhdr *hw = &p->s.p.hw;
     p->fail_gen = UINT32_MAX;
+    p->det = -1;
+    p->prof = 0;
     if (p->in_port == TSIM_NPORTS && p->fifo == TSIM_INJ_SP) {
         p->want = WANT_SP;
         return;
@@ -201,11 +206,13 @@ static void set_want(const tsim_engine *e, int node, npkt *p)
         p->want = p->in_port == TSIM_NPORTS ? WANT_LOOP : WANT_LOCAL;
         return;
     }
-    unsigned w = 1u << route_det(e, node, hw);
-    if ((hw->flags & TSIM_F_DYNAMIC) && !(hw->flags & (TSIM_F_DEPOSIT | TSIM_F_HP))) {
+    p->det = (int8_t)route_det(e, node, hw);
+    unsigned w = 1u << p->det;
+    if ((hw->flags & TSIM_F_DYNAMIC) && !(hw->flags & TSIM_F_DEPOSIT)) {
         unsigned prof = route_prof(e, node, hw);
         if (hw->hints) prof &= hw->hints;
-        w |= prof;
+        p->prof = (uint8_t)prof;
+        if (!(hw->flags & TSIM_F_HP)) w |= prof;
     }
     p->want = (uint16_t)w;
 }
@@ -228,14 +235,13 @@ static int choose_output(tsim_engine *e, int node, const npkt *p, uint64_t t, in
 {
     const router *r = &e->rt[node];
     const tsim_hwhdr *hw = &p->s.p.hw;
-    int det = route_det(e, node, hw);
+    int det = p->det;
     if (hw->flags & TSIM_F_HP) {
         *vc = TSIM_VC_HP;
         return usable(r, e, p, det, TSIM_VC_HP, t) ? det : -1;
     }
     if ((hw->flags & TSIM_F_DYNAMIC) && !(hw->flags & TSIM_F_DEPOSIT)) {
-        unsigned prof = route_prof(e, node, hw);
-        if (hw->hints) prof &= hw->hints;
+        unsigned prof = p->prof;
         int best = -1, bestvc = 0, bestfree = -1;
         for (int port = 0; port < TSIM_NPORTS; port++) {
             if (!(prof & (1u << port)) || r->busy_until[port] > t) continue;
