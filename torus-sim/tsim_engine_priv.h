@@ -158,6 +158,8 @@ struct tsim_engine {
     char *deadlock_report; /* snapshot taken when the deadlock was found */
     pthread_t thread;
     tsim_result result;
+    struct tsim_trace *trace; /* the link sampler (tsim_trace.c), NULL: off */
+    uint64_t trace_at;        /* its next sampling time, UINT64_MAX: off */
 };
 
 /* tsim_net.c: the routers and links. */
@@ -178,6 +180,11 @@ int prx_active(const tsim_engine *e, int proc);
  * or refuses it (-1: wake the processor), 0 if there is none. */
 int prx_start(tsim_engine *e, int proc);
 void prx_free(tsim_engine *e);
+
+/* tsim_trace.c: samples the links at every sampling time up to now. */
+typedef struct tsim_trace tsim_trace;
+void tsim_trace_tick(tsim_engine *e, uint64_t now);
+void tsim_trace_free(tsim_engine *e);
 
 /* tsim_report.c */
 void report_snapshot_deadlock(tsim_engine *e);
