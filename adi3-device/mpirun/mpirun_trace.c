@@ -95,10 +95,15 @@ int mpirun_trace_setup(mpirun_job *j, char *err, size_t len)
     j->trace = t;
     t->page = (size_t)sysconf(_SC_PAGESIZE);
     t->nprocs = j->g.nnodes * TSIM_CPUS;
-    /* every traced processor may hold the whole bound: the earliest events
-     * overall are kept when they are merged; a processor region is sparse
-     * until written */
-    uint64_t cap = o->trace_max;
+    /* the earliest --trace-max events overall are kept when they are
+     * merged: a processor holds up to four times its share (all of it on
+     * small jobs, at least 65536), and says when it overflows. A region is
+     * sparse until written. */
+    uint64_t traced = 0;
+    for (int r = 0; r < o->np; r++) traced += want[r] ? (uint64_t)(j->g.cpus == 1 ? 2 : 1) : 0;
+    uint64_t cap = traced ? 4 * o->trace_max / traced : o->trace_max;
+    if (cap < 65536) cap = 65536;
+    if (cap > o->trace_max) cap = o->trace_max;
     t->region = (sizeof(pl_trace_buf) + cap * sizeof(pl_trace_rec) + t->page - 1) / t->page * t->page;
     t->size = t->page + t->region * (size_t)t->nprocs;
     snprintf(t->name, sizeof t->name, "%s.trace", s->name);
