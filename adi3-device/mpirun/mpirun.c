@@ -249,7 +249,8 @@ int main(int argc, char **argv)
     }
     if (o.heatmap && !heat) heat = stderr;
     FILE *trace = NULL;
-    if (o.trace && !(trace = fopen(o.trace, "w"))) {
+    /* an OTF2 archive is a directory of files, written at the end (checked with the options) */
+    if (o.trace && !mpirun_trace_otf2(o.trace) && !(trace = fopen(o.trace, "w"))) {
         if (rep) fclose(rep), unlink(o.report);
         if (heat && heat != stderr) fclose(heat), unlink(o.heatmap);
         mpirun_die("--trace %s: cannot open: %s", o.trace, strerror(errno));
@@ -294,7 +295,7 @@ int main(int argc, char **argv)
         rc = MPIRUN_RANK_FAILED;
         goto out;
     }
-    if (trace && mpirun_trace_setup(&j, err, sizeof err) != 0) {
+    if (o.trace && mpirun_trace_setup(&j, err, sizeof err) != 0) {
         fprintf(stderr, "mpirun: --trace %s: %s\n", o.trace, err);
         rc = MPIRUN_RANK_FAILED;
         goto out;
@@ -349,9 +350,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "mpirun: --heatmap %s: write failed\n", o.heatmap);
         heat = NULL;
     }
-    if (trace) {
+    if (o.trace) {
         mpirun_trace_write(&j, trace);
-        if (fclose(trace) != 0) fprintf(stderr, "mpirun: --trace %s: write failed\n", o.trace);
+        if (trace && fclose(trace) != 0) fprintf(stderr, "mpirun: --trace %s: write failed\n", o.trace);
         trace = NULL;
     }
     char why[128];

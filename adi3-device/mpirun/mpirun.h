@@ -104,6 +104,8 @@ int mpirun_culprit(const mpirun_job *j);
 /* --trace (mpirun_trace.c). Checks the rank list against -np: one line and
  * exit MPIRUN_USAGE if it names a rank that does not exist. */
 void mpirun_trace_check(const mpirun_opts *o);
+/* 1 if path names an OTF2 archive (FILE.otf2) rather than a JSON file. */
+int mpirun_trace_otf2(const char *path);
 /* Creates the ranks' trace buffers (a shm object of its own, 0600) and
  * starts the engine's link sampler; 0, or -1 with the reason in err. */
 int mpirun_trace_setup(mpirun_job *j, char *err, size_t len);
@@ -112,7 +114,8 @@ const char *mpirun_trace_env(const mpirun_job *j);
 /* Removes the object's name (the ranks have attached, or the job ends). */
 void mpirun_trace_unlink(mpirun_job *j);
 /* After the run: merges the ranks' records and the link samples into f
- * (Chrome trace-event JSON); says on stderr when the trace was cut. */
+ * (Chrome trace-event JSON), or, f NULL, into the OTF2 archive --trace
+ * names; says on stderr when the trace was cut. */
 int mpirun_trace_write(mpirun_job *j, FILE *f);
 void mpirun_trace_free(mpirun_job *j);
 

@@ -48,7 +48,8 @@ void mpirun_usage(FILE *f)
           "                     other name a text heatmap ('-': stderr)\n"
           "  --trace FILE.json  timeline of the run in simulated time (Chrome trace-event\n"
           "                     JSON, open in ui.perfetto.dev): MPI calls, message-layer\n"
-          "                     sends and receptions, waits, collectives, link utilization\n"
+          "                     sends and receptions, waits, collectives, link utilization;\n"
+          "                     FILE.otf2: the same as an OTF2 archive (Vampir, ViTE)\n"
           "  --trace-ranks LIST only these ranks, e.g. 0,2,4-7 (default: all)\n"
           "  --trace-window FROM:TO  only events overlapping these cycles (either may be\n"
           "                     empty: 100000: or :5000000)\n"
@@ -60,7 +61,7 @@ void mpirun_usage(FILE *f)
           "  --timeout SECONDS  wall-clock limit, then the job is killed (default 600, 0: none)\n"
           "  --help             this text\n"
           "Ranks get BGLEMU_SEG, BGLEMU_RANK (PMI_RANK under hydra), BGLEMU_NRANKS,\n"
-          "BGLMPI_MAPPING and BGLEMU_CLOCK.\n"
+          "BGLMPI_MAPPING and BGLEMU_CLOCK (and BGLEMU_TRACE with --trace).\n"
           "Exit status: 0 all ranks exited 0; 1 a rank failed; 2 bad options; 3 deadlock;\n"
           "124 timeout; 128+signal if mpirun was interrupted.\n",
           f);
@@ -204,9 +205,6 @@ void mpirun_parse(int argc, char **argv, mpirun_opts *o)
                 mpirun_die("--heatmap %s", err);
             o->heatmap = v;
         } else if (!strcmp(n, "trace")) {
-            size_t l = strlen(v);
-            if (l >= 5 && !strcmp(v + l - 5, ".otf2"))
-                mpirun_die("--trace %s: OTF2 output is not available in this build; use FILE.json", v);
             if (!*v || !strcmp(v, "-")) mpirun_die("--trace needs a file name (FILE.json)");
             o->trace = v;
         } else if (!strcmp(n, "trace-ranks")) {

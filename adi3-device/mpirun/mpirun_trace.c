@@ -17,6 +17,10 @@
 #include "torus-sim/tsim_report.h"
 #include "torus-sim/tsim_trace.h"
 
+#ifdef BGLEMU_OTF2
+#include <otf2/otf2.h>
+#endif
+
 struct mpirun_trace {
     char name[96];
     char env[120];
@@ -68,9 +72,36 @@ static int parse_ranks(const char *list, int np, unsigned char *want, char *bad,
     return 0;
 }
 
+int mpirun_trace_otf2(const char *path)
+{
+    size_t l = strlen(path);
+    return l > 5 && !strcmp(path + l - 5, ".otf2");
+}
+
 void mpirun_trace_check(const mpirun_opts *o)
 {
     if (!o->trace) return;
+    if (mpirun_trace_otf2(o->trace)) {
+#ifdef BGLEMU_OTF2
+        /* OTF2 writes DIR/NAME.otf2, DIR/NAME.def and DIR/NAME/: all new */
+        char dir[4096], arch[4096];
+        snprintf(dir, sizeof dir, "%s", o->trace);
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = '\0';
+        snprintf(arch, sizeof arch, "%.*s", (int)strlen(o->trace) - 5, o->trace);
+        struct stat st;
+        if (access(slash ? (*dir ? dir : "/") : ".", W_OK) != 0)
+            mpirun_die("--trace %s: cannot write in %s: %s", o->trace, slash ? (*dir ? dir : "/") : ".",
+                       strerror(errno));
+        if (stat(o->trace, &st) == 0 || stat(arch, &st) == 0)
+            mpirun_die("--trace %s: %s exists (an OTF2 archive is written new: remove %s, %s.def "
+                       "and %s/)", o->trace, stat(o->trace, &st) == 0 ? o->trace : arch, o->trace,
+                       arch, arch);
+#else
+        mpirun_die("--trace %s: OTF2 output is not available in this build (libotf2-trace-dev); "
+                   "use FILE.json", o->trace);
+#endif
+    }
     unsigned char *want = malloc((size_t)o->np);
     char bad[256];
     if (!want) mpirun_die("out of memory");
@@ -181,6 +212,8 @@ typedef struct tev {
     uint64_t id;        /* flow id, or collective lane data */
     const tsim_link_sample *ls;
     int rank;
+    int peer;           /* flows: the rank at the other end */
+    uint64_t cyc;       /* flows: this end's time in cycles */
 } tev;
 
 enum { E_SLICE, E_FLOW_S, E_FLOW_F, E_COLL, E_COUNTER };
@@ -330,6 +363,12 @@ static const char *cat_of(int kind)
     }
 }
 
+static void warn_cut(const mpirun_opts *o, uint64_t cut, uint64_t sdrop, uint64_t lost,
+                     int lost_rank, uint64_t damaged);
+#ifdef BGLEMU_OTF2
+static int otf2_write(mpirun_job *j, const tev *ev, size_t n);
+#endif
+
 int mpirun_trace_write(mpirun_job *j, FILE *f)
 {
     struct mpirun_trace *t = j->trace;
@@ -378,7 +417,7 @@ int mpirun_trace_write(mpirun_job *j, FILE *f)
                 continue;
             }
             ev[ne] = (tev){to_ps(r->t0), to_ps(r->t1), ne, E_SLICE, rank + 1, 1 + (p != main),
-                           r, 0, NULL, rank};
+                           r, 0, NULL, rank, -1, 0};
             ne++;
         }
     }
@@ -409,9 +448,9 @@ int mpirun_trace_write(mpirun_job *j, FILE *f)
             const tev *se = &ev[snd[a].ev], *re = &ev[rcv[b].ev];
             /* ids: the sender's event order, so the file does not depend on qsort */
             ev[base + nflow++] = (tev){se->ps, se->ps, se->order, E_FLOW_S, se->pid, se->tid,
-                                       se->r, snd[a].ev, NULL, se->rank};
+                                       se->r, snd[a].ev, NULL, se->rank, re->rank, se->r->t0};
             ev[base + nflow++] = (tev){re->ps, re->ps, se->order, E_FLOW_F, re->pid, re->tid,
-                                       se->r, snd[a].ev, NULL, re->rank};
+                                       se->r, snd[a].ev, NULL, re->rank, se->rank, re->r->t0};
             a++, b++;
         }
     }
@@ -447,16 +486,24 @@ int mpirun_trace_write(mpirun_job *j, FILE *f)
         if (lane == nlanes) nlanes++;
         lane_end[lane] = ci[k].t1;
         ev[total++] = (tev){to_ps(ci[k].t0), to_ps(ci[k].t1), k, E_COLL, coll_pid, lane + 1,
-                            NULL, k, NULL, -1};
+                            NULL, k, NULL, -1, -1, 0};
     }
     for (size_t k = 0; k < nsamp; k++)
         ev[total++] = (tev){to_ps(ls[k].t), to_ps(ls[k].t), k, E_COUNTER, link_pid, 0, NULL, 0,
-                            &ls[k], -1};
+                            &ls[k], -1, -1, 0};
+    warn_cut(o, cut, sdrop, lost, lost_rank, damaged);
     /* which tracks exist, then everything in one time order */
     unsigned char *seen = calloc((size_t)np, 1);
     for (size_t i = 0; i < base && seen; i++) seen[ev[i].rank] |= (unsigned char)(1u << (ev[i].tid - 1));
     qsort(ev, total, sizeof *ev, cmp_tev);
 
+#ifdef BGLEMU_OTF2
+    if (!f) {
+        int rc = otf2_write(j, ev, total);
+        free(ev), free(snd), free(rcv), free(ci), free(seen);
+        return rc;
+    }
+#endif
     /* ---- the file ---- */
     char job[TSIM_LABEL_MAX];
     tsim_job_label(job, sizeof job, o->argv);
@@ -547,6 +594,12 @@ int mpirun_trace_write(mpirun_job *j, FILE *f)
 #undef SEP
     fputs("\n]}\n", f);
     free(ev), free(snd), free(rcv), free(ci);
+    return 0;
+}
+
+static void warn_cut(const mpirun_opts *o, uint64_t cut, uint64_t sdrop, uint64_t lost,
+                     int lost_rank, uint64_t damaged)
+{
     if (cut || sdrop)
         fprintf(stderr, "mpirun: --trace %s: cut to the first %llu events (%llu more not "
                 "written%s); narrow it with --trace-window, --trace-ranks or raise --trace-max\n",
@@ -559,5 +612,183 @@ int mpirun_trace_write(mpirun_job *j, FILE *f)
     if (damaged)
         fprintf(stderr, "mpirun: --trace %s: %llu damaged records left out\n", o->trace,
                 (unsigned long long)damaged);
+}
+
+#ifdef BGLEMU_OTF2
+/* ---- OTF2 (--trace FILE.otf2): the same events for Score-P's and Vampir's
+ * tools. Timestamps are the cycles themselves (timer resolution clock_mhz
+ * MHz); one location per rank processor (cpu, coprocessor), regions by kind
+ * (MPI_Send, send eager, blocked in the network, ...), the message-layer
+ * messages as MpiSend/MpiRecv on MPI_COMM_WORLD (tag: the message's number
+ * in its pair). The collectives track and the link counters are JSON only. */
+static OTF2_FlushType pre_flush(void *u, OTF2_FileType t, OTF2_LocationRef l, void *c, bool final)
+{
+    (void)u, (void)t, (void)l, (void)c, (void)final;
+    return OTF2_FLUSH;
+}
+
+static OTF2_TimeStamp post_flush(void *u, OTF2_FileType t, OTF2_LocationRef l)
+{
+    (void)u, (void)t, (void)l;
     return 0;
 }
+
+typedef struct oloc {
+    OTF2_EvtWriter *w;
+    uint32_t sp;
+    uint64_t end[64];
+    uint32_t reg[64];
+    uint64_t last;
+} oloc;
+
+/* Regions: 0..PL_TRACE_MPI_N-1 MPI calls, then these. */
+enum { R_BLOCK = PL_TRACE_MPI_N, R_BLOCK_INJ, R_BCAST, R_A2A, R_SEND, R_RECV = R_SEND + ML_NPROTO,
+       R_N = R_RECV + ML_NPROTO };
+
+static uint32_t region_of(const pl_trace_rec *r)
+{
+    switch (r->kind) {
+    case PLT_BLOCK: return r->sub ? R_BLOCK_INJ : R_BLOCK;
+    case PLT_SEND: return R_SEND + r->sub;
+    case PLT_RECV: return R_RECV + r->sub;
+    case PLT_COLL: return r->sub == PLT_COLL_BCAST ? R_BCAST : R_A2A;
+    default: return r->sub;
+    }
+}
+
+static void pop_until(oloc *l, uint64_t t)
+{
+    while (l->sp && l->end[l->sp - 1] <= t) {
+        l->sp--;
+        OTF2_EvtWriter_Leave(l->w, NULL, l->end[l->sp], l->reg[l->sp]);
+        l->last = l->end[l->sp];
+    }
+}
+
+static int otf2_write(mpirun_job *j, const tev *ev, size_t n)
+{
+    const mpirun_opts *o = j->o;
+    int np = j->g.nranks, nloc = 2 * np;
+    char dir[4096], name[4096];
+    snprintf(dir, sizeof dir, "%s", o->trace);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : dir;
+    snprintf(name, sizeof name, "%.*s", (int)strlen(base) - 5, base);
+    if (slash) *slash = '\0';
+    OTF2_Archive *a = OTF2_Archive_Open(slash ? (*dir ? dir : "/") : ".", name, OTF2_FILEMODE_WRITE,
+                                        1024 * 1024, 4 * 1024 * 1024, OTF2_SUBSTRATE_POSIX,
+                                        OTF2_COMPRESSION_NONE);
+    oloc *loc = calloc((size_t)nloc, sizeof *loc);
+    if (!a || !loc) {
+        fprintf(stderr, "mpirun: --trace %s: cannot create the OTF2 archive\n", o->trace);
+        if (a) OTF2_Archive_Close(a);
+        free(loc);
+        return -1;
+    }
+    OTF2_FlushCallbacks fc = {pre_flush, post_flush};
+    OTF2_Archive_SetFlushCallbacks(a, &fc, NULL);
+    OTF2_Archive_SetSerialCollectiveCallbacks(a);
+    OTF2_Archive_SetCreator(a, "bglemu mpirun --trace");
+    OTF2_Archive_OpenEvtFiles(a);
+    for (size_t i = 0; i < n; i++) {
+        const tev *e = &ev[i];
+        if (e->kind != E_SLICE && e->kind != E_FLOW_S && e->kind != E_FLOW_F) continue;
+        int li = 2 * e->rank + (e->tid - 1);
+        oloc *l = &loc[li];
+        if (!l->w) l->w = OTF2_Archive_GetEvtWriter(a, (OTF2_LocationRef)li);
+        if (e->kind == E_SLICE) {
+            const pl_trace_rec *r = e->r;
+            pop_until(l, r->t0);
+            if (l->sp == 64) continue; /* deeper than any real nesting */
+            OTF2_EvtWriter_Enter(l->w, NULL, r->t0, region_of(r) - 1);
+            l->end[l->sp] = r->t1;
+            l->reg[l->sp++] = region_of(r) - 1; /* OTF2 numbers definitions from 0 */
+            l->last = r->t0;
+        } else {
+            /* the message: bytes and number from the send's record */
+            const pl_trace_rec *r = e->r;
+            pop_until(l, e->cyc);
+            if (e->kind == E_FLOW_S)
+                OTF2_EvtWriter_MpiSend(l->w, NULL, e->cyc, (uint32_t)e->peer, 0, r->n, r->a);
+            else
+                OTF2_EvtWriter_MpiRecv(l->w, NULL, e->cyc, (uint32_t)e->peer, 0, r->n, r->a);
+            l->last = e->cyc;
+        }
+    }
+    uint64_t nev[2 * TSIM_MAX_PROCS] = {0};
+    for (int li = 0; li < nloc; li++) {
+        oloc *l = &loc[li];
+        if (!l->w) continue;
+        pop_until(l, UINT64_MAX - 1);
+        OTF2_EvtWriter_GetNumberOfEvents(l->w, &nev[li]);
+        OTF2_Archive_CloseEvtWriter(a, l->w);
+    }
+    OTF2_Archive_CloseEvtFiles(a);
+    OTF2_Archive_OpenDefFiles(a);
+    for (int li = 0; li < nloc; li++)
+        if (loc[li].w) OTF2_Archive_CloseDefWriter(a, OTF2_Archive_GetDefWriter(a, (OTF2_LocationRef)li));
+    OTF2_Archive_CloseDefFiles(a);
+
+    OTF2_GlobalDefWriter *g = OTF2_Archive_GetGlobalDefWriter(a);
+    OTF2_GlobalDefWriter_WriteClockProperties(g, mhz * 1000000u, 0, j->res.end_time + 1, 0);
+    uint32_t str = 0;
+    OTF2_GlobalDefWriter_WriteString(g, str++, "");
+    char buf[160];
+    for (int rg = 1; rg < R_N; rg++) {
+        if (rg < PL_TRACE_MPI_N) snprintf(buf, sizeof buf, "%s", mpi_names[rg]);
+        else if (rg == R_BLOCK) snprintf(buf, sizeof buf, "blocked in the network");
+        else if (rg == R_BLOCK_INJ) snprintf(buf, sizeof buf, "blocked: injection FIFO full");
+        else if (rg == R_BCAST) snprintf(buf, sizeof buf, "torus broadcast");
+        else if (rg == R_A2A) snprintf(buf, sizeof buf, "torus alltoall");
+        else if (rg < R_RECV) snprintf(buf, sizeof buf, "send %s", ml_proto_name((ml_proto)(rg - R_SEND)));
+        else snprintf(buf, sizeof buf, "recv %s", ml_proto_name((ml_proto)(rg - R_RECV)));
+        OTF2_GlobalDefWriter_WriteString(g, str, buf);
+        OTF2_GlobalDefWriter_WriteRegion(g, (OTF2_RegionRef)(rg - 1), str, str, 0,
+                                         rg < PL_TRACE_MPI_N ? OTF2_REGION_ROLE_FUNCTION
+                                                             : OTF2_REGION_ROLE_WRAPPER,
+                                         rg < PL_TRACE_MPI_N ? OTF2_PARADIGM_MPI : OTF2_PARADIGM_USER,
+                                         OTF2_REGION_FLAG_NONE, 0, 0, 0);
+        str++;
+    }
+    snprintf(buf, sizeof buf, "bglemu %dx%dx%d %s", j->g.dim[0], j->g.dim[1], j->g.dim[2],
+             j->g.cpus == 2 ? "VN" : "CO");
+    OTF2_GlobalDefWriter_WriteString(g, str, buf);
+    OTF2_GlobalDefWriter_WriteString(g, str + 1, "machine");
+    OTF2_GlobalDefWriter_WriteSystemTreeNode(g, 0, str, str + 1, OTF2_UNDEFINED_SYSTEM_TREE_NODE);
+    str += 2;
+    uint64_t *members = calloc((size_t)np + 1, sizeof *members), *ranks = calloc((size_t)np + 1, sizeof *ranks);
+    for (int r = 0; r < np; r++) {
+        int c[4];
+        ml_map_coords(&j->map, &j->g, r, c);
+        snprintf(buf, sizeof buf, "rank %d <%d,%d,%d,%d>", r, c[0], c[1], c[2], c[3]);
+        OTF2_GlobalDefWriter_WriteString(g, str, buf);
+        OTF2_GlobalDefWriter_WriteLocationGroup(g, (OTF2_LocationGroupRef)r, str++,
+                                                OTF2_LOCATION_GROUP_TYPE_PROCESS, 0,
+                                                OTF2_UNDEFINED_LOCATION_GROUP);
+        for (int t = 0; t < 2; t++) {
+            snprintf(buf, sizeof buf, "rank %d %s", r, t ? "coprocessor" : "cpu");
+            OTF2_GlobalDefWriter_WriteString(g, str, buf);
+            OTF2_GlobalDefWriter_WriteLocation(g, (OTF2_LocationRef)(2 * r + t), str++,
+                                               OTF2_LOCATION_TYPE_CPU_THREAD, nev[2 * r + t],
+                                               (OTF2_LocationGroupRef)r);
+        }
+        if (members) members[r] = (uint64_t)(2 * r);
+        if (ranks) ranks[r] = (uint64_t)r;
+    }
+    OTF2_GlobalDefWriter_WriteString(g, str, "MPI_COMM_WORLD");
+    if (members && ranks) {
+        OTF2_GlobalDefWriter_WriteGroup(g, 0, 0, OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_MPI,
+                                        OTF2_GROUP_FLAG_NONE, (uint32_t)np, members);
+        OTF2_GlobalDefWriter_WriteGroup(g, 1, 0, OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_MPI,
+                                        OTF2_GROUP_FLAG_NONE, (uint32_t)np, ranks);
+        OTF2_GlobalDefWriter_WriteComm(g, 0, str, 1, OTF2_UNDEFINED_COMM, OTF2_COMM_FLAG_NONE);
+    }
+    free(members);
+    free(ranks);
+    OTF2_Archive_CloseGlobalDefWriter(a, g);
+    int rc = OTF2_Archive_Close(a) == OTF2_SUCCESS ? 0 : -1;
+    if (rc) fprintf(stderr, "mpirun: --trace %s: writing the OTF2 archive failed\n", o->trace);
+    free(loc);
+    return rc;
+}
+#endif

@@ -99,10 +99,26 @@ t "^mpirun: --trace-ranks 'x': " -np 2 --trace "$tmp/x.json" --trace-ranks x ml_
 t "^mpirun: --trace-window '5:3': FROM is after TO" -np 2 --trace "$tmp/x.json" --trace-window 5:3 ml_pong
 t "^mpirun: --trace-window '12': want FROM:TO" -np 2 --trace "$tmp/x.json" --trace-window 12 ml_pong
 t "^mpirun: --trace-ranks and --trace-window need --trace" -np 2 --trace-ranks 0 ml_pong
-t "^mpirun: --trace $tmp/x.otf2: OTF2 output is not available" -np 2 --trace "$tmp/x.otf2" ml_pong
 t "^mpirun: --trace-max '0': want an integer" -np 2 --trace "$tmp/x.json" --trace-max 0 ml_pong
 
-# 7. a crashing rank: the trace is written, its buffers removed
+# 7. OTF2 (when mpirun was built with libotf2): the same slices and messages
+if mpirun --help | grep -q 'FILE.otf2' && command -v otf2-print >/dev/null; then
+  mpirun -np 2 -shape 2x1x1 --trace "$tmp/pp.otf2" ml_pong --protocol eager --size 1000 --iters 5 \
+    >/dev/null 2>"$tmp/otf2.err" || bad "OTF2 job exits 0: $(tail -n 2 "$tmp/otf2.err")"
+  otf2-print "$tmp/pp.otf2" >"$tmp/otf2.txt" 2>"$tmp/otf2.warn" || bad "otf2-print reads the archive"
+  [ -s "$tmp/otf2.warn" ] && bad "otf2-print warns: $(head -n 1 "$tmp/otf2.warn")"
+  e=$(grep -c '^ENTER ' "$tmp/otf2.txt"); l=$(grep -c '^LEAVE ' "$tmp/otf2.txt")
+  s=$(grep -c '^MPI_SEND ' "$tmp/otf2.txt"); r=$(grep -c '^MPI_RECV ' "$tmp/otf2.txt")
+  x=$(grep -c '"ph":"X"' "$tmp/pp.trace.json")
+  [ "$e" = "$x" ] && [ "$l" = "$x" ] && [ "$s" = 12 ] && [ "$r" = 12 ] &&
+    ok "OTF2: otf2-print reads $e ENTER/LEAVE pairs (the JSON's $x slices), 12 MPI_SEND and 12 MPI_RECV" ||
+    bad "OTF2: $e ENTER, $l LEAVE (want $x), $s MPI_SEND, $r MPI_RECV (want 12)"
+  t "^mpirun: --trace $tmp/pp.otf2: $tmp/pp.otf2 exists" -np 2 --trace "$tmp/pp.otf2" ml_pong
+else
+  t "^mpirun: --trace $tmp/x.otf2: OTF2 output is not available" -np 2 --trace "$tmp/x.otf2" ml_pong
+fi
+
+# 8. a crashing rank: the trace is written, its buffers removed
 mpirun -np 4 --trace "$tmp/crash.trace.json" tp_crash >/dev/null 2>&1
 [ $? = 1 ] && $check "$tmp/crash.trace.json" >/dev/null && ok "crashed job: exit 1, trace still written and well formed" ||
   bad "crashed job: trace missing or malformed"
