@@ -387,7 +387,7 @@ int mpirun_trace_write(mpirun_job *j, FILE *f)
         uint64_t n = atomic_load(&b->n);
         nrec += n < b->cap ? n : b->cap;
         uint64_t l = atomic_load(&b->lost);
-        if (l && lost_rank < 0) lost_rank = j->seg->procs[p - p % TSIM_CPUS].rank;
+        if (l && lost_rank < 0) lost_rank = j->seg->procs[p - (j->g.cpus == 1 ? p % TSIM_CPUS : 0)].rank;
         lost += l;
     }
     size_t nsamp = 0;
