@@ -54,6 +54,7 @@ int pl_open(pl_proc *pp, tsim_seg *seg, int index, uint64_t vt)
     tsim_coords(&seg->geom, pp->node, pp->coord);
     pp->vt = vt;
     pp->unseen = UINT64_MAX;
+    pp->qinj_t = UINT64_MAX;
     atomic_store(&pp->p->vt, vt);
     pp->p->pid = (int32_t)getpid();
     atomic_store(&pp->p->state, TSIM_P_RUNNING);
@@ -99,6 +100,7 @@ int pl_sync(pl_proc *pp)
     tsim_seg *s = pp->seg;
     pl_publish(pp);
     if (atomic_load(&s->done) >= pp->vt) return 0;
+    pp->syncs++;
     atomic_store(&pp->p->sync_target, pp->vt);
     kick(pp);
     for (;;) {
@@ -111,12 +113,52 @@ int pl_sync(pl_proc *pp)
     return 0;
 }
 
+/* Has the engine promised that nothing reaches this processor before vt
+ * (torus-sim/tsim_quiet.c)? Then what its FIFOs show is final, as after a
+ * sync, without the round trip to the engine. The promise counts this
+ * processor's injections up to the one it names. Before `quiet` nothing
+ * else happens in the machine, so a later injection at t can bring a
+ * packet here only through another node and back: two link crossings of at
+ * least a hop latency each, the last one delivering no earlier than its
+ * tail, a chunk's serialization after its head (unless it went to this
+ * node: then only a sync answers). Polls keep the promise that far.
+ * Injection room is another matter (a FIFO frees as its packet leaves, one
+ * serialization later): after an uncounted injection only a sync answers. */
+static int quiet_to_vt(pl_proc *pp, int for_poll)
+{
+    tsim_proc *p = pp->p;
+    uint32_t seq = atomic_load_explicit(&p->quiet_seq, memory_order_acquire);
+    if (seq & 1) return 0;
+    uint64_t q = atomic_load_explicit(&p->quiet, memory_order_relaxed);
+    uint32_t inj = atomic_load_explicit(&p->quiet_inj, memory_order_relaxed);
+    uint32_t sib_absent = atomic_load_explicit(&p->quiet_sib_absent, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&p->quiet_seq, memory_order_relaxed) != seq || pp->vt > q) return 0;
+    /* a coprocessor opened since starts at our clock, before the promise */
+    if (sib_absent && atomic_load(&pp->seg->procs[pp->index ^ 1].state) != TSIM_P_ABSENT) return 0;
+    uint32_t mine = 0;
+    for (int f = 0; f < TSIM_NINJ; f++)
+        mine += atomic_load_explicit(&p->inj[f].head, memory_order_relaxed);
+    if (mine == inj) { /* the promise counted every injection so far */
+        pp->qinj_t = UINT64_MAX;
+        pp->qinj_local = 0;
+        return 1;
+    }
+    if (!for_poll || pp->qinj_local) return 0;
+    const tsim_params *prm = &pp->seg->params;
+    uint64_t reach = 2 * (uint64_t)prm->hop_latency +
+                     ((uint64_t)TSIM_CHUNK + prm->wire_overhead) * prm->link_cycles_per_byte;
+    return pp->vt <= pp->qinj_t + reach;
+}
+
 /* Room for `chunks` in injection FIFO f at vt. A full answer is only
  * trusted once the engine has caught up with vt. */
 static int inj_has_room(pl_proc *pp, int f, unsigned chunks)
 {
     if (pl_inj_room(pp, f) >= chunks) return 1;
-    pl_sync(pp);
+    if (atomic_load(&pp->seg->done) >= pp->vt) return pl_inj_room(pp, f) >= chunks;
+    if (quiet_to_vt(pp, 0)) pp->syncs_spared++;
+    else pl_sync(pp);
     return pl_inj_room(pp, f) >= chunks;
 }
 
@@ -139,6 +181,9 @@ int pl_inject(pl_proc *pp, int fifo, const tsim_hwhdr *hw, const void *sw8, cons
     if (len) memcpy(s->p.payload, payload, len);
     atomic_fetch_add(&r->used, hw->chunks);
     atomic_store_explicit(&r->head, h + 1, memory_order_release);
+    if (pp->vt < pp->qinj_t) pp->qinj_t = pp->vt;
+    if (fifo == TSIM_INJ_SP || tsim_node_of(&pp->seg->geom, hw->dst[0], hw->dst[1], hw->dst[2]) == pp->node)
+        pp->qinj_local = 1;
     atomic_fetch_add_explicit(&pp->p->pkts_injected, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&pp->p->bytes_injected, (uint64_t)hw->chunks * TSIM_CHUNK,
                               memory_order_relaxed);
@@ -203,7 +248,9 @@ int pl_poll(pl_proc *pp, unsigned mask)
         /* Every delivery earlier than done is visible, so an earliest
          * candidate below done (and below vt) is final. */
         if (best >= 0 && best_t < pp->vt && best_t < done) return best;
-        if (done >= pp->vt || attempt > 0) {
+        int spared = done < pp->vt && attempt == 0 && quiet_to_vt(pp, 1);
+        pp->syncs_spared += (uint64_t)spared;
+        if (done >= pp->vt || attempt > 0 || spared) {
             if (best >= 0 && best_t < pp->vt) return best;
             pp->vt += s->params.poll_cycles;
             return -1;

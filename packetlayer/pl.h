@@ -18,6 +18,11 @@ typedef struct pl_proc {
     int coord[3];
     uint64_t vt; /* local clock; published on every action */
     uint64_t unseen; /* earliest news (injection, freed slot) not yet kicked to the engine */
+    /* injections the engine's last promise (tsim_proc.quiet) may not have
+     * counted: the earliest one's time, and whether one was to this node */
+    uint64_t qinj_t;
+    int qinj_local;
+    uint64_t syncs, syncs_spared; /* round trips to the engine, and those a promise spared */
 } pl_proc;
 
 /* Binds to processor `index` of an attached segment and marks it RUNNING at

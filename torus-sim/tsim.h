@@ -243,6 +243,15 @@ typedef struct tsim_proc {
     _Atomic uint32_t wake_mask;   /* TSIM_WAKE_* while BLOCKED */
     _Atomic uint32_t inj_need;    /* chunks wanted when waiting for room */
     _Atomic uint64_t sync_target; /* nonzero: waiting for seg->done >= this */
+    /* The engine's promise to a running processor (tsim_quiet.c): nothing
+     * reaches it before `quiet` unless it injects again or the other
+     * processor of its node, absent then (quiet_sib_absent), is opened:
+     * valid while its injection FIFOs' heads still add up to quiet_inj.
+     * Written as a seqlock (quiet_seq odd while the values change). */
+    _Atomic uint32_t quiet_seq;
+    _Atomic uint32_t quiet_inj;
+    _Atomic uint32_t quiet_sib_absent;
+    _Atomic uint64_t quiet;
     int32_t rank;                 /* MPI rank here, -1 if none */
     int32_t pid;
     int32_t exit_code;

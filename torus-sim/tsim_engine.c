@@ -57,6 +57,7 @@ void eng_wake(tsim_engine *e, int proc, uint64_t t)
     else t = vt;
     if (t < e->woke_min) e->woke_min = t;
     e->wakes++;
+    e->ep[proc].settled = 0;
     atomic_store(&p->wake_mask, 0);
     atomic_store(&p->state, TSIM_P_RUNNING);
     atomic_fetch_add(&p->bell, 1);
@@ -74,6 +75,7 @@ static void wake_if_ready(tsim_engine *e, int proc, uint64_t t)
 {
     tsim_proc *p = &e->seg->procs[proc];
     if (atomic_load(&p->state) != TSIM_P_BLOCKED) return;
+    e->ep[proc].settled = 1; /* until a wake below */
     int taken = prx_start(e, proc);
     if (taken < 0) eng_wake(e, proc, t);
     if (taken) return;
@@ -455,6 +457,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
              * (packetlayer/pl.c); one whose clock moved after we looked may
              * have read an older value and not kicked: look again after
              * publishing it (both sides store, then load) */
+            eng_publish_quiet(e);
             atomic_store(&s->engine_wait, sleep_until(e));
             atomic_store(&s->engine_idle, 1);
             int r2, b2;
@@ -518,6 +521,8 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
     atomic_store(&e->violation_proc, -1);
     const char *px = getenv("BGLEMU_PROXY");
     e->prx_off = px && strcmp(px, "0") == 0;
+    const char *qt = getenv("BGLEMU_QUIET");
+    e->quiet_off = qt && strcmp(qt, "0") == 0;
     if (!e->rt || !e->ep || evq_init(&e->q) != 0) {
         tsim_engine_free(e);
         return NULL;

@@ -121,6 +121,11 @@ typedef struct eproc {
     uint64_t src_armed; /* time of the EV_SRC already queued, or 0 */
     tsim_pkt src_pkt;
     prx_state prx;
+    /* tsim_quiet.c: BLOCKED and looked at since its last wake (only an
+     * event can wake it now), and what it was last promised */
+    int settled;
+    uint64_t quiet_pub;
+    uint32_t quiet_inj_pub, quiet_sib_pub;
 } eproc;
 
 struct tsim_engine {
@@ -155,6 +160,7 @@ struct tsim_engine {
     char violation[160];
     uint64_t published; /* the last horizon published as done, kept here */
     int prx_off;           /* BGLEMU_PROXY=0: every blocked processor is woken */
+    int quiet_off;         /* BGLEMU_QUIET=0: no promises (tsim_quiet.c) */
     char *deadlock_report; /* snapshot taken when the deadlock was found */
     pthread_t thread;
     tsim_result result;
@@ -178,6 +184,10 @@ int prx_active(const tsim_engine *e, int proc);
  * or refuses it (-1: wake the processor), 0 if there is none. */
 int prx_start(tsim_engine *e, int proc);
 void prx_free(tsim_engine *e);
+
+/* tsim_quiet.c: tells each running processor how far its own empty polls
+ * need no round trip to the engine (tsim_proc.quiet). */
+void eng_publish_quiet(tsim_engine *e);
 
 /* tsim_report.c */
 void report_snapshot_deadlock(tsim_engine *e);
