@@ -185,6 +185,20 @@ void pl_inject_wait(pl_proc *pp, int fifo, const tsim_hwhdr *hw, const void *sw8
             return;
 }
 
+/* A reception FIFO the engine could not have left so: a cursor past what
+ * it delivered, a head it never wrote. The message layer would spin on
+ * it, or read garbage as packets. */
+static void rec_check(pl_proc *pp, int f, uint32_t tl, uint32_t h)
+{
+    uint32_t d = atomic_load_explicit(&pp->p->eng.rec_head[f], memory_order_relaxed);
+    if ((int32_t)(h - d) > 0)
+        pl_damaged(pp, "reception FIFO %d: head %u, but the engine delivered %u packets (slot %u "
+                   "holds a packet it never delivered)", f, h, d, d % TSIM_RING_SLOTS);
+    if ((int32_t)(tl - d) > 0 || d - tl > TSIM_RING_SLOTS)
+        pl_damaged(pp, "reception FIFO %d: tail %u is %d slots from the %u packets delivered "
+                   "(a ring holds %d)", f, tl, (int32_t)(tl - d), d, TSIM_RING_SLOTS);
+}
+
 int pl_poll(pl_proc *pp, unsigned mask)
 {
     tsim_seg *s = pp->seg;
@@ -196,7 +210,11 @@ int pl_poll(pl_proc *pp, unsigned mask)
             if (!(mask & TSIM_WAKE_REC(f))) continue;
             tsim_ring *r = &pp->p->rec[f];
             uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
-            if (atomic_load_explicit(&r->head, memory_order_acquire) == tl) continue;
+            uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+            if (h == tl) continue;
+            if (h - tl > TSIM_RING_SLOTS ||
+                h != atomic_load_explicit(&pp->p->eng.rec_head[f], memory_order_relaxed))
+                rec_check(pp, f, tl, h);
             uint64_t a = r->slot[tl % TSIM_RING_SLOTS].m.t_arrive;
             if (a < best_t) best_t = a, best = f;
         }
@@ -205,6 +223,15 @@ int pl_poll(pl_proc *pp, unsigned mask)
         if (best >= 0 && best_t < pp->vt && best_t < done) return best;
         if (done >= pp->vt || attempt > 0) {
             if (best >= 0 && best_t < pp->vt) return best;
+            /* a packet delivered to a running processor arrives before its
+             * clock (the horizon never passes it), to a blocked one before
+             * the time it is woken at: one "arriving" after everything
+             * already simulated was written by no engine */
+            if (best >= 0 && done >= pp->vt && best_t >= done)
+                pl_damaged(pp, "reception FIFO %d: packet at slot %u arrives at %llu cycles, "
+                           "after the %llu already simulated", best,
+                           atomic_load(&pp->p->rec[best].tail) % TSIM_RING_SLOTS,
+                           (unsigned long long)best_t, (unsigned long long)done);
             pp->vt += s->params.poll_cycles;
             return -1;
         }
