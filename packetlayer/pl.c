@@ -194,9 +194,12 @@ static void rec_check(pl_proc *pp, int f, uint32_t tl, uint32_t h)
     if ((int32_t)(h - d) > 0)
         pl_damaged(pp, "reception FIFO %d: head %u, but the engine delivered %u packets (slot %u "
                    "holds a packet it never delivered)", f, h, d, d % TSIM_RING_SLOTS);
-    if ((int32_t)(tl - d) > 0 || d - tl > TSIM_RING_SLOTS)
-        pl_damaged(pp, "reception FIFO %d: tail %u is %d slots from the %u packets delivered "
-                   "(a ring holds %d)", f, tl, (int32_t)(tl - d), d, TSIM_RING_SLOTS);
+    if ((int32_t)(tl - d) > 0) /* as the engine says it (drain) */
+        pl_damaged(pp, "reception FIFO %d: tail %u is %u slots past the head (%u packets "
+                   "delivered)", f, tl, tl - d, d);
+    if (d - tl > TSIM_RING_SLOTS)
+        pl_damaged(pp, "reception FIFO %d: tail %u is %u slots behind the %u packets delivered "
+                   "(a ring holds %d)", f, tl, d - tl, d, TSIM_RING_SLOTS);
 }
 
 int pl_poll(pl_proc *pp, unsigned mask)
