@@ -297,26 +297,27 @@ static int drain(tsim_engine *e)
         }
         for (int f = 0; f < TSIM_NINJ; f++) {
             tsim_ring *r = &p->inj[f];
+            uint32_t *seen = &e->ep[i].inj_seen[f]; /* never in the processor's pages */
             uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
             /* unsigned: a head moved back shows as a huge distance too */
-            if (h - r->seen > TSIM_RING_SLOTS) {
-                if ((int32_t)(h - r->seen) < 0)
+            if (h - *seen > TSIM_RING_SLOTS) {
+                if ((int32_t)(h - *seen) < 0)
                     eng_violation(e, i, "injection FIFO %d: head %u moved %u slots back, behind the "
-                              "engine's cursor %u", f, h, r->seen - h, r->seen);
+                              "engine's cursor %u", f, h, *seen - h, *seen);
                 else
                     eng_violation(e, i, "injection FIFO %d: head %u is %u slots past the engine's "
-                              "cursor %u (a ring holds %d)", f, h, h - r->seen, r->seen,
+                              "cursor %u (a ring holds %d)", f, h, h - *seen, *seen,
                               TSIM_RING_SLOTS);
                 return got;
             }
-            for (; r->seen != h; r->seen++) {
-                const tsim_slot *sl = &r->slot[r->seen % TSIM_RING_SLOTS];
-                if (inj_packet_ok(e, i, f, r->seen, sl) != 0) return got;
+            for (; *seen != h; (*seen)++) {
+                const tsim_slot *sl = &r->slot[*seen % TSIM_RING_SLOTS];
+                if (inj_packet_ok(e, i, f, *seen, sl) != 0) return got;
                 uint32_t pk = pkt_alloc(e);
                 npkt *n = &e->pool[pk];
                 n->s = *sl;
                 n->s.m.src = (uint32_t)i;
-                ev_push_key(e, n->s.m.t_inject, proc_key(i, f, r->seen), EV_INJ, i, f, pk);
+                ev_push_key(e, n->s.m.t_inject, proc_key(i, f, *seen), EV_INJ, i, f, pk);
                 got = 1;
             }
         }

@@ -115,6 +115,7 @@ typedef struct eproc {
     /* what the engine delivered, never read back from the processor's
      * pages: packets per reception FIFO and each slot's chunks */
     uint32_t rec_head[TSIM_NREC];
+    uint32_t inj_seen[TSIM_NINJ]; /* injected slots already taken */
     uint8_t rec_chunks[TSIM_NREC][TSIM_RING_SLOTS];
     int engine_driven; /* TSIM_P_ENGINE when the run started */
     int pid;           /* frozen at first sight (tsim_proc.eng.pid) */

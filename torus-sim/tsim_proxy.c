@@ -339,8 +339,9 @@ void prx_inject(tsim_engine *e, int proc, int fifo, uint32_t dst, unsigned flags
     atomic_fetch_add_explicit(&p->bytes_injected, (uint64_t)chunks * TSIM_CHUNK, memory_order_relaxed);
     uint32_t pk = pkt_alloc(e);
     e->pool[pk].s = *s;
-    ev_push_key(e, s->m.t_inject, eng_proc_key(proc, fifo, r->seen), EV_INJ, proc, fifo, pk);
-    r->seen++;
+    uint32_t *seen = &e->ep[proc].inj_seen[fifo];
+    ev_push_key(e, s->m.t_inject, eng_proc_key(proc, fifo, *seen), EV_INJ, proc, fifo, pk);
+    (*seen)++;
     e->prx_sent++;
 }
 

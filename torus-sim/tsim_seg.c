@@ -25,7 +25,6 @@ static void ring_init(tsim_ring *r, uint32_t cap)
     atomic_init(&r->used, 0);
     atomic_init(&r->t_free, 0);
     r->cap = cap;
-    r->seen = 0;
 }
 
 tsim_seg *tsim_seg_create(const tsim_geom *gin, const tsim_params *p, int named,

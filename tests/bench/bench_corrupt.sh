@@ -28,6 +28,23 @@ for seed in $(seq "$N"); do
     caught=$((caught + 1)); k=$(sed 's/.*corrupted its \([a-z ]*\).*/\1/' <<<"$line"); seen[$k]=1
   fi
 done
-echo "  seeds $N: reported $((fault + caught)) (fault in a read-only page $fault, caught in its own pages $caught${seen[*]+: ${!seen[*]}}), not reported $other"
+echo "  seeds $N: reported $((fault + caught)) (fault in a read-only page $fault, caught in its own pages $caught${seen[*]+: $(IFS=,; echo "${!seen[*]}")}), not reported $other"
 echo "  slowest run ${max} ms wall"
-[ $other -eq 0 ]
+ofail=$other
+declare -A kinds
+clean=0; caught=0; other=0
+for seed in $(seq "$N"); do
+  mpirun --timeout 60 -np 4 tp_corrupt 1 random-own "$seed" >"$tmp/out" 2>&1 &
+  pid=$!; wait $pid; rc=$?
+  line=$(grep '^mpirun: job failed: rank 1 <1,0,0,0> (pid [0-9]*) corrupted its ' "$tmp/out")
+  left=$(ls /dev/shm 2>/dev/null | grep "^bglemu\.$(id -u)\.$pid\." || true)
+  if [ -n "$left" ] || { [ $rc -ne 0 ] && { [ $rc -ne 1 ] || [ -z "$line" ]; }; }; then
+    other=$((other + 1)); echo "  random-own seed $seed NOT reported: exit $rc, left '$left': $(tail -2 "$tmp/out")"
+  elif [ $rc -eq 0 ]; then
+    clean=$((clean + 1))
+  else
+    caught=$((caught + 1)); k=$(sed 's/.*corrupted its \([a-z]* [A-Z]*[a-z ]*\).*/\1/; s/ [0-9]*$//' <<<"$line"); kinds[$k]=1
+  fi
+done
+echo "  random-own seeds $N: reported $caught${kinds[*]+ ($(IFS=,; echo "${!kinds[*]}"))}, exit 0 (nothing the job could see) $clean, neither $other"
+[ $ofail -eq 0 ] && [ $other -eq 0 ]

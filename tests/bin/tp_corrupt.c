@@ -20,7 +20,11 @@
  *  random SEED: 1..8 writes of 1..16 random bytes at random offsets of its
  *    own pages and of the rest of the segment, then one more outside its
  *    own pages (so every run damages something it may not write); seeded,
- *    the same writes every run */
+ *    the same writes every run
+ *  random-own SEED: ranks 0 and 1 play 20 rounds of ping-pong; in a random
+ *    round rank 1 writes random bytes at random offsets of its own pages
+ *    only, then plays on. Either the damage is caught and rank 1 named, or
+ *    the job ends as if nothing happened (exit 0) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,10 +56,57 @@ static void receive(pl_proc *pp, int keep)
     }
 }
 
-static void random_writes(pl_proc *pp, uint64_t seed)
+static void seed_rng(uint64_t seed)
 {
     rng ^= seed * 0x9e3779b97f4a7c15ull;
     if (!rng) rng = 1;
+}
+
+/* 1..8 random writes into its own pages only: anywhere, or (most pages
+ * are packet payloads) where it hurts: its clock and state, a ring's
+ * indices, a packet's header near a ring's cursors */
+static void own_writes(pl_proc *pp)
+{
+    uint8_t *own = (uint8_t *)pp->p;
+    tsim_proc *p = pp->p;
+    int n = 1 + (int)(next_rand() % 8);
+    for (int i = 0; i < n; i++) {
+        size_t len = 1 + next_rand() % 8, off;
+        tsim_ring *r = next_rand() % 2 ? &p->inj[next_rand() % TSIM_NINJ] : &p->rec[next_rand() % TSIM_NREC];
+        switch (next_rand() % 4) {
+        case 0: off = next_rand() % (offsetof(tsim_proc, eng) - len); break;
+        case 1: off = next_rand() % (offsetof(tsim_proc, waiting_on) - len); break;
+        case 2: off = (size_t)((uint8_t *)r - own) + next_rand() % (offsetof(tsim_ring, slot) - len); break;
+        default: {
+            uint32_t at = atomic_load(&r->tail) + (uint32_t)(next_rand() % 4);
+            off = (size_t)((uint8_t *)&r->slot[at % TSIM_RING_SLOTS] - own) +
+                  next_rand() % (sizeof(tsim_meta) + sizeof(tsim_hwhdr) + 8 - len);
+        }
+        }
+        for (size_t k = 0; k < len; k++) own[off + k] = (uint8_t)next_rand();
+    }
+}
+
+static void ping_pong(pl_proc *pp, int me, uint64_t seed)
+{
+    seed_rng(seed);
+    int at = (int)(next_rand() % 20), peer = pp->seg->rank_proc[1 - me];
+    for (int round = 0; round < 20; round++) {
+        if (me == 1 && round == at) own_writes(pp);
+        if (me == 1) receive(pp, 0);
+        tsim_hwhdr hw;
+        pl_header(pp, &hw, peer, 64, 0);
+        pl_inject_wait(pp, 0, &hw, NULL, "ping-pong payload of sixty-four bytes, give or take a few", 58);
+        if (me == 0) receive(pp, 0);
+        pl_charge(pp, 500);
+    }
+    pl_close(pp, 0);
+    exit(0);
+}
+
+static void random_writes(pl_proc *pp, uint64_t seed)
+{
+    seed_rng(seed);
     uint8_t *base = (uint8_t *)pp->seg;
     size_t size = pp->seg->size;
     size_t own = (size_t)((uint8_t *)pp->p - base), own_len = offsetof(tsim_proc, eng);
@@ -96,6 +147,11 @@ int main(int argc, char **argv)
         return 2;
     }
     int me = pp.p->rank, to = pp.seg->rank_proc[victim];
+    if (!strcmp(what, "random-own")) {
+        if (me < 2) ping_pong(&pp, me, argc > 3 ? strtoull(argv[3], NULL, 0) : 1);
+        pl_close(&pp, 0);
+        return 0;
+    }
     if (me != victim) {
         if (me == 0 && rec) { /* the packet the victim receives */
             tsim_hwhdr hw;

@@ -2,7 +2,8 @@
 # A buggy rank can only hurt itself (issue 15): rank 1 of a 4-rank job
 # damages the machine segment the way a stray write would (tests/bin/
 # tp_corrupt.c: its own FIFOs and state, others' pages, the header, a bogus
-# buffer for the engine, seeded random bytes). For each case: the job ends
+# buffer for the engine, seeded random bytes anywhere or in its own pages
+# only). For each case: the job ends
 # within 20 s of wall time, mpirun exits 1 with one line naming rank 1 and
 # what it damaged, and neither a segment in /dev/shm nor a rank process is
 # left. The injection-FIFO fields one by one are in launcher.sh. The long
@@ -73,6 +74,19 @@ for seed in 1 2 3; do
     ok "random $seed twice: rank 1 named the same way, exit 1: ${l1#mpirun: job failed: }"
   else
     bad "random $seed: exit $rc1/$rc2: '$l1' vs '$l2'"
+  fi
+done
+# random bytes into its own pages only, in the middle of a ping-pong with
+# rank 0: caught and rank 1 named, or nothing the job could see (exit 0)
+for seed in 8 9 10 11; do
+  mpirun --timeout 60 -np 4 tp_corrupt 1 random-own $seed >"$tmp/r1" 2>&1 &
+  pid=$!; wait $pid; rc=$?
+  l1=$(grep '^mpirun: job failed: rank 1 <1,0,0,0> (pid [0-9]*) corrupted its ' "$tmp/r1" | sed "s/ (pid [0-9]*)//")
+  left=$(leftovers $pid)
+  if [ -z "$left" ] && { [ $rc = 0 ] || { [ $rc = 1 ] && [ -n "$l1" ]; }; }; then
+    ok "random-own $seed: exit $rc${l1:+, ${l1#mpirun: job failed: }}"
+  else
+    bad "random-own $seed: exit $rc, left '$left': $(tail -2 "$tmp/r1")"
   fi
 done
 [ "$fails" -eq 0 ]
