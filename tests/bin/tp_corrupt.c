@@ -108,16 +108,32 @@ static void random_writes(pl_proc *pp, uint64_t seed)
 {
     seed_rng(seed);
     uint8_t *base = (uint8_t *)pp->seg;
-    size_t size = pp->seg->size;
+    tsim_seg *s = pp->seg;
+    size_t size = s->size;
     size_t own = (size_t)((uint8_t *)pp->p - base), own_len = offsetof(tsim_proc, eng);
+    /* what else it may write (tsim_seg_protect): the bell, and in CO mode
+     * the coprocessor slot of its node */
+    size_t bell = offsetof(tsim_seg, engine_bell), co = 0;
+    int idx = pp->index, mate = idx % TSIM_CPUS == 0;
+    for (int r = 0; r < s->geom.nranks; r++) mate &= s->rank_proc[r] != idx + 1;
+    if (mate) co = (size_t)((uint8_t *)&s->procs[idx + 1] - base);
     int n = 1 + (int)(next_rand() % 8);
     for (int i = 0; i <= n; i++) {
         size_t len = 1 + next_rand() % 16, off;
-        if (i < n && next_rand() % 2) /* its own pages */
+        if (i < n && next_rand() % 2) { /* its own pages */
             off = own + next_rand() % (own_len - len);
-        else /* anywhere else: the header, others' processors, its engine page */
-            do off = next_rand() % (size - len);
-            while (off + len > own && off < own + own_len);
+        } else { /* anywhere else: the header, others' processors, its engine page */
+            for (;;) {
+                off = next_rand() % (size - len);
+                if (off + len > own && off < own + own_len) continue;
+                if (i < n) break;
+                /* the last one where it may not write: it faults */
+                if ((off + len > bell && off < bell + TSIM_PAGE) ||
+                    (co && off + len > co && off < co + own_len))
+                    continue;
+                break;
+            }
+        }
         for (size_t k = 0; k < len; k++) base[off + k] = (uint8_t)next_rand();
     }
 }
