@@ -117,7 +117,17 @@ static int inj_has_room(pl_proc *pp, int f, unsigned chunks)
 {
     if (pl_inj_room(pp, f) >= chunks) return 1;
     pl_sync(pp);
-    return pl_inj_room(pp, f) >= chunks;
+    if (pl_inj_room(pp, f) >= chunks) return 1;
+    /* full: unless its words were damaged, and it would wait for room the
+     * engine never sees missing */
+    const tsim_ring *r = &pp->p->inj[f];
+    uint32_t cap = r->cap, used = atomic_load(&r->used);
+    if (cap != pp->seg->params.fifo_chunks)
+        pl_damaged(pp, "injection FIFO %d: capacity word %u, but the FIFO holds %u chunks", f, cap,
+                   (unsigned)pp->seg->params.fifo_chunks);
+    if (used > cap)
+        pl_damaged(pp, "injection FIFO %d: %u chunks in use, more than the %u it holds", f, used, cap);
+    return 0;
 }
 
 int pl_inject(pl_proc *pp, int fifo, const tsim_hwhdr *hw, const void *sw8, const void *payload,

@@ -11,7 +11,8 @@
  *    past the head), rec-reuse (tail moved back onto the freed slot),
  *    rec-garbage (a packet the engine never delivered), rec-future (the
  *    waiting packet's arrival time moved far ahead)
- *  state (its state word: no processor state)
+ *  state (its state word: no processor state), inj-cap (its injection FIFO
+ *    0's capacity word zeroed, then a packet sent through it)
  *  others' pages (the write faults): other-rec (rank 0's reception FIFO 0),
  *    other-state (rank 0's clock and state), seg-header (the geometry),
  *    engine-page (its own engine-only page)
@@ -202,6 +203,11 @@ int main(int argc, char **argv)
             r->slot[tl % TSIM_RING_SLOTS].m.t_arrive = 1ull << 60;
         }
         receive(&pp, 0); /* what the message layer would do next */
+    } else if (!strcmp(what, "inj-cap")) {
+        p->inj[0].cap = 0;
+        tsim_hwhdr hw;
+        pl_header(&pp, &hw, pp.seg->rank_proc[0], 8, 0);
+        pl_inject_wait(&pp, 0, &hw, NULL, "8 bytes", 8);
     } else if (!strcmp(what, "state")) {
         atomic_store(&p->state, 9);
         compute(&pp); /* a packet-layer call would set the state again */
