@@ -156,10 +156,21 @@ static int quiet_to_vt(pl_proc *pp, int for_poll)
 static int inj_has_room(pl_proc *pp, int f, unsigned chunks)
 {
     if (pl_inj_room(pp, f) >= chunks) return 1;
-    if (atomic_load(&pp->seg->done) >= pp->vt) return pl_inj_room(pp, f) >= chunks;
-    if (quiet_to_vt(pp, 0)) pp->syncs_spared++;
-    else pl_sync(pp);
-    return pl_inj_room(pp, f) >= chunks;
+    if (atomic_load(&pp->seg->done) < pp->vt) {
+        if (quiet_to_vt(pp, 0)) pp->syncs_spared++;
+        else pl_sync(pp);
+    }
+    if (pl_inj_room(pp, f) >= chunks) return 1;
+    /* full: unless its words were damaged, and it would wait for room the
+     * engine never sees missing */
+    const tsim_ring *r = &pp->p->inj[f];
+    uint32_t cap = r->cap, used = atomic_load(&r->used);
+    if (cap != pp->seg->params.fifo_chunks)
+        pl_damaged(pp, "injection FIFO %d: capacity word %u, but the FIFO holds %u chunks", f, cap,
+                   (unsigned)pp->seg->params.fifo_chunks);
+    if (used > cap)
+        pl_damaged(pp, "injection FIFO %d: %u chunks in use, more than the %u it holds", f, used, cap);
+    return 0;
 }
 
 int pl_inject(pl_proc *pp, int fifo, const tsim_hwhdr *hw, const void *sw8, const void *payload,
@@ -230,6 +241,23 @@ void pl_inject_wait(pl_proc *pp, int fifo, const tsim_hwhdr *hw, const void *sw8
             return;
 }
 
+/* A reception FIFO the engine could not have left so: a cursor past what
+ * it delivered, a head it never wrote. The message layer would spin on
+ * it, or read garbage as packets. */
+static void rec_check(pl_proc *pp, int f, uint32_t tl, uint32_t h)
+{
+    uint32_t d = atomic_load_explicit(&pp->p->eng.rec_head[f], memory_order_relaxed);
+    if ((int32_t)(h - d) > 0)
+        pl_damaged(pp, "reception FIFO %d: head %u, but the engine delivered %u packets (slot %u "
+                   "holds a packet it never delivered)", f, h, d, d % TSIM_RING_SLOTS);
+    if ((int32_t)(tl - d) > 0) /* as the engine says it (drain) */
+        pl_damaged(pp, "reception FIFO %d: tail %u is %u slots past the head (%u packets "
+                   "delivered)", f, tl, tl - d, d);
+    if (d - tl > TSIM_RING_SLOTS)
+        pl_damaged(pp, "reception FIFO %d: tail %u is %u slots behind the %u packets delivered "
+                   "(a ring holds %d)", f, tl, d - tl, d, TSIM_RING_SLOTS);
+}
+
 int pl_poll(pl_proc *pp, unsigned mask)
 {
     tsim_seg *s = pp->seg;
@@ -241,7 +269,11 @@ int pl_poll(pl_proc *pp, unsigned mask)
             if (!(mask & TSIM_WAKE_REC(f))) continue;
             tsim_ring *r = &pp->p->rec[f];
             uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
-            if (atomic_load_explicit(&r->head, memory_order_acquire) == tl) continue;
+            uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+            if (h == tl) continue;
+            if (h - tl > TSIM_RING_SLOTS ||
+                h != atomic_load_explicit(&pp->p->eng.rec_head[f], memory_order_relaxed))
+                rec_check(pp, f, tl, h);
             uint64_t a = r->slot[tl % TSIM_RING_SLOTS].m.t_arrive;
             if (a < best_t) best_t = a, best = f;
         }
@@ -252,6 +284,15 @@ int pl_poll(pl_proc *pp, unsigned mask)
         pp->syncs_spared += (uint64_t)spared;
         if (done >= pp->vt || attempt > 0 || spared) {
             if (best >= 0 && best_t < pp->vt) return best;
+            /* a packet delivered to a running processor arrives before its
+             * clock (the horizon never passes it), to a blocked one before
+             * the time it is woken at: one "arriving" after everything
+             * already simulated was written by no engine */
+            if (best >= 0 && done >= pp->vt && best_t >= done)
+                pl_damaged(pp, "reception FIFO %d: packet at slot %u arrives at %llu cycles, "
+                           "after the %llu already simulated", best,
+                           atomic_load(&pp->p->rec[best].tail) % TSIM_RING_SLOTS,
+                           (unsigned long long)best_t, (unsigned long long)done);
             pp->vt += s->params.poll_cycles;
             return -1;
         }

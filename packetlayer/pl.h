@@ -37,6 +37,13 @@ int pl_attach_env(pl_proc *pp, char *err, size_t errlen);
  * an exit() before pl_close. Called by pl_attach_env; per process, not per
  * thread. Returns 0, or -1 if nothing will be recorded (pl_fate.c). */
 int pl_fate_install(pl_proc *pp);
+/* Ends this process for damage found in its own FIFOs or state (what a
+ * stray write did): records it as its fate (TSIM_FATE_CORRUPT, fate_why
+ * "reception FIFO 2: ..."), for mpirun to name it, and exits with status
+ * PL_EXIT_DAMAGED. Called where the packet layer would otherwise spin on
+ * state that can never change. */
+#define PL_EXIT_DAMAGED 70
+_Noreturn void pl_damaged(pl_proc *pp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Marks the processor EXITED (it will never act again). */
 void pl_close(pl_proc *pp, int exit_code);
 

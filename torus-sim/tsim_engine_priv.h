@@ -112,6 +112,13 @@ typedef struct prx_state {
 
 typedef struct eproc {
     uint32_t rec_seen[TSIM_NREC]; /* consumed slots already turned into events */
+    /* what the engine delivered, never read back from the processor's
+     * pages: packets per reception FIFO and each slot's chunks */
+    uint32_t rec_head[TSIM_NREC];
+    uint32_t inj_seen[TSIM_NINJ]; /* injected slots already taken */
+    uint8_t rec_chunks[TSIM_NREC][TSIM_RING_SLOTS];
+    int engine_driven; /* TSIM_P_ENGINE when the run started */
+    int pid;           /* frozen at first sight (tsim_proc.eng.pid) */
     int32_t inj_used[TSIM_NINJ];  /* modelled injection occupancy */
     /* engine-side source */
     int src_live;     /* the source may produce more */

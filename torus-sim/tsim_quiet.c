@@ -32,10 +32,10 @@
  * results do not change — only how often the host hands over. */
 #include "tsim_engine_priv.h"
 
-static uint32_t inj_seen(const tsim_proc *p)
+static uint32_t inj_seen(const eproc *ep)
 {
     uint32_t n = 0;
-    for (int f = 0; f < TSIM_NINJ; f++) n += p->inj[f].seen;
+    for (int f = 0; f < TSIM_NINJ; f++) n += ep->inj_seen[f];
     return n;
 }
 
@@ -70,7 +70,7 @@ void eng_publish_quiet(tsim_engine *e)
         uint64_t q = i == who ? m2 : m1;
         if (first < q) q = first;
         if (e->rt[i / TSIM_CPUS].waiting) q = 0;
-        uint32_t inj = inj_seen(p);
+        uint32_t inj = inj_seen(&e->ep[i]);
         uint32_t sib = atomic_load(&s->procs[i ^ 1].state) == TSIM_P_ABSENT;
         eproc *ep = &e->ep[i];
         if (q == ep->quiet_pub && inj == ep->quiet_inj_pub && sib == ep->quiet_sib_pub) continue;

@@ -180,6 +180,17 @@ else
   tail -5 "$tmp/crash.out"; ls /dev/shm; notok "crashing MPI rank (exit $(cat "$tmp/crash.rc"))"
 fi
 
+# A stray write over the segment header (issue 15): the header is read-only
+# to ranks, so the write faults in rank 1, which is named with what it hit.
+run stray -np 4 -clock none "$out/failures" stray
+if [ "$(cat "$tmp/stray.rc")" = 1 ] &&
+   grep -q '^mpirun: job failed: rank 1 <1,0,0,0> (pid [0-9]*) did not reach MPI_Finalize: killed by signal 11 (Segmentation fault) writing into the machine.s segment header, which it may only read; mpiexec.hydra' "$tmp/stray.out" &&
+   [ -z "$(ls /dev/shm | grep "^bglemu\.$(id -u)\.")" ] && ! pgrep -f "$out/failures stray" >/dev/null; then
+  ok "a rank writing random bytes over the segment header: named with what it hit (rank 1, signal 11), exit 1, nothing left"
+else
+  tail -5 "$tmp/stray.out"; notok "stray write over the segment header (exit $(cat "$tmp/stray.rc"))"
+fi
+
 # The failing rank is named from its own record, not from what mpirun saw:
 # here the innocent ranks are running (computing) when hydra kills them, and
 # in crash-thread the crashed rank's main thread sleeps in MPI_Recv. Several
