@@ -90,6 +90,7 @@ static void wake_if_ready(tsim_engine *e, int proc, uint64_t t)
             if (!prx_trigger(e, proc, t, -1 - f)) eng_wake(e, proc, t);
             return;
         }
+    if (tree_ready(e, proc, mask)) eng_wake(e, proc, t);
 }
 
 static void src_pull(tsim_engine *e, int proc);
@@ -307,6 +308,7 @@ static int drain(tsim_engine *e)
             }
         }
     }
+    if (tree_drain(e)) got = 1;
     return got;
 }
 
@@ -331,7 +333,8 @@ static void process(tsim_engine *e, const ev *v)
         prx_step(e, v->a);
         break;
     default:
-        net_event(e, v);
+        if (v->type >= EV_TREE_INJ) tree_event(e, v);
+        else net_event(e, v);
     }
 }
 
@@ -518,7 +521,7 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
     atomic_store(&e->violation_proc, -1);
     const char *px = getenv("BGLEMU_PROXY");
     e->prx_off = px && strcmp(px, "0") == 0;
-    if (!e->rt || !e->ep || evq_init(&e->q) != 0) {
+    if (!e->rt || !e->ep || evq_init(&e->q) != 0 || tree_new(e) != 0) {
         tsim_engine_free(e);
         return NULL;
     }
@@ -553,6 +556,7 @@ void tsim_engine_free(tsim_engine *e)
 {
     if (!e) return;
     prx_free(e);
+    tree_free(e);
     free(e->rt);
     free(e->ep);
     evq_free(&e->q);
