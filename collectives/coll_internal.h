@@ -111,6 +111,10 @@ struct coll_ctx {
     volatile int p2p_got, p2p_sent;
     int p2p_window;
     int p2p_bound;         /* coll_init_with: coll_upcall delivers our messages */
+
+    /* collective network (coll_tree.c) */
+    uint16_t tree_seq;
+    uint64_t tree_sent, tree_recv;
 };
 
 /* coll_core.c */

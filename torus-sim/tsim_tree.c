@@ -23,10 +23,11 @@
  * (gi_arm); once all have, the barrier fires everywhere at the latest
  * arming time plus tsim_gi_latency.
  *
- * Who takes part: the processors that run a rank (tsim_proc.rank >= 0)
- * when the engine is made, or, on a segment without ranks (in-process
- * tests), those that are not ABSENT; a node takes part if one of its
- * processors does. Everything here is decided in event order, so it is as
+ * Who takes part: the processors the ranks are mapped to (rank_proc, as
+ * mpirun sets it before it makes the engine), or, on a segment without
+ * ranks (in-process tests), those that are not ABSENT when the engine is
+ * made; a node takes part if one of its processors does (a CO
+ * coprocessor never does). Everything here is decided in event order, so it is as
  * reproducible as the torus. */
 #include <stdlib.h>
 #include <string.h>
@@ -664,13 +665,16 @@ int tree_new(tsim_engine *e)
     ts->freelist = NIL;
     ts->ser = tsim_tree_ser(&e->prm);
     ts->gi_latency = tsim_gi_latency(&e->g, &e->prm);
-    int ranked = 0;
-    for (int i = 0; i < np; i++) ranked |= e->seg->procs[i].rank >= 0;
+    int nr = e->seg->geom.nranks;
+    for (int r = 0; r < nr && r < TSIM_MAX_PROCS; r++) {
+        int i = e->seg->rank_proc[r];
+        if (i >= 0 && i < np) ts->proc_part[i] = 1;
+    }
+    for (int i = 0; i < np && nr <= 0; i++) {
+        uint32_t st = atomic_load(&e->seg->procs[i].state);
+        ts->proc_part[i] = st != TSIM_P_ABSENT && st != TSIM_P_ENGINE;
+    }
     for (int i = 0; i < np; i++) {
-        const tsim_proc *p = &e->seg->procs[i];
-        ts->proc_part[i] = ranked ? p->rank >= 0
-                                  : atomic_load(&p->state) != TSIM_P_ABSENT &&
-                                        atomic_load(&p->state) != TSIM_P_ENGINE;
         ts->gi_nparts += ts->proc_part[i];
         if (ts->proc_part[i]) ts->n[i / TSIM_CPUS].part = 1;
     }

@@ -30,8 +30,9 @@ struct tjob {
     int npkts, root, op;
 };
 
-/* One processor (cpu 0) on every node listed (NULL: all), ranks set when
- * `ranked` so that the partition is those nodes. */
+/* One processor (cpu 0) on every node listed (NULL: all); `ranked`: mapped
+ * as ranks (rank_proc, as mpirun does), else the partition is the
+ * processors present when the engine is made. */
 static tjob *tjob_new(int x, int y, int z, const int *nodes, int n, int ranked, tbody body)
 {
     tjob *j = calloc(1, sizeof *j);
@@ -46,8 +47,12 @@ static tjob *tjob_new(int x, int y, int z, const int *nodes, int n, int ranked, 
     for (int k = 0; k < j->n; k++) {
         int proc = tsim_proc_index(nodes ? nodes[k] : k, 0);
         pl_open(&j->pp[k], j->seg, proc, 0);
-        if (ranked) j->seg->procs[proc].rank = k;
+        if (ranked) {
+            j->seg->procs[proc].rank = k;
+            j->seg->rank_proc[k] = proc;
+        }
     }
+    if (ranked) j->seg->geom.nranks = j->n;
     j->body = body;
     return j;
 }
