@@ -34,6 +34,15 @@ void coll_tree_counts(const coll_ctx *c, uint64_t *sent, uint64_t *recv)
     *recv = c->tree_recv;
 }
 
+/* Blocks on the collective networks and on what the message layer waits
+ * for (its reception FIFOs, the injection FIFOs it found full), as
+ * ml_idle does: nothing for the engine to run on this rank's behalf. */
+static int tree_block(coll_ctx *c, unsigned mask, const char *note)
+{
+    c->pp->p->prx.polls = 0;
+    return pl_block_need(c->pp, mask, TSIM_MAX_CHUNKS, note);
+}
+
 /* ---- one pass through the tree ------------------------------------------ */
 typedef struct pass pass;
 struct pass {
@@ -98,9 +107,10 @@ static int run_pass(pass *ps)
         if (ml_advance(c->ml)) continue;
         snprintf(note, sizeof note, "rank %d: collective network, packet %u of %u", c->rank, got,
                  ps->npk);
-        unsigned mask = TSIM_WAKE_REC_ALL | (got < ps->npk ? TSIM_WAKE_TREE_REC : 0) |
+        unsigned mask = TSIM_WAKE_REC_ALL | ml_inj_wait(c->ml) |
+                        (got < ps->npk ? TSIM_WAKE_TREE_REC : 0) |
                         (sent < ps->npk ? TSIM_WAKE_TREE_INJ : 0);
-        if (pl_block(pp, mask, note) != 0) return -1;
+        if (tree_block(c, mask, note) != 0) return -1;
     }
     return 0;
 }
@@ -436,7 +446,7 @@ int coll_gi_barrier(coll_ctx *c)
         if (pl_aborting(pp)) return -1;
         if (ml_advance(c->ml)) continue;
         snprintf(note, sizeof note, "rank %d: the global interrupt (barrier)", c->rank);
-        if (pl_block(pp, TSIM_WAKE_REC_ALL | TSIM_WAKE_GI, note) != 0) return -1;
+        if (tree_block(c, TSIM_WAKE_REC_ALL | ml_inj_wait(c->ml) | TSIM_WAKE_GI, note) != 0) return -1;
     }
     return 0;
 }
