@@ -6,10 +6,11 @@
 #include <string.h>
 
 #include "../packetlayer/pl_tree.h"
+#include "../torus-sim/tsim_tree.h"
 #include "coll_internal.h"
 #include "coll_tree.h"
 
-int coll_tree_ok(const coll_ctx *c) { return c->cpus == 1 && c->world.hw_ok; }
+int coll_tree_ok(const coll_ctx *c) { return c->world.hw_ok; }
 
 size_t coll_type_size(int type)
 {
@@ -55,14 +56,18 @@ struct pass {
     uint8_t *dst; /* NULL: results dropped (reduce, not the root) */
     size_t count, esz, per;
     int type;
+    int root;     /* broadcast: its message-layer rank; -1: a combine */
     uint32_t *ex; /* the two-pass sum's exponents */
 };
 
 /* Injects this rank's packets while the FIFO has room and takes the
  * results as they come, packet by packet; while neither moves, the
  * message layer's progress runs, then it blocks. */
+static int run_pass_vn(pass *ps);
+
 static int run_pass(pass *ps)
 {
+    if (ps->c->cpus == 2) return run_pass_vn(ps);
     coll_ctx *c = ps->c;
     pl_proc *pp = c->pp;
     uint32_t sent = ps->fill ? 0 : ps->npk, got = ps->take ? 0 : ps->npk;
@@ -113,6 +118,206 @@ static int run_pass(pass *ps)
         if (tree_block(c, mask, note) != 0) return -1;
     }
     return 0;
+}
+
+/* ---- VN mode: the node's two processors combine first ------------------ *
+ * The node's cpu 0 (the leader) alone talks to the collective network.
+ * Its mate (cpu 1) hands it every packet's worth of its contribution over
+ * the scratchpad (two torus packets: bytes 0..239 and 240..255, software
+ * header {COLL_T_TREE, 2 w + half, seq, 0}); the leader combines it with
+ * its own in software (the ALU's function, so the result is the one the
+ * tree would give), injects once, and hands every result back the same
+ * way. A broadcast from a node's processor: the mate's data goes to the
+ * leader, which injects it; the tree does not bring it back to that node,
+ * so the leader hands it to its mate itself when the root is the leader. */
+typedef struct coll_vnq {
+    struct coll_vnq *next;
+    uint16_t seq;
+    uint32_t idx; /* 2 w + half */
+    uint8_t data[TSIM_PAYLOAD_MAX];
+} coll_vnq;
+
+#define VN_HALF0 TSIM_PAYLOAD_MAX                       /* bytes in the first half */
+#define VN_HALF1 (TSIM_TREE_PAYLOAD - TSIM_PAYLOAD_MAX) /* and in the second */
+
+void coll_tree_packet(ml_ctx *ml, const tsim_slot *s, void *arg)
+{
+    (void)ml;
+    coll_ctx *c = arg;
+    coll_sw sw = coll_sw_get(s);
+    coll_vnq *q = malloc(sizeof *q);
+    if (!q) abort();
+    q->next = NULL;
+    q->seq = sw.seq;
+    q->idx = coll_sw_w(&sw);
+    memcpy(q->data, s->p.payload, VN_HALF0);
+    if (!c->vnq_tail) c->vnq_tail = &c->vnq;
+    *c->vnq_tail = q;
+    c->vnq_tail = &q->next;
+    c->st.pkts_recv++;
+}
+
+void coll_tree_fini(coll_ctx *c)
+{
+    for (coll_vnq *q = c->vnq, *n; q; q = n) n = q->next, free(q);
+    c->vnq = NULL;
+    c->vnq_tail = NULL;
+}
+
+/* Takes the mate's next half of this pass into buf (packet w at w * 256);
+ * 1 if there was one, 0 if not yet, -1 if one of another pass is first. */
+static int vn_take(coll_ctx *c, uint16_t seq, uint8_t *buf, uint32_t *halves)
+{
+    coll_vnq *q = c->vnq;
+    if (!q) return 0;
+    if (q->seq != seq) {
+        if ((int16_t)(q->seq - seq) > 0) return 0; /* the next pass's: kept */
+        fprintf(stderr, "bglemu: rank %d: node mate's packet of tree collective %u during %u\n",
+                c->rank, q->seq, seq);
+        return -1;
+    }
+    if (q->idx != *halves) {
+        fprintf(stderr, "bglemu: rank %d: node mate's half %u where %u was due\n", c->rank, q->idx,
+                *halves);
+        return -1;
+    }
+    uint32_t w = q->idx / 2;
+    if (q->idx % 2) memcpy(buf + (size_t)w * TSIM_TREE_PAYLOAD + VN_HALF0, q->data, VN_HALF1);
+    else memcpy(buf + (size_t)w * TSIM_TREE_PAYLOAD, q->data, VN_HALF0);
+    (*halves)++;
+    c->vnq = q->next;
+    if (!c->vnq) c->vnq_tail = &c->vnq;
+    free(q);
+    return 1;
+}
+
+/* Sends half (*halves % 2) of packet *halves / 2 of buf to the mate. */
+static int vn_give(coll_ctx *c, uint16_t seq, const uint8_t *buf, uint32_t *halves)
+{
+    uint32_t w = *halves / 2, h = *halves % 2;
+    coll_sw sw = coll_sw_make(COLL_T_TREE, *halves, seq, 0);
+    const uint8_t *p = buf + (size_t)w * TSIM_TREE_PAYLOAD + (h ? VN_HALF0 : 0);
+    if (coll_inject(c, TSIM_INJ_SP, c->pp->index ^ 1, 0, &sw, p, h ? VN_HALF1 : VN_HALF0) != 0)
+        return 0;
+    (*halves)++;
+    return 1;
+}
+
+static int vn_wait(coll_ctx *c, unsigned tree_bits, const char *what, uint32_t done, uint32_t of)
+{
+    char note[112];
+    snprintf(note, sizeof note, "rank %d: collective network (VN, %s), packet %u of %u", c->rank, what,
+             done, of);
+    return tree_block(c, TSIM_WAKE_REC_ALL | ml_inj_wait(c->ml) | c->inj_wait | tree_bits, note);
+}
+
+static int run_pass_vn(pass *ps)
+{
+    coll_ctx *c = ps->c;
+    pl_proc *pp = c->pp;
+    uint32_t npk = ps->npk;
+    uint16_t seq = c->tree_seq++;
+    int leader = pp->cpu == 0;
+    int mate_rank = c->map->rank[pp->index ^ 1];
+    int combine = ps->root < 0;
+    int mate_fills = combine || ps->root == mate_rank, mate_takes = combine || ps->root != mate_rank;
+    int node_injects = ps->fill || mate_fills;
+    int from_tree = combine || (ps->root != c->rank && ps->root != mate_rank);
+    size_t bytes = (size_t)npk * TSIM_TREE_PAYLOAD;
+    uint8_t *mate = malloc(bytes), *res = malloc(bytes), buf[TSIM_TREE_PAYLOAD];
+    uint32_t m_halves = 0, f_halves = 0, sent = 0, got = 0;
+    int rc = -1;
+    if (!mate || !res) goto out;
+    if (!leader) { /* give the contribution, take the results */
+        int mine = ps->fill != NULL, takes = ps->take != NULL;
+        uint32_t need = mine ? 2 * npk : 0;
+        while (f_halves < need || (takes && got < npk)) {
+            int moved = 0, k;
+            c->inj_wait = 0;
+            while (f_halves < need) {
+                if (f_halves % 2 == 0) {
+                    uint8_t *p = mate + (size_t)(f_halves / 2) * TSIM_TREE_PAYLOAD;
+                    memset(p, 0, TSIM_TREE_PAYLOAD);
+                    ps->fill(ps, f_halves / 2, p);
+                }
+                if (!vn_give(c, seq, mate, &f_halves)) break;
+                moved = 1;
+            }
+            while (takes && (k = vn_take(c, seq, res, &m_halves)) != 0) {
+                if (k < 0) goto out;
+                moved = 1;
+                if (m_halves % 2 == 0) {
+                    ps->take(ps, got, res + (size_t)got * TSIM_TREE_PAYLOAD);
+                    got++;
+                }
+            }
+            if (moved) continue;
+            if (pl_aborting(pp)) goto out;
+            if (ml_advance(c->ml)) continue;
+            if (vn_wait(c, 0, "mate", got, npk) != 0) goto out;
+        }
+        rc = 0;
+        goto out;
+    }
+    /* the leader */
+    while ((node_injects && sent < npk) || got < npk || (mate_takes && f_halves < 2 * npk)) {
+        int moved = 0, k;
+        c->inj_wait = 0;
+        while (mate_fills && (k = vn_take(c, seq, mate, &m_halves)) != 0) {
+            if (k < 0) goto out;
+            moved = 1;
+        }
+        while (node_injects && sent < npk && (!mate_fills || m_halves >= 2 * (sent + 1))) {
+            const uint8_t *m = mate + (size_t)sent * TSIM_TREE_PAYLOAD;
+            if (ps->fill) {
+                memset(buf, 0, sizeof buf);
+                ps->fill(ps, sent, buf);
+                if (mate_fills) tsim_tree_alu(buf, m, ps->h.op, ps->h.width, ps->h.sign);
+            } else {
+                memcpy(buf, m, sizeof buf);
+            }
+            coll_sw sw = coll_sw_make(COLL_T_TREE, sent, seq, 0);
+            memcpy(ps->h.sw, &sw, sizeof sw);
+            if (pl_tree_inject(pp, &ps->h, buf, sizeof buf) != 0) break;
+            c->tree_sent++;
+            if (!from_tree) { /* the root's node: the tree does not bring it back */
+                memcpy(res + (size_t)sent * TSIM_TREE_PAYLOAD, buf, sizeof buf);
+                if (ps->take) ps->take(ps, sent, buf);
+                got++;
+            }
+            sent++;
+            moved = 1;
+        }
+        while (from_tree && got < npk && pl_tree_poll(pp)) {
+            const tsim_tslot *s = pl_tree_peek(pp);
+            coll_sw sw;
+            memcpy(&sw, s->h.sw, sizeof sw);
+            if (sw.type != COLL_T_TREE || sw.seq != seq || coll_sw_w(&sw) != got % COLL_MAXPK) {
+                fprintf(stderr, "bglemu: rank %d: collective network packet %u of collective %u where "
+                        "packet %u of collective %u was due\n", c->rank, coll_sw_w(&sw), sw.seq, got, seq);
+                goto out;
+            }
+            memcpy(res + (size_t)got * TSIM_TREE_PAYLOAD, s->payload, TSIM_TREE_PAYLOAD);
+            if (ps->take) ps->take(ps, got, s->payload);
+            pl_tree_consume(pp);
+            got++;
+            c->tree_recv++;
+            moved = 1;
+        }
+        while (mate_takes && f_halves < 2 * got && vn_give(c, seq, res, &f_halves)) moved = 1;
+        if (moved) continue;
+        if (pl_aborting(pp)) goto out;
+        if (ml_advance(c->ml)) continue;
+        unsigned bits = (from_tree && got < npk ? TSIM_WAKE_TREE_REC : 0) |
+                        (node_injects && sent < npk && (!mate_fills || m_halves >= 2 * (sent + 1))
+                             ? TSIM_WAKE_TREE_INJ : 0);
+        if (vn_wait(c, bits, "leader", got, npk) != 0) goto out;
+    }
+    rc = 0;
+out:
+    free(mate);
+    free(res);
+    return rc;
 }
 
 static uint32_t npackets(size_t count, size_t per)
@@ -357,7 +562,7 @@ static int reduce_to(coll_ctx *c, const void *sbuf, void *rbuf, size_t count, in
     if (!count) return 0;
     size_t esz = coll_type_size(type);
     if (count > (size_t)COLL_MAXPK * 16) return -1;
-    pass ps = {.c = c, .src = sbuf, .dst = rbuf, .count = count, .esz = esz, .type = type};
+    pass ps = {.c = c, .src = sbuf, .dst = rbuf, .count = count, .esz = esz, .type = type, .root = -1};
     if (!is_float(type)) {
         ps.per = TSIM_TREE_PAYLOAD / esz;
         pl_tree_header(&ps.h, TSIM_TC_COMBINE, alu_op[op], (int)esz,
@@ -429,7 +634,7 @@ int coll_tree_bcast(coll_ctx *c, void *buf, size_t len, int root)
     if (root < 0 || root >= c->nranks || (len && !buf)) return -1;
     if (!len) return 0;
     if (len > (size_t)COLL_MAXPK * TSIM_TREE_PAYLOAD) return -1;
-    pass ps = {.c = c, .src = buf, .dst = buf, .count = len};
+    pass ps = {.c = c, .src = buf, .dst = buf, .count = len, .root = root};
     pl_tree_header(&ps.h, TSIM_TC_BCAST, TSIM_TOP_NONE, 4, 0, 0, 0, NULL);
     ps.npk = npackets(len, TSIM_TREE_PAYLOAD);
     if (c->rank == root) ps.fill = fill_bytes;

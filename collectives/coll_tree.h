@@ -9,7 +9,9 @@
  * exponent as 128-bit fixed point, so the result does not depend on the
  * tree's shape, the mapping or the order of arrival and is the same on
  * every rank; error bound in docs/collectives.md. Long vectors are
- * pipelined packet by packet. While it waits, a rank keeps its message
+ * pipelined packet by packet. In VN mode the two processors of a node
+ * combine through the scratchpad first and cpu 0 injects once. While it
+ * waits, a rank keeps its message
  * layer going (ml_advance). Every call is collective over the partition
  * and blocking. Returns 0; -1 if the job aborts or the arguments are bad;
  * COLL_ENOTSUP (nothing sent) when coll_tree_ok is 0 or the (type, op)
@@ -24,8 +26,9 @@
 enum { COLL_I32, COLL_U32, COLL_I64, COLL_U64, COLL_F32, COLL_F64, COLL_NTYPES };
 enum { COLL_SUM, COLL_MAX, COLL_MIN, COLL_BAND, COLL_BOR, COLL_BXOR, COLL_NOPS };
 
-/* 1 if the tree serves this machine: CO mode and a rank on every node
- * (VN mode: not yet, see docs/collectives.md). */
+/* 1 if the tree serves this machine: every processor slot of the mode
+ * runs a rank (in VN mode the node mates combine over the scratchpad
+ * first, cpu 0 injects once). */
 int coll_tree_ok(const coll_ctx *c);
 /* 1 if the ALU does (type, op): everything but bitwise ops on floats. */
 int coll_tree_takes(int type, int op);

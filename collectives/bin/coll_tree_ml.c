@@ -208,7 +208,7 @@ int main(int argc, char **argv)
     if (b.me == 0) {
         printf("# coll_tree_ml: %d ranks on a %dx%dx%d, %s mode, tree depth %d%s\n", b.n, g->dim[0],
                g->dim[1], g->dim[2], g->cpus == 2 ? "VN" : "CO", tsim_tree_depth(g),
-               tree ? "" : " (the tree collectives need CO mode and every node: barrier only)");
+               tree ? "" : " (the tree collectives need a rank in every processor slot: barrier only)");
         printf("%-9s %-6s %-6s %9s %11s %10s %9s\n", "what", "algo", "type", "bytes", "cycles", "us",
                "MB/s");
     }

@@ -2,7 +2,7 @@
 # The collective network and the global interrupt through mpirun with real
 # processes (coll_tree_ml): barrier, allreduce and broadcast checked on
 # every rank, exact cycles of the global interrupt, the tree beating p2p,
-# reproducible cycles, VN mode (barrier only), a partly populated machine,
+# reproducible cycles, VN mode, a partly populated machine (fallback),
 # the report's collective section, bad options. A few seconds each.
 set -u
 pass=0; fail=0
@@ -38,9 +38,9 @@ m=$(mpirun -np 8 -shape 2x2x2 -mapfile ZYXT coll_tree_ml --what allreduce --max 
 check "coll_tree_ml with ranks mapped ZYXT: the tree still serves, results checked" \
   bash -c '[ '"$rc"' -eq 0 ] && grep -qE "^allreduce +tree +double +512 " <<<"$0"' "$m"
 
-vn=$(mpirun -np 8 -mode VN -shape 2x2x1 coll_tree_ml --max 64 2>/dev/null); rc=$?
-check "coll_tree_ml in VN mode: global-interrupt barrier, tree collectives fall back (said so)" \
-  bash -c '[ '"$rc"' -eq 0 ] && grep -q "barrier only" <<<"$0" && grep -qE "^barrier +gi " <<<"$0" && ! grep -qE "^[a-z]+ +tree " <<<"$0"' "$vn"
+vn=$(mpirun -np 16 -mode VN -shape 2x2x2 coll_tree_ml --max 4K 2>/dev/null); rc=$?
+check "coll_tree_ml in VN mode (16 ranks: node mates combine over the scratchpad, then the tree), checked on every rank" \
+  bash -c '[ '"$rc"' -eq 0 ] && grep -qE "^barrier +gi " <<<"$0" && [ "$(grep -cE "^[a-z]+ +tree " <<<"$0")" -eq 12 ]' "$vn"
 
 part=$(mpirun -np 6 -shape 2x2x2 coll_tree_ml --max 64 2>/dev/null); rc=$?
 check "coll_tree_ml on a partly populated machine: barrier on the ranks' wires, tree collectives fall back" \

@@ -358,21 +358,40 @@ START_TEST(gi_barrier_co_vn)
 }
 END_TEST
 
-static void vn_body(trk *r)
+START_TEST(vn_mode)
 {
-    int32_t v = 1;
-    if (coll_tree_ok(r->c)) trk_fail(r, "tree offered in VN mode");
-    if (coll_tree_allreduce(r->c, &v, &v, 1, COLL_I32, COLL_SUM) != COLL_ENOTSUP)
-        trk_fail(r, "allreduce not refused");
-    if (coll_tree_bcast(r->c, &v, 4, 0) != COLL_ENOTSUP) trk_fail(r, "bcast not refused");
+    printf("coll_tree: VN mode (16 ranks on 2x2x2, the node mates combining over the scratchpad "
+           "first): every (type, op) pair, broadcasts from cpu-0 and cpu-1 roots, reduce, as in CO\n");
+    tworld *w = tw_run(2, 2, 2, 2, NULL, all_pairs_body);
+    ck_assert_uint_gt(w->st.injected, 0);
+    tw_free(w);
+    w = tw_run(2, 2, 2, 2, NULL, bcast_body);
+    tw_free(w);
+}
+END_TEST
+
+static void vn_fsum_body(trk *r)
+{
+    double v[40], f[40];
+    for (int i = 0; i < 40; i++) v[i] = i == 0 ? cancel[r->rank % 8] * (r->rank < 8 ? 1 : -1) : dval(r->rank, (size_t)i);
+    if (coll_tree_allreduce(r->c, v, f, 40, COLL_F64, COLL_SUM) != 0) trk_fail(r, "allreduce");
+    if (f[0] != 0.0) trk_fail(r, "sum of x and -x over 16 ranks: %.17g", f[0]);
+    memcpy(r->out, f, sizeof f);
 }
 
-START_TEST(vn_falls_back)
+START_TEST(vn_float_sum_identical)
 {
-    printf("coll_tree: VN mode: the tree collectives answer COLL_ENOTSUP and send nothing\n");
-    tworld *w = tw_run(2, 1, 1, 2, NULL, vn_body);
-    ck_assert_uint_eq(w->st.injected, 0);
-    tw_free(w);
+    printf("coll_tree: VN double sums: the same bits on all 16 ranks and under a shuffled mapping "
+           "(the mates pair up differently), exact cancellation\n");
+    tworld *a = tw_run(2, 2, 2, 2, NULL, vn_fsum_body);
+    int perm[16] = {3, 12, 5, 0, 9, 14, 7, 2, 11, 4, 13, 6, 1, 8, 15, 10};
+    tworld *b = tw_run(2, 2, 2, 2, perm, vn_fsum_body);
+    for (int i = 0; i < 16; i++) {
+        ck_assert_mem_eq(a->r[i].out, a->r[0].out, 40 * 8);
+        ck_assert_mem_eq(b->r[i].out, a->r[0].out, 40 * 8);
+    }
+    tw_free(a);
+    tw_free(b);
 }
 END_TEST
 
@@ -416,7 +435,8 @@ Suite *coll_tree_suite(void)
     tcase_add_test(tc, float_sum_identical);
     tcase_add_test(tc, bcast_and_reduce);
     tcase_add_test(tc, gi_barrier_co_vn);
-    tcase_add_test(tc, vn_falls_back);
+    tcase_add_test(tc, vn_mode);
+    tcase_add_test(tc, vn_float_sum_identical);
     tcase_add_test(tc, allreduce_1mib);
     suite_add_tcase(s, tc);
     return s;
