@@ -117,6 +117,9 @@ int ml_wait(ml_ctx *ml, volatile int *flag);
 
 /* 1 while sends (or control packets) of this rank have not all left. */
 int ml_busy(const ml_ctx *ml);
+/* TSIM_WAKE_INJ bits of the injection FIFOs the message layer found full
+ * (what a caller that blocks on its own must also wait for). */
+unsigned ml_inj_wait(const ml_ctx *ml);
 
 /* After an ml_advance that moved nothing: blocks in simulated time until a
  * packet arrives or a full injection FIFO this rank waits on has room.

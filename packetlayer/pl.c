@@ -136,15 +136,17 @@ static int quiet_to_vt(pl_proc *pp, int for_poll)
     if (atomic_load_explicit(&p->quiet_seq, memory_order_relaxed) != seq || pp->vt > q) return 0;
     /* a coprocessor opened since starts at our clock, before the promise */
     if (sib_absent && atomic_load(&pp->seg->procs[pp->index ^ 1].state) != TSIM_P_ABSENT) return 0;
-    uint32_t mine = 0;
+    /* the engine counts the same: torus and tree injections, barriers armed */
+    uint32_t mine = atomic_load_explicit(&p->tinj.head, memory_order_relaxed) +
+                    atomic_load_explicit(&p->gi_arm, memory_order_relaxed);
     for (int f = 0; f < TSIM_NINJ; f++)
         mine += atomic_load_explicit(&p->inj[f].head, memory_order_relaxed);
     if (mine == inj) { /* the promise counted every injection so far */
         pp->qinj_t = UINT64_MAX;
-        pp->qinj_local = 0;
+        pp->qvoid = 0;
         return 1;
     }
-    if (!for_poll || pp->qinj_local) return 0;
+    if (!for_poll || pp->qvoid) return 0;
     const tsim_params *prm = &pp->seg->params;
     uint64_t reach = 2 * (uint64_t)prm->hop_latency +
                      ((uint64_t)TSIM_CHUNK + prm->wire_overhead) * prm->link_cycles_per_byte;
@@ -194,7 +196,7 @@ int pl_inject(pl_proc *pp, int fifo, const tsim_hwhdr *hw, const void *sw8, cons
     atomic_store_explicit(&r->head, h + 1, memory_order_release);
     if (pp->vt < pp->qinj_t) pp->qinj_t = pp->vt;
     if (fifo == TSIM_INJ_SP || tsim_node_of(&pp->seg->geom, hw->dst[0], hw->dst[1], hw->dst[2]) == pp->node)
-        pp->qinj_local = 1;
+        pp->qvoid = 1;
     atomic_fetch_add_explicit(&pp->p->pkts_injected, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&pp->p->bytes_injected, (uint64_t)hw->chunks * TSIM_CHUNK,
                               memory_order_relaxed);

@@ -19,9 +19,10 @@ typedef struct pl_proc {
     uint64_t vt; /* local clock; published on every action */
     uint64_t unseen; /* earliest news (injection, freed slot) not yet kicked to the engine */
     /* injections the engine's last promise (tsim_proc.quiet) may not have
-     * counted: the earliest one's time, and whether one was to this node */
+     * counted: the earliest one's time, and whether one voids the promise
+     * for polls (to this node, into the tree, a barrier armed) */
     uint64_t qinj_t;
-    int qinj_local;
+    int qvoid;
     uint64_t syncs, syncs_spared; /* round trips to the engine, and those a promise spared */
 } pl_proc;
 

@@ -104,6 +104,8 @@ int tsim_params_set(tsim_params *p, const char *assignment, char *err, size_t er
 int tsim_params_load(tsim_params *p, const char *path, char *err, size_t errlen);
 void tsim_params_print(const tsim_params *p, FILE *f);
 void tsim_params_json(const tsim_params *p, FILE *f);
+/* all 0: without the collective networks' parameters left at their defaults */
+void tsim_params_json_all(const tsim_params *p, FILE *f, int all);
 
 /* ---- FIFOs in the segment (single producer, single consumer) ---------- */
 typedef struct tsim_ring {
@@ -115,6 +117,56 @@ typedef struct tsim_ring {
     uint32_t pad[8];
     tsim_slot slot[TSIM_RING_SLOTS];
 } tsim_ring;
+
+/* ---- the collective network and the global interrupt (tsim_tree.c) --- *
+ * The collective network is a tree over the partition's nodes with an
+ * integer ALU in every router; its packets are fixed-size (256 bytes of
+ * payload) and go through their own FIFOs, one injection and one reception
+ * ring per processor. A packet's class says what the tree does with it:
+ * COMBINE packets (one per participating node, in the same order on every
+ * node) are combined on their way to the root and the result is broadcast
+ * to every participating node; a BCAST packet goes to the root and from
+ * there to every participating node but its origin. docs/collectives.md. */
+#define TSIM_TREE_PAYLOAD 256
+#define TSIM_TREE_SLOTS     8 /* ring slots: the deepest a tree FIFO can be */
+#define TSIM_TREE_VCS       2
+enum { TSIM_TC_COMBINE = 1, TSIM_TC_BCAST = 2 };
+/* ALU operations on little-endian two's-complement operands of `width`
+ * bytes (4, 8 or 16); MAX and MIN compare signed when `sign` is 1. */
+enum { TSIM_TOP_NONE, TSIM_TOP_ADD, TSIM_TOP_MAX, TSIM_TOP_MIN, TSIM_TOP_AND, TSIM_TOP_OR,
+       TSIM_TOP_XOR, TSIM_NTOP };
+
+typedef struct tsim_thdr {
+    uint8_t cls;   /* TSIM_TC_* */
+    uint8_t op;    /* TSIM_TOP_* (COMBINE), TSIM_TOP_NONE (BCAST) */
+    uint8_t width; /* operand bytes: 4, 8 or 16 */
+    uint8_t sign;  /* 0 or 1 */
+    uint8_t vc;    /* virtual channel, < TSIM_TREE_VCS */
+    uint8_t group; /* reception cpu at every node */
+    uint8_t resv[2];
+    uint8_t sw[8]; /* software header: COMBINE packets combined together carry the same */
+} tsim_thdr;
+
+typedef struct tsim_tslot {
+    tsim_meta m;
+    tsim_thdr h;
+    uint8_t payload[TSIM_TREE_PAYLOAD];
+} tsim_tslot;
+
+/* Producer fills slot[head % N] and bumps head; the consumer reads
+ * slot[tail % N] and bumps tail; cap packets at most in between. The
+ * engine keeps its cursors to itself. */
+typedef struct tsim_tring {
+    _Atomic uint32_t head, tail;
+    uint32_t cap;
+    uint32_t pad[13];
+    tsim_tslot slot[TSIM_TREE_SLOTS];
+} tsim_tring;
+
+/* Wake mask bits for the collective networks while BLOCKED. */
+#define TSIM_WAKE_TREE_REC (1u << 16) /* a packet in the tree reception FIFO */
+#define TSIM_WAKE_TREE_INJ (1u << 17) /* room in the tree injection FIFO */
+#define TSIM_WAKE_GI       (1u << 18) /* the global barrier armed last has fired */
 
 /* ---- processors ------------------------------------------------------- */
 enum tsim_pstate {
@@ -279,6 +331,13 @@ typedef struct tsim_proc {
     tsim_prx prx;                 /* work the engine may do while it is blocked */
     tsim_ring inj[TSIM_NINJ];
     tsim_ring rec[TSIM_NREC];
+    /* the collective networks (tsim_tree.c): the processor writes tinj,
+     * trec's tail and the gi_arm pair, the engine the rest */
+    tsim_tring tinj, trec;
+    uint64_t gi_t_arm;            /* clock at which it armed its last barrier */
+    _Atomic uint32_t gi_arm;      /* barriers armed so far (written after gi_t_arm) */
+    _Atomic uint32_t gi_fired;    /* barriers fired so far (written after gi_t_fire) */
+    _Atomic uint64_t gi_t_fire;   /* time the last one fired */
     /* Written only by the engine and mpirun; the processor's own process
      * maps this last page read-only (everything above is its own). */
     struct {

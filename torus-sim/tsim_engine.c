@@ -92,6 +92,7 @@ static void wake_if_ready(tsim_engine *e, int proc, uint64_t t)
             if (!prx_trigger(e, proc, t, -1 - f)) eng_wake(e, proc, t);
             return;
         }
+    if (tree_ready(e, proc, mask)) eng_wake(e, proc, t);
 }
 
 static void src_pull(tsim_engine *e, int proc);
@@ -345,6 +346,7 @@ static int drain(tsim_engine *e)
             }
         }
     }
+    if (tree_drain(e)) got = 1;
     return got;
 }
 
@@ -369,7 +371,8 @@ static void process(tsim_engine *e, const ev *v)
         prx_step(e, v->a);
         break;
     default:
-        net_event(e, v);
+        if (v->type >= EV_TREE_INJ) tree_event(e, v);
+        else net_event(e, v);
     }
 }
 
@@ -565,7 +568,7 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
     e->prx_off = px && strcmp(px, "0") == 0;
     const char *qt = getenv("BGLEMU_QUIET");
     e->quiet_off = qt && strcmp(qt, "0") == 0;
-    if (!e->rt || !e->ep || evq_init(&e->q) != 0) {
+    if (!e->rt || !e->ep || evq_init(&e->q) != 0 || tree_new(e) != 0) {
         tsim_engine_free(e);
         return NULL;
     }
@@ -600,6 +603,7 @@ void tsim_engine_free(tsim_engine *e)
 {
     if (!e) return;
     prx_free(e);
+    tree_free(e);
     free(e->rt);
     free(e->ep);
     evq_free(&e->q);

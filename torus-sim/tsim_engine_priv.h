@@ -17,6 +17,17 @@ enum ev_type {
     EV_REC_FREE,  /* a = proc, b = fifo, pkt = chunks: consumer freed a slot */
     EV_SRC,       /* a = proc: engine-side source generates its next packet */
     EV_PROXY,     /* a = proc: the engine's next step for a blocked processor */
+    /* the collective networks (tsim_tree.c) */
+    EV_TREE_INJ,      /* a = proc, pkt = tree packet: enters its node's router */
+    EV_TREE_UP,       /* a = node, b = vc << 2 | child: head arrives from a child */
+    EV_TREE_DOWN,     /* a = node, b = vc: head arrives from the parent */
+    EV_TREE_EVAL,     /* a = node: a link or the reception path it waits for frees */
+    EV_TREE_CREDIT,   /* a = node, b = vc << 2 | k: a buffer slot downstream frees
+                         (k < 3: child k's down buffer, 3: the parent's up buffer) */
+    EV_TREE_INJ_FREE, /* a = proc: its oldest tree injection slot frees */
+    EV_TREE_DELIVER,  /* a = proc, pkt: tail reaches its tree reception FIFO */
+    EV_TREE_REC_FREE, /* a = proc: the consumer freed a tree reception slot */
+    EV_GI_FIRE,       /* the global barrier fires at every participant */
 };
 
 
@@ -171,6 +182,7 @@ struct tsim_engine {
     char *deadlock_report; /* snapshot taken when the deadlock was found */
     pthread_t thread;
     tsim_result result;
+    struct tree_state *tree; /* the collective networks (tsim_tree.c) */
 };
 
 /* tsim_net.c: the routers and links. */
@@ -195,6 +207,19 @@ void prx_free(tsim_engine *e);
 /* tsim_quiet.c: tells each running processor how far its own empty polls
  * need no round trip to the engine (tsim_proc.quiet). */
 void eng_publish_quiet(tsim_engine *e);
+
+/* tsim_tree.c: the collective network and the global interrupt. */
+int tree_new(tsim_engine *e);
+void tree_free(tsim_engine *e);
+/* Collects what processors wrote into their tree FIFOs and barrier words
+ * (1 if anything); 0 also after a violation. */
+int tree_drain(tsim_engine *e);
+void tree_event(tsim_engine *e, const ev *v);
+/* A processor blocked with a collective-network bit in mask whose wait is
+ * already over. */
+int tree_ready(tsim_engine *e, int proc, uint32_t mask);
+/* Tree injections and barrier arms of proc collected so far (tsim_quiet.c). */
+uint32_t tree_seen(const tsim_engine *e, int proc);
 
 /* tsim_report.c */
 void report_snapshot_deadlock(tsim_engine *e);

@@ -21,7 +21,9 @@
  *   - packets waiting in the processor's own router, which its freeing a
  *     reception slot could let in without an event: then no promise;
  *   - its own injections: the promise names the injection count the engine
- *     has seen (the sum of its FIFOs' heads), and a later one voids it;
+ *     has seen (torus and tree FIFOs' heads and barriers armed), and the
+ *     rank judges a later one (pl.c: torus packets to other nodes have a
+ *     reach, anything else voids the promise);
  *   - processors opened later: a coprocessor thread starts at its rank's
  *     clock, which bounds the promises to everyone else, but not its own
  *     rank's: the promise says whether the other processor of the node was
@@ -70,7 +72,7 @@ void eng_publish_quiet(tsim_engine *e)
         uint64_t q = i == who ? m2 : m1;
         if (first < q) q = first;
         if (e->rt[i / TSIM_CPUS].waiting) q = 0;
-        uint32_t inj = inj_seen(&e->ep[i]);
+        uint32_t inj = inj_seen(&e->ep[i]) + tree_seen(e, i);
         uint32_t sib = atomic_load(&s->procs[i ^ 1].state) == TSIM_P_ABSENT;
         eproc *ep = &e->ep[i];
         if (q == ep->quiet_pub && inj == ep->quiet_inj_pub && sib == ep->quiet_sib_pub) continue;

@@ -58,6 +58,12 @@ tsim_seg *tsim_seg_create(const tsim_geom *gin, const tsim_params *p, int named,
                  2 * TSIM_MAX_CHUNKS);
         return NULL;
     }
+    if (p->tree_fifo_packets < 1 || p->tree_fifo_packets > TSIM_TREE_SLOTS || p->tree_vc_packets < 1 ||
+        p->tree_vc_packets > TSIM_TREE_SLOTS || p->tree_cycles_per_byte == 0) {
+        snprintf(err, errlen, "parameters out of range: tree_fifo_packets and tree_vc_packets 1..%d, "
+                 "tree_cycles_per_byte > 0", TSIM_TREE_SLOTS);
+        return NULL;
+    }
     size_t sz = seg_size(g.nnodes);
     char name[64] = "";
     void *mem;
@@ -101,6 +107,7 @@ tsim_seg *tsim_seg_create(const tsim_geom *gin, const tsim_params *p, int named,
         pr->rank = -1;
         for (int f = 0; f < TSIM_NINJ; f++) ring_init(&pr->inj[f], (uint32_t)p->fifo_chunks);
         for (int f = 0; f < TSIM_NREC; f++) ring_init(&pr->rec[f], (uint32_t)p->fifo_chunks);
+        pr->tinj.cap = pr->trec.cap = (uint32_t)p->tree_fifo_packets;
     }
     atomic_thread_fence(memory_order_seq_cst);
     s->magic = TSIM_MAGIC;

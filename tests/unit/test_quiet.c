@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "packetlayer/pl.h"
+#include "packetlayer/pl_tree.h"
 
 #define ROUNDS 150
 #define NP 4
@@ -213,7 +214,7 @@ END_TEST
  * promise answers and which it must leave to a sync. */
 static void promise(tsim_proc *p, uint64_t q, int sib_absent)
 {
-    uint32_t inj = 0;
+    uint32_t inj = atomic_load(&p->tinj.head) + atomic_load(&p->gi_arm);
     for (int f = 0; f < TSIM_NINJ; f++) inj += atomic_load(&p->inj[f].head);
     uint32_t seq = atomic_load(&p->quiet_seq);
     atomic_store(&p->quiet_seq, seq + 1);
@@ -269,8 +270,12 @@ START_TEST(quiet_rules)
     POLL_SPARED(0, "the node's other cpu opened since the promise");
     promise(p, 200000, 0);
     POLL_SPARED(1, "promise made with the other cpu open");
+    pl_gi_arm(&pp);
+    POLL_SPARED(0, "a barrier armed since the promise");
+    promise(p, 200000, 0);
+    POLL_SPARED(1, "promise counting the barrier");
     tsim_seg_destroy(seg);
-    printf("quiet: the rank's rules: clock, injections (reach %llu cycles), this node, a late open\n",
+    printf("quiet: the rank's rules: clock, injections (reach %llu cycles), this node, a late open, a barrier\n",
            (unsigned long long)reach);
 #undef POLL_SPARED
 }
