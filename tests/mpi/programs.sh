@@ -123,6 +123,24 @@ run pt2pt -np 4 -clock none "$out/pt2pt"
 passed pt2pt "point-to-point semantics on 4 ranks (wildcards, probe, cancel, ssend, truncation, 2000 requests, split/dup)"
 run pt2pt-vn -np 4 -mode VN -clock none "$out/pt2pt"
 passed pt2pt-vn "point-to-point semantics on 4 ranks in VN mode"
+# ---- VN mode: the two processors of a node, every size by the VN protocol ----
+run vn-bw -np 2 -mode VN -shape 1x1x1 -clock none "$out/pingpong" --iters 3 1024 4096 16384 65536 \
+  131072 262144 1048576 4194304
+# bandwidth from the simulated cycles (700 MHz): non-decreasing within 10%, 1 MiB >= 1 GB/s
+bw=$(awk '/^pingpong: [0-9]* bytes: [0-9]* cycles/ { printf "%s:%.0f ", $2, $2 * 700e6 / $4 / 1e6 }' "$tmp/vn-bw.out")
+if [ "$(cat "$tmp/vn-bw.rc")" = 0 ] && awk -v l="$bw" 'BEGIN { n = split(l, a, " "); best = 0; ok = n == 8
+      for (i = 1; i <= n; i++) { split(a[i], p, ":"); if (p[2] < 0.9 * best) ok = 0
+        if (p[2] > best) best = p[2]; if (p[1] == 1048576 && p[2] < 1000) ok = 0 }
+      exit !ok }'; then
+  ok "VN ping-pong between the processors of a node, MB/s by size: $bw(non-decreasing within 10%, 1 MiB >= 1 GB/s)"
+else
+  cat "$tmp/vn-bw.out"; notok "VN ping-pong bandwidth: $bw"
+fi
+run vn-unexp -np 2 -mode VN -shape 1x1x1 -clock none "$out/unexpected"
+passed vn-unexp "VN mode: 100 KB, 1 MiB, 4 MiB arriving before their receives (deferred VN copies), data checked"
+run rzv-unexp -np 2 -shape 2x1x1 -clock none "$out/unexpected"
+passed rzv-unexp "CO mode: the same across the torus (deferred rendezvous)"
+
 run dtypes -np 2 -clock none "$out/dtypes"
 passed dtypes "derived datatypes (vector, indexed, struct, unaligned) at one-packet, eager and rendezvous sizes"
 run large -np 2 -shape 2x1x1 -clock none "$out/large" 64
