@@ -141,6 +141,12 @@ passed vn-unexp "VN mode: 100 KB, 1 MiB, 4 MiB arriving before their receives (d
 run rzv-unexp -np 2 -shape 2x1x1 -clock none "$out/unexpected"
 passed rzv-unexp "CO mode: the same across the torus (deferred rendezvous)"
 
+# ---- the emulated node's boundary: MPI_COMM_TYPE_SHARED, shared windows, RMA ----
+run rma-co -np 4 -shape 2x2x1 -clock none "$out/rma" 1
+passed rma-co "CO, 4 ranks on 2x2x1: MPI_COMM_TYPE_SHARED is one rank; shared window; put/get/accumulate, fetch-and-op, compare-and-swap, dynamic window, random-access atomics"
+run rma-vn -np 4 -mode VN -shape 2x1x1 -clock none "$out/rma" 2
+passed rma-vn "VN, 4 ranks on 2x1x1 (node mates 0,2 and 1,3): MPI_COMM_TYPE_SHARED is a node's 2 processors; the same RMA checks"
+
 run dtypes -np 2 -clock none "$out/dtypes"
 passed dtypes "derived datatypes (vector, indexed, struct, unaligned) at one-packet, eager and rendezvous sizes"
 run large -np 2 -shape 2x1x1 -clock none "$out/large" 64
