@@ -4,9 +4,7 @@
     gen_pmpi.py MPI_PROTO_H OUT.c
 
 The list of functions is MPICH's own: every function that the installed
-mpi_proto.h declares both as MPI_X and as PMPI_X (C bindings; MPICH's Fortran
-bindings call the PMPI_X of the same name, so wrapping PMPI_X covers them).
-Each gets
+mpi_proto.h declares both as MPI_X and as PMPI_X. Each gets
 
     RET MPI_X(ARGS)  { return w_X(...); }
     RET PMPI_X(ARGS) { return w_X(...); }
@@ -15,6 +13,9 @@ where w_X marks the entry into MPI (bglemu_mpi_enter, mpi_wtime.c), calls
 libmpi's PMPI_X (found with dlsym(RTLD_NEXT)) and marks the return. Left
 out: MPI_Wtime (mpi_wtime.c has its own) and variadic functions
 (MPI_Pcontrol: its arguments cannot be passed on; it does nothing in MPICH).
+MPICH's Fortran bindings (mpi_x_, pmpi_x_ in libmpifort) get wrappers of
+their own, so that the binding's own code is MPI's time too (they call the
+C PMPI_X, which then counts as a nested call).
 """
 import re
 import sys
@@ -79,6 +80,7 @@ def main():
            " * do not edit. Every MPI entry point marks its entry into and return",
            " * from MPI for the cputime clock (mpi_wtime.c). */",
            "#include <mpi.h>",
+           "#include <stdint.h>",
            "#include \"adi3-device/wtime/pmpi_wrap.h\"",
            ""]
     n = 0
@@ -108,7 +110,30 @@ def main():
             out.append("%s %s(%s)\n{\n    %sw_%s_%s(%s);\n}" %
                        (ret, p, sig, "" if is_void else "return ", pre, name, call))
         n += 1
-    out.append("/* %d functions */" % n)
+    # Fortran: MPICH's mpif.h entry points (mpi_send_, and pmpi_send_ for
+    # profiling tools) take only addresses and hidden string lengths, all of
+    # the integer class, and return nothing or an integer; the wrapper passes
+    # on BGLEMU_F77_NARGS of them whatever the function (pmpi_wrap.h). Not
+    # MPI_WTIME / MPI_WTICK (they return a double; the former calls the C
+    # PMPI_Wtime above), nor bindings C alone has (large counts, MPI_T).
+    nf = 0
+    for (pre, name), both in sorted(protos.items()):
+        if True not in both or False not in both or pre != "MPI" or "..." in both[True][1]:
+            continue
+        if name in ("Wtime", "Wtick") or name.endswith("_c") or name.startswith("T_"):
+            continue
+        f = name.lower()
+        out.append("static intptr_t f_%s(BGLEMU_F77_PARAMS)\n{" % f)
+        out.append("    static bglemu_f77_fn bglemu_next;")
+        out.append("    if (!bglemu_next) bglemu_next = (bglemu_f77_fn) bglemu_pmpi_next(\"pmpi_%s_\");" % f)
+        out.append("    bglemu_mpi_enter();")
+        out.append("    intptr_t bglemu_r = bglemu_next(BGLEMU_F77_ARGS);")
+        out.append("    bglemu_mpi_leave();\n    return bglemu_r;\n}")
+        for p in ("mpi_%s_" % f, "pmpi_%s_" % f):
+            out.append("intptr_t %s(BGLEMU_F77_PARAMS);" % p)
+            out.append("intptr_t %s(BGLEMU_F77_PARAMS)\n{\n    return f_%s(BGLEMU_F77_ARGS);\n}" % (p, f))
+        nf += 1
+    out.append("/* %d C functions, %d Fortran ones */" % (n, nf))
     if n < 100:
         sys.exit("gen_pmpi.py: only %d functions found in %s" % (n, sys.argv[1]))
     open(sys.argv[2], "w").write("\n".join(out) + "\n")
