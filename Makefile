@@ -45,7 +45,15 @@ UNIT_BIN  := $(BUILD)/unit_tests
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt)
 
-DEBS := build-essential pkg-config check libsubunit-dev libnuma-dev python3 time
+DEBS := build-essential pkg-config check libsubunit-dev libnuma-dev python3 time \
+        libotf2-trace-dev otf2-tools
+
+# mpirun --trace FILE.otf2 through Debian's libotf2 (when it is installed)
+OTF2_LIBS := $(shell pkg-config --libs otf2 2>/dev/null)
+ifneq ($(OTF2_LIBS),)
+$(BUILD)/adi3-device/mpirun/%.o: CFLAGS += -DBGLEMU_OTF2 $(shell pkg-config --cflags otf2)
+$(BUILD)/bin/mpirun: LDLIBS += $(OTF2_LIBS)
+endif
 
 .PHONY: all install deps demo check test test-mpi bench check-asan check-tsan clean mpich help
 all: install mpich

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "ml_internal.h"
+#include "../packetlayer/pl_trace.h"
 
 static int rank_of(const ml_ctx *ml, const tsim_slot *s)
 {
@@ -54,8 +55,10 @@ static void upcall(ml_ctx *ml, int src, const uint8_t *hdr, size_t hl, size_t le
     memset(rx, 0, sizeof *rx);
     rx->r.proto = proto;
     rx->r.token = token;
+    uint64_t t0 = pl_now(ml->pp);
     ml_charge(ml, ml->prm->ml_callback_cycles);
     ml->upcall(ml, src, hdr, hl, len, &rx->r, ml->uarg);
+    if (pl_tracing()) pl_trace_msg(ml->pp, PLT_RECV, proto, t0, pl_now(ml->pp), src, len);
     rx->len = len;
     rx->src = src;
     rx->used = 1;

@@ -1,5 +1,6 @@
 /* Packet layer: one processor's view of its FIFOs, in simulated time. */
 #include "pl.h"
+#include "pl_trace.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,7 @@ int pl_open(pl_proc *pp, tsim_seg *seg, int index, uint64_t vt)
     pp->unseen = UINT64_MAX;
     pp->qinj_t = UINT64_MAX;
     atomic_store(&pp->p->vt, vt);
+    pl_trace_attach(pp); /* before the pid: mpirun removes the trace's name once every rank has one */
     pp->p->pid = (int32_t)getpid();
     atomic_store(&pp->p->state, TSIM_P_RUNNING);
     tsim_kick(seg);
@@ -209,6 +211,7 @@ static int block_on(pl_proc *pp, unsigned mask, unsigned need, const char *why)
     tsim_proc *p = pp->p;
     if (pl_aborting(pp)) return -1;
     if (why) snprintf(p->waiting_on, sizeof p->waiting_on, "%s", why);
+    uint64_t t0 = pp->vt;
     atomic_store(&p->vt, pp->vt);
     atomic_store(&p->inj_need, need);
     atomic_store(&p->wake_mask, mask);
@@ -220,6 +223,7 @@ static int block_on(pl_proc *pp, unsigned mask, unsigned need, const char *why)
         tsim_wait_change(&p->bell, b, WAIT_MS, tsim_spins());
         b = atomic_load(&p->bell);
     }
+    if (pl_tracing()) pl_trace_put(pp, PLT_BLOCK, !(mask & 0xffu), t0, atomic_load(&p->vt), -1, 0, 0, 0);
     pp->vt = atomic_load(&p->vt);
     p->waiting_on[0] = 0;
     return 0;

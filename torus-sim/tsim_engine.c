@@ -469,6 +469,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
         ev v;
         e->h = h;
         while (evq_pop_below(&e->q, h, &v)) {
+            if (v.t >= e->trace_at) tsim_trace_tick(e, v.t);
             process(e, &v);
             if (s->progress_secs && !(e->events & 0xffff)) report_progress(e, t0, &next_progress);
             progress = 1;
@@ -563,6 +564,7 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
     e->rt = calloc((size_t)e->g.nnodes, sizeof *e->rt);
     e->ep = calloc((size_t)e->nprocs, sizeof *e->ep);
     e->freelist = NIL;
+    e->trace_at = UINT64_MAX;
     atomic_store(&e->violation_proc, -1);
     const char *px = getenv("BGLEMU_PROXY");
     e->prx_off = px && strcmp(px, "0") == 0;
@@ -604,6 +606,7 @@ void tsim_engine_free(tsim_engine *e)
     if (!e) return;
     prx_free(e);
     tree_free(e);
+    tsim_trace_free(e);
     free(e->rt);
     free(e->ep);
     evq_free(&e->q);

@@ -183,6 +183,8 @@ struct tsim_engine {
     pthread_t thread;
     tsim_result result;
     struct tree_state *tree; /* the collective networks (tsim_tree.c) */
+    struct tsim_trace *trace; /* the link sampler (tsim_trace.c), NULL: off */
+    uint64_t trace_at;        /* its next sampling time, UINT64_MAX: off */
 };
 
 /* tsim_net.c: the routers and links. */
@@ -220,6 +222,10 @@ void tree_event(tsim_engine *e, const ev *v);
 int tree_ready(tsim_engine *e, int proc, uint32_t mask);
 /* Tree injections and barrier arms of proc collected so far (tsim_quiet.c). */
 uint32_t tree_seen(const tsim_engine *e, int proc);
+/* tsim_trace.c: samples the links at every sampling time up to now. */
+typedef struct tsim_trace tsim_trace;
+void tsim_trace_tick(tsim_engine *e, uint64_t now);
+void tsim_trace_free(tsim_engine *e);
 
 /* tsim_report.c */
 void report_snapshot_deadlock(tsim_engine *e);

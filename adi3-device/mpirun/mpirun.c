@@ -85,6 +85,13 @@ static void choose_launcher(mpirun_job *j)
     j->hydra = hydra;
     j->wtime_lib = wtime;
     j->coll_json = csel;
+    if (o->trace) { /* MPI calls on the timeline: wrappers preloaded before everything */
+        static char tlib[4096];
+        snprintf(tlib, sizeof tlib, "%s/../lib/libbglemu-trace.so", self);
+        if (access(tlib, R_OK) == 0) j->trace_lib = tlib;
+        else fprintf(stderr, "mpirun: --trace: %s not found (make mpich): MPI calls will not be "
+                     "on the timeline\n", tlib);
+    }
 }
 
 /* The mapping as the JSON report shows it: no quote, backslash or control
@@ -261,6 +268,13 @@ int main(int argc, char **argv)
         mpirun_die("--heatmap %s: cannot open: %s", o.heatmap, strerror(errno));
     }
     if (o.heatmap && !heat) heat = stderr;
+    FILE *trace = NULL;
+    /* an OTF2 archive is a directory of files, written at the end (checked with the options) */
+    if (o.trace && !mpirun_trace_otf2(o.trace) && !(trace = fopen(o.trace, "w"))) {
+        if (rep) fclose(rep), unlink(o.report);
+        if (heat && heat != stderr) fclose(heat), unlink(o.heatmap);
+        mpirun_die("--trace %s: cannot open: %s", o.trace, strerror(errno));
+    }
 
     /* ---- from here on, everything created is removed on every path ---- */
     sigset_t block, old;
@@ -277,6 +291,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "mpirun: cannot create the machine: %s\n", err);
         if (rep) fclose(rep), unlink(o.report);
         if (heat && heat != stderr) fclose(heat), unlink(o.heatmap);
+        if (trace) fclose(trace), unlink(o.trace);
         return MPIRUN_RANK_FAILED;
     }
     tsim_seg *s = j.seg;
@@ -297,6 +312,11 @@ int main(int argc, char **argv)
     j.eng = tsim_engine_new(s);
     if (!j.pid || !j.status || !j.reaped || !j.eng) {
         fprintf(stderr, "mpirun: out of memory\n");
+        rc = MPIRUN_RANK_FAILED;
+        goto out;
+    }
+    if (o.trace && mpirun_trace_setup(&j, err, sizeof err) != 0) {
+        fprintf(stderr, "mpirun: --trace %s: %s\n", o.trace, err);
         rc = MPIRUN_RANK_FAILED;
         goto out;
     }
@@ -349,6 +369,11 @@ int main(int argc, char **argv)
         if (heat != stderr && fclose(heat) != 0)
             fprintf(stderr, "mpirun: --heatmap %s: write failed\n", o.heatmap);
         heat = NULL;
+    }
+    if (o.trace) {
+        mpirun_trace_write(&j, trace);
+        if (trace && fclose(trace) != 0) fprintf(stderr, "mpirun: --trace %s: write failed\n", o.trace);
+        trace = NULL;
     }
     char why[128];
     if (j.violation_proc < 0) /* caught while the last ranks left */
@@ -441,6 +466,8 @@ out:
     }
     if (rep) fclose(rep), unlink(o.report);
     if (heat && heat != stderr) fclose(heat), unlink(o.heatmap);
+    if (trace) fclose(trace), unlink(o.trace);
+    mpirun_trace_free(&j);
     tsim_engine_free(j.eng);
     tsim_seg_destroy(s); /* unlinks again: harmless if already gone */
     ml_map_free(&j.map);

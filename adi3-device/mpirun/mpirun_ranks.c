@@ -45,7 +45,7 @@ static char **build_env(mpirun_job *j, char **ours, int nours)
     if (!env) return NULL;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        int drop = name_matches(environ[i], "BGLEMU_RANK=");
+        int drop = name_matches(environ[i], "BGLEMU_RANK=") || name_matches(environ[i], "BGLEMU_TRACE=");
         for (int q = 0; q < nours; q++) drop |= name_matches(environ[i], ours[q]);
         for (int q = 0; q < j->o->nenv; q++) drop |= name_matches(environ[i], j->o->env[q]);
         if (!drop) env[k++] = environ[i];
@@ -86,8 +86,8 @@ static int spawn_hydra(mpirun_job *j, char **ours, int nours)
 {
     static char preload[4200];
     const char *old = getenv("LD_PRELOAD");
-    snprintf(preload, sizeof preload, "LD_PRELOAD=%s%s%s", j->wtime_lib,
-             old && *old ? " " : "", old && *old ? old : "");
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s%s%s%s%s", j->trace_lib ? j->trace_lib : "",
+             j->trace_lib ? " " : "", j->wtime_lib, old && *old ? " " : "", old && *old ? old : "");
     ours[nours++] = preload;
     /* CH4 hands MPI_Bcast / MPI_Alltoall to the netmod (torus collectives)
      * unless the user chose a selection file */
@@ -149,7 +149,7 @@ int mpirun_spawn(mpirun_job *j)
 {
     int n = j->g.nranks;
     static char seg_var[96], np_var[32], map_var[4200], clock_var[64], proto_var[64];
-    char *ours[8];
+    char *ours[12];
     int nours = 0;
     snprintf(seg_var, sizeof seg_var, "BGLEMU_SEG=%s", j->seg->name);
     snprintf(np_var, sizeof np_var, "BGLEMU_NRANKS=%d", n);
@@ -162,6 +162,7 @@ int mpirun_spawn(mpirun_job *j)
     ours[nours++] = map_var;
     ours[nours++] = clock_var;
     ours[nours++] = proto_var;
+    if (mpirun_trace_env(j)) ours[nours++] = (char *)mpirun_trace_env(j);
     if (j->hydra) return spawn_hydra(j, ours, nours);
 
     static char rank_var[32];
@@ -274,6 +275,7 @@ static void unlink_when_attached(mpirun_job *j)
         if (!j->reaped[r] && j->seg->procs[j->map.proc[r]].pid == 0) return;
     }
     shm_unlink(j->seg->name);
+    mpirun_trace_unlink(j);
     j->unlinked = 1;
 }
 
