@@ -113,11 +113,18 @@ $(BUILD)/tests/unit/main.o: tests/unit/main.c $(BUILD)/tests/unit/suites.h $(HDR
 $(UNIT_BIN): $(BUILD)/tests/unit/main.o $(UNIT_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) $^ $(CHECK_LIBS) $(LDLIBS) -o $@
 
-# MPI_Wtime in simulated time, preloaded by mpirun into MPI ranks.
+# MPI_Wtime in simulated time, preloaded by mpirun into MPI ranks; once
+# MPICH is installed, also the wrappers of every MPI entry point, generated
+# from its mpi_proto.h (the cputime clock: adi3-device/wtime/mpi_wtime.c).
 WTIME_LIB := $(BUILD)/libbglemu-wtime.so
-$(WTIME_LIB): adi3-device/wtime/mpi_wtime.c
+MPI_PROTO := $(wildcard $(PREFIX)/include/mpi_proto.h)
+WTIME_SRCS := adi3-device/wtime/mpi_wtime.c $(if $(MPI_PROTO),$(BUILD)/wtime/pmpi_wrap.c)
+$(BUILD)/wtime/pmpi_wrap.c: adi3-device/wtime/gen_pmpi.py $(MPI_PROTO)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -shared $< -o $@
+	python3 adi3-device/wtime/gen_pmpi.py $(MPI_PROTO) $@
+$(WTIME_LIB): $(WTIME_SRCS) adi3-device/wtime/pmpi_wrap.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(if $(MPI_PROTO),-I$(PREFIX)/include) -shared $(WTIME_SRCS) -o $@
 
 build-all: $(LIB) $(BINS) $(MPIRUN) $(UNIT_BIN) $(WTIME_LIB)
 
@@ -145,7 +152,7 @@ check-asan:
 
 # The engine and its clients under ThreadSanitizer: the suites where ranks
 # (threads) and the engine share the segment.
-TSAN_SUITES ?= engine determinism ml proxy proxy_a2a
+TSAN_SUITES ?= engine determinism ml proxy proxy_a2a quiet
 check-tsan: deps
 	@$(MAKE) --no-print-directory build-all BUILD=build-tsan OPT=-O1 SAN="-fsanitize=thread"
 	@for s in $(TSAN_SUITES); do CK_RUN_SUITE=$$s CK_VERBOSITY=verbose build-tsan/unit_tests || exit 1; done

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "coll_internal.h"
+#include "coll_tree.h"
 #include "../packetlayer/pl_trace.h"
 
 /* The box of g's nodes along dimension d (n nodes): lo and len; 0, or -1
@@ -145,7 +146,9 @@ coll_ctx *coll_init(ml_ctx *ml)
         free(c);
         return NULL;
     }
-    if (ml_register_packet(ml, COLL_T_A2A, coll_a2a_packet, c) != 0) {
+    if (ml_register_packet(ml, COLL_T_A2A, coll_a2a_packet, c) != 0 ||
+        ml_register_packet(ml, COLL_T_TREE, coll_tree_packet, c) != 0) {
+        ml_unregister_packet(ml, COLL_T_A2A);
         ml_unregister_packet(ml, COLL_T_BCAST);
         group_fini(&c->world);
         free(c);
@@ -169,6 +172,8 @@ void coll_finalize(coll_ctx *c)
     if (!c) return;
     ml_unregister_packet(c->ml, COLL_T_BCAST);
     ml_unregister_packet(c->ml, COLL_T_A2A);
+    ml_unregister_packet(c->ml, COLL_T_TREE);
+    coll_tree_fini(c);
     for (coll_early *e = c->early, *n; e; e = n) n = e->next, free(e);
     for (coll_p2p_early *e = c->p2p_early, *n; e; e = n) n = e->next, free(e->buf), free(e);
     free(c->have);

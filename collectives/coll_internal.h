@@ -111,7 +111,17 @@ struct coll_ctx {
     volatile int p2p_got, p2p_sent;
     int p2p_window;
     int p2p_bound;         /* coll_init_with: coll_upcall delivers our messages */
+
+    /* collective network (coll_tree.c) */
+    uint16_t tree_seq;
+    uint64_t tree_sent, tree_recv;
+    struct coll_vnq *vnq, **vnq_tail; /* VN: the node mate's scratchpad packets, in order */
 };
+
+/* coll_tree.c: a node mate's packet of a tree collective (VN mode), kept
+ * until its pass takes it; coll_tree_fini frees what is left. */
+void coll_tree_packet(ml_ctx *ml, const tsim_slot *s, void *arg);
+void coll_tree_fini(coll_ctx *c);
 
 /* coll_core.c */
 int coll_run(coll_ctx *c, int (*done)(coll_ctx *), int (*push)(coll_ctx *), const char *why);

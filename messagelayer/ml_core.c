@@ -159,6 +159,8 @@ int ml_busy(const ml_ctx *ml)
     return ml->outstanding > 0 || ml->ctl_head != NULL;
 }
 
+unsigned ml_inj_wait(const ml_ctx *ml) { return ml->inj_full; }
+
 void ml_finalize(ml_ctx *ml)
 {
     if (!ml) return;

@@ -78,6 +78,9 @@ enum { TSIM_VC_DYN0, TSIM_VC_DYN1, TSIM_VC_ESC, TSIM_VC_HP, TSIM_NVC };
 #define TSIM_RING_SLOTS 32 /* a 32-chunk FIFO holds at most 32 packets */
 #define TSIM_MAX_DIM  64
 #define TSIM_MAX_PROCS 4096
+/* Unit of the segment's protection (docs/torus-sim.md, Who may write
+ * what): each processor's part starts on such a boundary. */
+#define TSIM_PAGE     4096
 
 typedef struct tsim_geom {
     int dim[3];   /* X, Y, Z */
@@ -101,6 +104,8 @@ int tsim_params_set(tsim_params *p, const char *assignment, char *err, size_t er
 int tsim_params_load(tsim_params *p, const char *path, char *err, size_t errlen);
 void tsim_params_print(const tsim_params *p, FILE *f);
 void tsim_params_json(const tsim_params *p, FILE *f);
+/* all 0: without the collective networks' parameters left at their defaults */
+void tsim_params_json_all(const tsim_params *p, FILE *f, int all);
 
 /* ---- FIFOs in the segment (single producer, single consumer) ---------- */
 typedef struct tsim_ring {
@@ -109,10 +114,59 @@ typedef struct tsim_ring {
     _Atomic uint32_t used;       /* chunks held (producer adds, consumer frees) */
     uint32_t cap;                /* capacity in chunks */
     _Atomic uint64_t t_free;     /* injection: sim time the last slot left */
-    uint32_t seen;               /* engine-private cursor */
-    uint32_t pad[7];
+    uint32_t pad[8];
     tsim_slot slot[TSIM_RING_SLOTS];
 } tsim_ring;
+
+/* ---- the collective network and the global interrupt (tsim_tree.c) --- *
+ * The collective network is a tree over the partition's nodes with an
+ * integer ALU in every router; its packets are fixed-size (256 bytes of
+ * payload) and go through their own FIFOs, one injection and one reception
+ * ring per processor. A packet's class says what the tree does with it:
+ * COMBINE packets (one per participating node, in the same order on every
+ * node) are combined on their way to the root and the result is broadcast
+ * to every participating node; a BCAST packet goes to the root and from
+ * there to every participating node but its origin. docs/collectives.md. */
+#define TSIM_TREE_PAYLOAD 256
+#define TSIM_TREE_SLOTS     8 /* ring slots: the deepest a tree FIFO can be */
+#define TSIM_TREE_VCS       2
+enum { TSIM_TC_COMBINE = 1, TSIM_TC_BCAST = 2 };
+/* ALU operations on little-endian two's-complement operands of `width`
+ * bytes (4, 8 or 16); MAX and MIN compare signed when `sign` is 1. */
+enum { TSIM_TOP_NONE, TSIM_TOP_ADD, TSIM_TOP_MAX, TSIM_TOP_MIN, TSIM_TOP_AND, TSIM_TOP_OR,
+       TSIM_TOP_XOR, TSIM_NTOP };
+
+typedef struct tsim_thdr {
+    uint8_t cls;   /* TSIM_TC_* */
+    uint8_t op;    /* TSIM_TOP_* (COMBINE), TSIM_TOP_NONE (BCAST) */
+    uint8_t width; /* operand bytes: 4, 8 or 16 */
+    uint8_t sign;  /* 0 or 1 */
+    uint8_t vc;    /* virtual channel, < TSIM_TREE_VCS */
+    uint8_t group; /* reception cpu at every node */
+    uint8_t resv[2];
+    uint8_t sw[8]; /* software header: COMBINE packets combined together carry the same */
+} tsim_thdr;
+
+typedef struct tsim_tslot {
+    tsim_meta m;
+    tsim_thdr h;
+    uint8_t payload[TSIM_TREE_PAYLOAD];
+} tsim_tslot;
+
+/* Producer fills slot[head % N] and bumps head; the consumer reads
+ * slot[tail % N] and bumps tail; cap packets at most in between. The
+ * engine keeps its cursors to itself. */
+typedef struct tsim_tring {
+    _Atomic uint32_t head, tail;
+    uint32_t cap;
+    uint32_t pad[13];
+    tsim_tslot slot[TSIM_TREE_SLOTS];
+} tsim_tring;
+
+/* Wake mask bits for the collective networks while BLOCKED. */
+#define TSIM_WAKE_TREE_REC (1u << 16) /* a packet in the tree reception FIFO */
+#define TSIM_WAKE_TREE_INJ (1u << 17) /* room in the tree injection FIFO */
+#define TSIM_WAKE_GI       (1u << 18) /* the global barrier armed last has fired */
 
 /* ---- processors ------------------------------------------------------- */
 enum tsim_pstate {
@@ -134,6 +188,8 @@ enum tsim_pstate {
 #define TSIM_FATE_SIGNAL 1u     /* killed by a fatal signal (SIGSEGV, SIGABRT, ...) */
 #define TSIM_FATE_EXIT   2u     /* exit() while still in the machine (no pl_close) */
 #define TSIM_FATE_CLOSED 0x100u /* flag: it had left the machine (pl_close) already */
+#define TSIM_FATE_CORRUPT 3u    /* the packet layer found its own FIFOs or state damaged
+                                   (fate_why says how) and ended the process */
 
 /* ---- steps the engine does for a blocked processor (tsim_proxy.c) ---- *
  * A processor about to block in its message layer's wait loop may describe
@@ -243,6 +299,15 @@ typedef struct tsim_proc {
     _Atomic uint32_t wake_mask;   /* TSIM_WAKE_* while BLOCKED */
     _Atomic uint32_t inj_need;    /* chunks wanted when waiting for room */
     _Atomic uint64_t sync_target; /* nonzero: waiting for seg->done >= this */
+    /* The engine's promise to a running processor (tsim_quiet.c): nothing
+     * reaches it before `quiet` unless it injects again or the other
+     * processor of its node, absent then (quiet_sib_absent), is opened:
+     * valid while its injection FIFOs' heads still add up to quiet_inj.
+     * Written as a seqlock (quiet_seq odd while the values change). */
+    _Atomic uint32_t quiet_seq;
+    _Atomic uint32_t quiet_inj;
+    _Atomic uint32_t quiet_sib_absent;
+    _Atomic uint64_t quiet;
     int32_t rank;                 /* MPI rank here, -1 if none */
     int32_t pid;
     int32_t exit_code;
@@ -254,7 +319,10 @@ typedef struct tsim_proc {
     _Atomic uint32_t fate_kind;   /* TSIM_FATE_*, 0 while it lives */
     int32_t fate_signal;          /* TSIM_FATE_SIGNAL: the signal */
     int32_t fate_status;          /* TSIM_FATE_EXIT: exit()'s argument */
+    uint64_t fate_addr;           /* TSIM_FATE_SIGNAL: 1 + the segment offset a SIGSEGV
+                                     wrote to (a page it may only read), 0 for none */
     uint64_t fate_ns;             /* when */
+    char fate_why[120];           /* TSIM_FATE_CORRUPT: what was damaged */
     _Atomic uint64_t pkts_injected, pkts_received, bytes_injected, bytes_received;
     _Atomic uint64_t msgs_sent[TSIM_NSW_KINDS]; /* messages per kind, counted by the
                                                    software above (the message layer's
@@ -263,6 +331,20 @@ typedef struct tsim_proc {
     tsim_prx prx;                 /* work the engine may do while it is blocked */
     tsim_ring inj[TSIM_NINJ];
     tsim_ring rec[TSIM_NREC];
+    /* the collective networks (tsim_tree.c): the processor writes tinj,
+     * trec's tail and the gi_arm pair, the engine the rest */
+    tsim_tring tinj, trec;
+    uint64_t gi_t_arm;            /* clock at which it armed its last barrier */
+    _Atomic uint32_t gi_arm;      /* barriers armed so far (written after gi_t_arm) */
+    _Atomic uint32_t gi_fired;    /* barriers fired so far (written after gi_t_fire) */
+    _Atomic uint64_t gi_t_fire;   /* time the last one fired */
+    /* Written only by the engine and mpirun; the processor's own process
+     * maps this last page read-only (everything above is its own). */
+    struct {
+        _Alignas(TSIM_PAGE) _Atomic uint32_t rec_head[TSIM_NREC]; /* packets delivered */
+        _Atomic int32_t pid;      /* the pid the processor had when the engine first saw
+                                     it (pl_open), 0 before */
+    } eng;
 } tsim_proc;
 
 /* ---- the segment ------------------------------------------------------ */
@@ -275,7 +357,6 @@ typedef struct tsim_seg {
     tsim_params params;
     tsim_geom geom;
     _Atomic uint64_t done;         /* all events earlier than this are done */
-    _Atomic uint32_t engine_bell;  /* futex word the engine sleeps on */
     _Atomic uint32_t engine_idle;  /* 1 while the engine sleeps */
     _Atomic uint64_t engine_wait;  /* while it sleeps: it can move only once a running
                                       processor's clock passes this (0 while busy) */
@@ -284,6 +365,11 @@ typedef struct tsim_seg {
     uint32_t progress_secs;        /* nonzero: engine reports progress this often */
     int32_t rank_proc[TSIM_MAX_PROCS]; /* rank -> processor index */
     char mapping[256];             /* how ranks were mapped, for reports */
+    /* The one word every rank writes (tsim_kick), on a page of its own:
+     * ranks map everything above read-only. */
+    struct {
+        _Alignas(TSIM_PAGE) _Atomic uint32_t engine_bell; /* futex word the engine sleeps on */
+    };
     tsim_proc procs[];             /* nnodes * TSIM_CPUS */
 } tsim_seg;
 
@@ -306,6 +392,16 @@ tsim_seg *tsim_seg_create(const tsim_geom *g, const tsim_params *p, int named,
                           char *err, size_t errlen);
 tsim_seg *tsim_seg_attach(const char *name, char *err, size_t errlen);
 void tsim_seg_detach(tsim_seg *s);
+/* Makes an attached segment read-only to this process except the pages it
+ * must write: processor proc's own (all but its engine page), the
+ * coprocessor slot of its node when no rank runs there, and the engine's
+ * bell. A stray write elsewhere then faults in the writer. 0, or -1 with
+ * a reason; a host page larger than TSIM_PAGE leaves it unprotected. */
+int tsim_seg_protect(tsim_seg *s, int proc, char *err, size_t errlen);
+/* What lies at byte off of the segment: the processor it belongs to (-1
+ * for the header), its part in buf ("reception FIFO 3", "the machine's
+ * geometry"). */
+int tsim_seg_where(const tsim_seg *s, uint64_t off, char *buf, size_t len);
 /* Unlinks the shm name (if any) and unmaps. */
 void tsim_seg_destroy(tsim_seg *s);
 

@@ -17,6 +17,17 @@ enum ev_type {
     EV_REC_FREE,  /* a = proc, b = fifo, pkt = chunks: consumer freed a slot */
     EV_SRC,       /* a = proc: engine-side source generates its next packet */
     EV_PROXY,     /* a = proc: the engine's next step for a blocked processor */
+    /* the collective networks (tsim_tree.c) */
+    EV_TREE_INJ,      /* a = proc, pkt = tree packet: enters its node's router */
+    EV_TREE_UP,       /* a = node, b = vc << 2 | child: head arrives from a child */
+    EV_TREE_DOWN,     /* a = node, b = vc: head arrives from the parent */
+    EV_TREE_EVAL,     /* a = node: a link or the reception path it waits for frees */
+    EV_TREE_CREDIT,   /* a = node, b = vc << 2 | k: a buffer slot downstream frees
+                         (k < 3: child k's down buffer, 3: the parent's up buffer) */
+    EV_TREE_INJ_FREE, /* a = proc: its oldest tree injection slot frees */
+    EV_TREE_DELIVER,  /* a = proc, pkt: tail reaches its tree reception FIFO */
+    EV_TREE_REC_FREE, /* a = proc: the consumer freed a tree reception slot */
+    EV_GI_FIRE,       /* the global barrier fires at every participant */
 };
 
 
@@ -112,6 +123,13 @@ typedef struct prx_state {
 
 typedef struct eproc {
     uint32_t rec_seen[TSIM_NREC]; /* consumed slots already turned into events */
+    /* what the engine delivered, never read back from the processor's
+     * pages: packets per reception FIFO and each slot's chunks */
+    uint32_t rec_head[TSIM_NREC];
+    uint32_t inj_seen[TSIM_NINJ]; /* injected slots already taken */
+    uint8_t rec_chunks[TSIM_NREC][TSIM_RING_SLOTS];
+    int engine_driven; /* TSIM_P_ENGINE when the run started */
+    int pid;           /* frozen at first sight (tsim_proc.eng.pid) */
     int32_t inj_used[TSIM_NINJ];  /* modelled injection occupancy */
     /* engine-side source */
     int src_live;     /* the source may produce more */
@@ -121,6 +139,11 @@ typedef struct eproc {
     uint64_t src_armed; /* time of the EV_SRC already queued, or 0 */
     tsim_pkt src_pkt;
     prx_state prx;
+    /* tsim_quiet.c: BLOCKED and looked at since its last wake (only an
+     * event can wake it now), and what it was last promised */
+    int settled;
+    uint64_t quiet_pub;
+    uint32_t quiet_inj_pub, quiet_sib_pub;
 } eproc;
 
 struct tsim_engine {
@@ -155,9 +178,11 @@ struct tsim_engine {
     char violation[160];
     uint64_t published; /* the last horizon published as done, kept here */
     int prx_off;           /* BGLEMU_PROXY=0: every blocked processor is woken */
+    int quiet_off;         /* BGLEMU_QUIET=0: no promises (tsim_quiet.c) */
     char *deadlock_report; /* snapshot taken when the deadlock was found */
     pthread_t thread;
     tsim_result result;
+    struct tree_state *tree; /* the collective networks (tsim_tree.c) */
     struct tsim_trace *trace; /* the link sampler (tsim_trace.c), NULL: off */
     uint64_t trace_at;        /* its next sampling time, UINT64_MAX: off */
 };
@@ -181,6 +206,22 @@ int prx_active(const tsim_engine *e, int proc);
 int prx_start(tsim_engine *e, int proc);
 void prx_free(tsim_engine *e);
 
+/* tsim_quiet.c: tells each running processor how far its own empty polls
+ * need no round trip to the engine (tsim_proc.quiet). */
+void eng_publish_quiet(tsim_engine *e);
+
+/* tsim_tree.c: the collective network and the global interrupt. */
+int tree_new(tsim_engine *e);
+void tree_free(tsim_engine *e);
+/* Collects what processors wrote into their tree FIFOs and barrier words
+ * (1 if anything); 0 also after a violation. */
+int tree_drain(tsim_engine *e);
+void tree_event(tsim_engine *e, const ev *v);
+/* A processor blocked with a collective-network bit in mask whose wait is
+ * already over. */
+int tree_ready(tsim_engine *e, int proc, uint32_t mask);
+/* Tree injections and barrier arms of proc collected so far (tsim_quiet.c). */
+uint32_t tree_seen(const tsim_engine *e, int proc);
 /* tsim_trace.c: samples the links at every sampling time up to now. */
 typedef struct tsim_trace tsim_trace;
 void tsim_trace_tick(tsim_engine *e, uint64_t now);

@@ -97,11 +97,25 @@ void tsim_params_print(const tsim_params *p, FILE *f)
                 descs[i].unit, descs[i].help);
 }
 
-void tsim_params_json(const tsim_params *p, FILE *f)
+/* The collective networks' parameters (tree_*, gi_*): listed only when
+ * asked for or set away from their defaults, so that a report of a job
+ * that never used those networks stays what it was before they existed. */
+static int quiet(const param_desc *d, const tsim_params *p)
+{
+    return (strncmp(d->name, "tree_", 5) == 0 || strncmp(d->name, "gi_", 3) == 0) &&
+           *(const uint64_t *)((const char *)p + d->off) == d->def;
+}
+
+void tsim_params_json_all(const tsim_params *p, FILE *f, int all)
 {
     fputc('{', f);
-    for (size_t i = 0; i < NDESC; i++)
-        fprintf(f, "%s\"%s\": %llu", i ? ", " : "", descs[i].name,
+    int n = 0;
+    for (size_t i = 0; i < NDESC; i++) {
+        if (!all && quiet(&descs[i], p)) continue;
+        fprintf(f, "%s\"%s\": %llu", n++ ? ", " : "", descs[i].name,
                 (unsigned long long)*(const uint64_t *)((const char *)p + descs[i].off));
+    }
     fputc('}', f);
 }
+
+void tsim_params_json(const tsim_params *p, FILE *f) { tsim_params_json_all(p, f, 0); }

@@ -5,12 +5,43 @@
 
 #include "tsim_engine_priv.h"
 #include "tsim_report.h"
+#include "tsim_tree.h"
 
 static const char *const port_name[TSIM_NPORTS] = {"x+", "x-", "y+", "y-", "z+", "z-"};
 
 const tsim_link_stats *tsim_engine_link(tsim_engine *e, int node, int port)
 {
     return &e->rt[node].link[port];
+}
+
+/* The collective networks, only for a job that used them (a report of
+ * one that did not stays what it was before they existed). */
+static void tree_report_json(tsim_engine *e, uint64_t span, FILE *f)
+{
+    tsim_tree_stats st;
+    tsim_engine_tree_stats(e, &st);
+    if (!st.injected && !st.barriers) return;
+    const tsim_geom *g = &e->g;
+    fprintf(f, ",\n  \"collective\": {\"depth\": %d, \"injected\": %llu, \"combined\": %llu, "
+               "\"delivered\": %llu, \"barriers\": %llu, \"params\": ",
+            tsim_tree_depth(g), (unsigned long long)st.injected, (unsigned long long)st.combined,
+            (unsigned long long)st.delivered, (unsigned long long)st.barriers);
+    tsim_params_json_all(&e->prm, f, 1);
+    fprintf(f, ",\n    \"tree_links\": [");
+    for (int n = 1; n < g->nnodes; n++) {
+        int c[3], pc[3];
+        tsim_coords(g, n, c);
+        tsim_coords(g, tsim_tree_parent(g, n), pc);
+        for (int up = 1; up >= 0; up--) {
+            const tsim_link_stats *l = tsim_engine_tree_link(e, n, up);
+            fprintf(f, "%s\n      {\"node\": [%d, %d, %d], \"parent\": [%d, %d, %d], \"dir\": \"%s\", "
+                       "\"packets\": %llu, \"bytes\": %llu, \"busy_cycles\": %llu, \"utilization\": %.4f}",
+                    n == 1 && up ? "" : ",", c[0], c[1], c[2], pc[0], pc[1], pc[2], up ? "up" : "down",
+                    (unsigned long long)l->packets, (unsigned long long)l->bytes,
+                    (unsigned long long)l->busy_cycles, (double)l->busy_cycles / (double)span);
+        }
+    }
+    fprintf(f, "\n    ]}");
 }
 
 static const char *state_name(uint32_t st)
@@ -177,7 +208,9 @@ void tsim_engine_report_json_job(tsim_engine *e, const tsim_result *r, const cha
             first = 0;
         }
     }
-    fprintf(f, "\n  ]\n}\n");
+    fprintf(f, "\n  ]");
+    tree_report_json(e, span, f);
+    fprintf(f, "\n}\n");
 }
 
 int tsim_linkmap_from_engine(tsim_linkmap *m, tsim_engine *e, const tsim_result *r,

@@ -8,10 +8,10 @@
 # MPICH_JOBS (default 2) and MPICH_NICE (default 19) tune the build.
 # Then the MPI benchmark programs (adi3-device/bench: coll_bcast,
 # coll_alltoall) are built with the installed mpicc into $(PREFIX)/bin.
-.PHONY: mpich mpi-bench
+.PHONY: mpich mpi-bench mpi-wrap
 mpich: install
 	adi3-device/mpich/build-mpich.sh "$(PREFIX)"
-	@$(MAKE) --no-print-directory mpi-bench
+	@$(MAKE) --no-print-directory mpi-bench mpi-wrap
 
 MPI_BENCH_SRCS := $(wildcard adi3-device/bench/*.c)
 MPI_BENCH      := $(MPI_BENCH_SRCS:adi3-device/bench/%.c=$(BUILD)/mpi-bench/%)
@@ -33,3 +33,8 @@ $(TRACE_LIB): adi3-device/trace/mpi_trace.c packetlayer/pl_trace.h $(PREFIX)/lib
 mpi-bench: $(MPI_BENCH) $(TRACE_LIB)
 	install -C -m 755 $(MPI_BENCH) $(PREFIX)/bin/
 	install -C -m 755 $(TRACE_LIB) $(PREFIX)/lib/
+
+# The preloaded library again, now with the wrappers of every MPI entry
+# point (they need the installed mpi.h; see WTIME_LIB in the Makefile).
+mpi-wrap: $(WTIME_LIB)
+	install -C -m 755 $(WTIME_LIB) $(PREFIX)/lib/

@@ -9,6 +9,14 @@
 #include "messagelayer/ml.h"
 #include "torus-sim/tsim.h"
 
+/* A rank's pid as the engine froze it when it attached (tsim_proc.eng.pid:
+ * a page the rank cannot write), its own word before that. */
+static inline int mpirun_pid(const tsim_proc *p)
+{
+    int pid = atomic_load(&p->eng.pid);
+    return pid > 0 ? pid : p->pid;
+}
+
 /* Exit statuses (docs/mpirun.md). */
 enum {
     MPIRUN_OK = 0,

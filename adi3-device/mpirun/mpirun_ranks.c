@@ -220,13 +220,16 @@ int mpirun_culprit(const mpirun_job *j)
         const tsim_proc *p = &j->seg->procs[j->map.proc[r]];
         uint32_t kind = atomic_load(&p->fate_kind);
         uint32_t what = kind & ~TSIM_FATE_CLOSED;
-        if (what != TSIM_FATE_SIGNAL && what != TSIM_FATE_EXIT) continue;
-        if (j->abort_ns && p->fate_ns >= j->abort_ns) continue;
+        if (what != TSIM_FATE_SIGNAL && what != TSIM_FATE_EXIT && what != TSIM_FATE_CORRUPT)
+            continue;
+        if (j->abort_ns && p->fate_ns >= j->abort_ns && what != TSIM_FATE_CORRUPT) continue;
         /* under fork an exit 0 without pl_close is a normal end */
         if (what == TSIM_FATE_EXIT && !j->hydra && (p->fate_status & 0xff) == 0) continue;
-        int sig = what == TSIM_FATE_SIGNAL;
-        /* a crash is a cause before any exit: nothing makes a rank crash
-         * because another left, while ranks do leave after a peer crashed */
+        int sig = what == TSIM_FATE_CORRUPT ? 2 : what == TSIM_FATE_SIGNAL;
+        /* damage a rank found in its own pages (pl_damaged), then a crash,
+         * are causes before any exit: nothing makes a rank crash because
+         * another left, while ranks do leave after a peer crashed; and only
+         * the rank itself can write its own pages */
         if (best < 0 || sig > best_sig || (sig == best_sig && p->fate_ns < best_ns)) {
             best = r;
             best_sig = sig;
@@ -249,7 +252,8 @@ static void signal_live(mpirun_job *j, int sig)
         if (sig == SIGKILL) /* what hydra left behind */
             for (int r = 0; r < j->g.nranks; r++) {
                 tsim_proc *p = &j->seg->procs[j->map.proc[r]];
-                if (p->pid > 0 && atomic_load(&p->state) != TSIM_P_EXITED) kill(p->pid, sig);
+                if (mpirun_pid(p) > 0 && atomic_load(&p->state) != TSIM_P_EXITED)
+                    kill(mpirun_pid(p), sig);
             }
         return;
     }

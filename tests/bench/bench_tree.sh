@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The collective network and the global interrupt (issue 14): coll_tree_ml
+# on 8 ranks (2x2x2), 64 (4x4x4) and 256 (8x8x4) in CO mode and 128 in VN
+# mode on 4x4x4 — barrier (global interrupt vs p2p), allreduce of ints and
+# doubles (tree vs p2p), bcast (tree vs torus3 vs p2p) in simulated
+# microseconds and MB/s, with the host's wall time of each run. The p2p
+# baselines are slow on the host at large sizes: 8 ranks go to 1 MiB, the
+# others to 256 KiB (64 ranks) and 4 KiB (256 CO, 128 VN) unless
+# BENCH_TREE_BIG=1 (1 MiB everywhere: tens of minutes).
+set -eu
+big=${BENCH_TREE_BIG:-0}
+lim() { if [ "$big" = 1 ]; then echo 1M; else echo "$1"; fi; }
+run() {
+  local label=$1; shift
+  local t0 t1
+  t0=$(date +%s.%N)
+  out=$(mpirun "$@" 2>/dev/null)
+  t1=$(date +%s.%N)
+  echo "  $label:"
+  sed 's/^/    /' <<<"$out"
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "    (host %.1f s wall)\n", b - a }'
+}
+run "8 ranks, 2x2x2, CO" -np 8 -shape 2x2x2 coll_tree_ml --max 1M
+run "64 ranks, 4x4x4, CO" -np 64 -shape 4x4x4 coll_tree_ml --max "$(lim 256K)"
+run "256 ranks, 8x8x4, CO" -np 256 -shape 8x8x4 coll_tree_ml --max "$(lim 4K)"
+run "128 ranks, 4x4x4, VN" -np 128 -mode VN -shape 4x4x4 coll_tree_ml --max "$(lim 4K)"
