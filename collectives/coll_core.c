@@ -214,6 +214,13 @@ int coll_run(coll_ctx *c, int (*done)(coll_ctx *), int (*push)(coll_ctx *), cons
     return rc;
 }
 
+void coll_trace_op(coll_ctx *c, unsigned sub, uint64_t t0, int rc)
+{
+    if (!pl_tracing() || rc != 0) return;
+    pl_trace_put(c->pp, PLT_COLL, sub, t0, pl_now(c->pp), -1, 0, pl_trace_count(c->pp, sub),
+                 (uint32_t)c->nranks & 0xffff);
+}
+
 static int coll_loop(coll_ctx *c, int (*done)(coll_ctx *), int (*push)(coll_ctx *), const char *why)
 {
     int moved = 0, resumed = 0;

@@ -125,6 +125,9 @@ void coll_tree_fini(coll_ctx *c);
 
 /* coll_core.c */
 int coll_run(coll_ctx *c, int (*done)(coll_ctx *), int (*push)(coll_ctx *), const char *why);
+/* A partition-wide collective (PLT_COLL_*, pl_trace.h) that ran from t0
+ * and returned rc, on the timeline when tracing and rc is 0. */
+void coll_trace_op(coll_ctx *c, unsigned sub, uint64_t t0, int rc);
 /* coll_run's wait when it hands nothing over: blocks until a packet
  * arrives or a FIFO it found full has room. 0, or -1 if the job aborts. */
 int coll_block(coll_ctx *c, const char *why);

@@ -9,6 +9,7 @@
 #include "../torus-sim/tsim_tree.h"
 #include "coll_internal.h"
 #include "coll_tree.h"
+#include "../packetlayer/pl_trace.h"
 
 int coll_tree_ok(const coll_ctx *c) { return c->world.hw_ok; }
 
@@ -603,7 +604,10 @@ static int reduce_to(coll_ctx *c, const void *sbuf, void *rbuf, size_t count, in
 int coll_tree_allreduce(coll_ctx *c, const void *sbuf, void *rbuf, size_t count, int type, int op)
 {
     if (count && !rbuf) return -1;
-    return reduce_to(c, sbuf, rbuf, count, type, op);
+    uint64_t t0 = pl_now(c->pp);
+    int rc = reduce_to(c, sbuf, rbuf, count, type, op);
+    coll_trace_op(c, PLT_COLL_TREE_ALLREDUCE, t0, rc);
+    return rc;
 }
 
 int coll_tree_reduce(coll_ctx *c, const void *sbuf, void *rbuf, size_t count, int type, int op,
@@ -611,7 +615,10 @@ int coll_tree_reduce(coll_ctx *c, const void *sbuf, void *rbuf, size_t count, in
 {
     if (root < 0 || root >= c->nranks) return -1;
     if (c->rank == root && count && !rbuf) return -1;
-    return reduce_to(c, sbuf, c->rank == root ? rbuf : NULL, count, type, op);
+    uint64_t t0 = pl_now(c->pp);
+    int rc = reduce_to(c, sbuf, c->rank == root ? rbuf : NULL, count, type, op);
+    coll_trace_op(c, PLT_COLL_TREE_REDUCE, t0, rc);
+    return rc;
 }
 
 static void fill_bytes(pass *ps, uint32_t w, uint8_t *pl)
@@ -639,13 +646,17 @@ int coll_tree_bcast(coll_ctx *c, void *buf, size_t len, int root)
     ps.npk = npackets(len, TSIM_TREE_PAYLOAD);
     if (c->rank == root) ps.fill = fill_bytes;
     else ps.take = take_bytes;
-    return run_pass(&ps);
+    uint64_t t0 = pl_now(c->pp);
+    int rc = run_pass(&ps);
+    coll_trace_op(c, PLT_COLL_TREE_BCAST, t0, rc);
+    return rc;
 }
 
 int coll_gi_barrier(coll_ctx *c)
 {
     pl_proc *pp = c->pp;
     char note[112];
+    uint64_t t0 = pl_now(pp);
     pl_gi_arm(pp);
     while (!pl_gi_poll(pp)) {
         if (pl_aborting(pp)) return -1;
@@ -653,5 +664,6 @@ int coll_gi_barrier(coll_ctx *c)
         snprintf(note, sizeof note, "rank %d: the global interrupt (barrier)", c->rank);
         if (tree_block(c, TSIM_WAKE_REC_ALL | ml_inj_wait(c->ml) | TSIM_WAKE_GI, note) != 0) return -1;
     }
+    coll_trace_op(c, PLT_COLL_GI_BARRIER, t0, 0);
     return 0;
 }

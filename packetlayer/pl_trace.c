@@ -19,6 +19,7 @@ typedef struct tslot {
     pl_trace_buf *b;
     int index;
     uint32_t *sent, *got; /* messages to / from each rank so far */
+    uint32_t coll[PLT_COLL_N];
 } tslot;
 
 static tslot slots[TSIM_CPUS];
@@ -115,4 +116,9 @@ void pl_trace_mpi(unsigned call, uint64_t t0, int peer, uint64_t bytes, int comm
     uint64_t t1 = pl_now(pp);
     pl_trace_put(pp, PLT_MPI, call, t0, t1 < t0 ? t0 : t1, peer, bytes, 0,
                  comm_size < 0 ? 0 : (uint32_t)comm_size);
+}
+
+uint32_t pl_trace_count(const pl_proc *pp, unsigned sub)
+{
+    return buf_of(pp) && sub < PLT_COLL_N ? slots[pp->cpu].coll[sub]++ : 0;
 }

@@ -28,7 +28,10 @@ enum pl_trace_kind {
     PLT_NKINDS
 };
 
-enum { PLT_COLL_BCAST = 1, PLT_COLL_A2A };
+/* PLT_COLL's sub: the torus collectives (deposit broadcast, scheduled
+ * alltoall) and the collective network's and global interrupt's */
+enum { PLT_COLL_BCAST = 1, PLT_COLL_A2A, PLT_COLL_TREE_ALLREDUCE, PLT_COLL_TREE_REDUCE,
+       PLT_COLL_TREE_BCAST, PLT_COLL_GI_BARRIER, PLT_COLL_N };
 
 /* The MPI calls the preloaded tracing library wraps, in a fixed order: the
  * record carries the index. */
@@ -88,6 +91,11 @@ void pl_trace_put(const pl_proc *pp, unsigned kind, unsigned sub, uint64_t t0, u
 /* Message-layer sends and arrivals, numbered per peer (pairs them up). */
 void pl_trace_msg(const pl_proc *pp, unsigned kind, unsigned proto, uint64_t t0, uint64_t t1,
                   int peer, uint64_t bytes);
+
+/* The number of pp's earlier PLT_COLL events of this sub (partition-wide
+ * collectives have no sequence number of their own: every rank calls them
+ * in the same order). */
+uint32_t pl_trace_count(const pl_proc *pp, unsigned sub);
 
 /* The process's rank processor (the first pl_open), for the MPI wrappers:
  * its clock in cycles, UINT64_MAX when there is none or it is not traced. */

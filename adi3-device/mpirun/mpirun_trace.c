@@ -30,6 +30,11 @@ struct mpirun_trace {
     int named;
 };
 
+static const char *const coll_names[PLT_COLL_N] = {
+    "?", "torus broadcast", "torus alltoall", "tree allreduce", "tree reduce", "tree broadcast",
+    "global interrupt barrier",
+};
+
 static const char *const mpi_names[PL_TRACE_MPI_N] = {
     "MPI_?",
 #define PL_TRACE_MPI_NAME(n) "MPI_" #n,
@@ -299,7 +304,7 @@ static int rec_ok(const pl_trace_rec *r, int np)
         (r->peer < 0 || r->peer >= np || r->sub >= ML_NPROTO))
         return 0;
     if (r->kind == PLT_MPI && (r->sub == 0 || r->sub >= PL_TRACE_MPI_N)) return 0;
-    if (r->kind == PLT_COLL && r->sub != PLT_COLL_BCAST && r->sub != PLT_COLL_A2A) return 0;
+    if (r->kind == PLT_COLL && (r->sub == 0 || r->sub >= PLT_COLL_N)) return 0;
     return 1;
 }
 
@@ -321,7 +326,7 @@ static void slice_name(FILE *f, const pl_trace_rec *r)
                  (unsigned long long)r->a, r->peer);
         break;
     case PLT_COLL:
-        snprintf(nm, sizeof nm, "torus %s", r->sub == PLT_COLL_BCAST ? "broadcast" : "alltoall");
+        snprintf(nm, sizeof nm, "%s", coll_names[r->sub]);
         break;
     default:
         snprintf(nm, sizeof nm, "%s", mpi_names[r->sub]);
@@ -571,8 +576,7 @@ int mpirun_trace_write(mpirun_job *j, FILE *f)
         } else if (e->kind == E_COLL) {
             const cinst *c = &ci[e->id];
             fprintf(f, "%s{\"ph\":\"X\",\"cat\":\"coll\",\"name\":\"%s (group %u, %u)\",\"pid\":%d,"
-                       "\"tid\":%d,\"ts\":", SEP(), c->sub == PLT_COLL_BCAST ? "broadcast" : "alltoall",
-                    c->gid, c->seq, e->pid, e->tid);
+                       "\"tid\":%d,\"ts\":", SEP(), coll_names[c->sub], c->gid, c->seq, e->pid, e->tid);
             put_us(f, e->ps);
             fputs(",\"dur\":", f);
             put_us(f, e->end_ps - e->ps);
@@ -642,8 +646,8 @@ typedef struct oloc {
 } oloc;
 
 /* Regions: 0..PL_TRACE_MPI_N-1 MPI calls, then these. */
-enum { R_BLOCK = PL_TRACE_MPI_N, R_BLOCK_INJ, R_BCAST, R_A2A, R_SEND, R_RECV = R_SEND + ML_NPROTO,
-       R_N = R_RECV + ML_NPROTO };
+enum { R_BLOCK = PL_TRACE_MPI_N, R_BLOCK_INJ, R_COLL, R_SEND = R_COLL + PLT_COLL_N,
+       R_RECV = R_SEND + ML_NPROTO, R_N = R_RECV + ML_NPROTO };
 
 static uint32_t region_of(const pl_trace_rec *r)
 {
@@ -651,7 +655,7 @@ static uint32_t region_of(const pl_trace_rec *r)
     case PLT_BLOCK: return r->sub ? R_BLOCK_INJ : R_BLOCK;
     case PLT_SEND: return R_SEND + r->sub;
     case PLT_RECV: return R_RECV + r->sub;
-    case PLT_COLL: return r->sub == PLT_COLL_BCAST ? R_BCAST : R_A2A;
+    case PLT_COLL: return R_COLL + r->sub;
     default: return r->sub;
     }
 }
@@ -738,8 +742,7 @@ static int otf2_write(mpirun_job *j, const tev *ev, size_t n)
         if (rg < PL_TRACE_MPI_N) snprintf(buf, sizeof buf, "%s", mpi_names[rg]);
         else if (rg == R_BLOCK) snprintf(buf, sizeof buf, "blocked in the network");
         else if (rg == R_BLOCK_INJ) snprintf(buf, sizeof buf, "blocked: injection FIFO full");
-        else if (rg == R_BCAST) snprintf(buf, sizeof buf, "torus broadcast");
-        else if (rg == R_A2A) snprintf(buf, sizeof buf, "torus alltoall");
+        else if (rg < R_SEND) snprintf(buf, sizeof buf, "%s", coll_names[rg - R_COLL]);
         else if (rg < R_RECV) snprintf(buf, sizeof buf, "send %s", ml_proto_name((ml_proto)(rg - R_SEND)));
         else snprintf(buf, sizeof buf, "recv %s", ml_proto_name((ml_proto)(rg - R_RECV)));
         OTF2_GlobalDefWriter_WriteString(g, str, buf);

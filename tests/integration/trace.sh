@@ -61,6 +61,32 @@ n=$(grep -c '"name":"torus alltoall"' "$tmp/a2a.trace.json")
 [ "$ninst" = 4 ] && [ "$n" = 64 ] && ok "alltoall: each of the 16 ranks shows the 4 torus alltoalls" ||
   bad "alltoall: $n per-rank alltoall slices for $ninst sizes, want 64 for 4"
 
+# 4b. the collective network and the global interrupt: every rank's tree
+# collectives and barriers, one instance each on the collectives track
+if command -v coll_tree_ml >/dev/null; then
+  mpirun -np 8 -shape 2x2x2 --report "$tmp/tree.json" --trace "$tmp/tree.trace.json" \
+    coll_tree_ml --max 64 >/dev/null 2>"$tmp/tree.err" || bad "coll_tree_ml exits 0: $(tail -n 2 "$tmp/tree.err")"
+  $check "$tmp/tree.trace.json" --report "$tmp/tree.json" >/dev/null || bad "tree trace well formed"
+  python3 - "$tmp/tree.trace.json" <<'PY' && ok "tree collectives and barriers: the same count on each of the 8 ranks, one instance of each on the collectives track" || bad "tree collectives on the timeline"
+import json, sys, collections
+d = json.load(open(sys.argv[1]))
+per = collections.Counter(); inst = collections.Counter()
+for e in d["traceEvents"]:
+    if e["ph"] == "X" and e["cat"] == "coll":
+        if " (group " in e["name"]:
+            inst[e["name"].split(" (group ")[0]] += 1
+        else:
+            per[(e["pid"], e["name"])] += 1
+names = {"tree allreduce", "tree broadcast", "global interrupt barrier"}
+ok = all(inst[n] > 0 for n in names)
+for n in names:
+    counts = {per[(r + 1, n)] for r in range(8)}
+    ok = ok and counts == {inst[n]}
+print("# instances:", dict(inst))
+sys.exit(0 if ok else 1)
+PY
+fi
+
 # 5. restrictions: two ranks of four, a window, a bound
 mpirun -np 4 -shape 4x1x1 --trace "$tmp/r.trace.json" --trace-ranks 0,2-2 \
   coll_alltoall_ml --algo torus --max 64 >/dev/null 2>&1 || bad "--trace-ranks job exits 0"
