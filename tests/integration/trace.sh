@@ -139,6 +139,12 @@ if mpirun --help | grep -q 'FILE.otf2' && command -v otf2-print >/dev/null; then
   [ "$e" = "$x" ] && [ "$l" = "$x" ] && [ "$s" = 12 ] && [ "$r" = 12 ] &&
     ok "OTF2: otf2-print reads $e ENTER/LEAVE pairs (the JSON's $x slices), 12 MPI_SEND and 12 MPI_RECV" ||
     bad "OTF2: $e ENTER, $l LEAVE (want $x), $s MPI_SEND, $r MPI_RECV (want 12)"
+  mkdir -p "$tmp/o2"
+  mpirun -np 2 -shape 2x1x1 --trace "$tmp/o2/pp.otf2" ml_pong --protocol eager --size 1000 --iters 5 \
+    >/dev/null 2>&1
+  diff -r "$tmp/pp" "$tmp/o2/pp" >/dev/null && cmp -s "$tmp/pp.def" "$tmp/o2/pp.def" &&
+    ok "OTF2: definitions and events the same byte for byte twice (the anchor's trace id is libotf2's)" ||
+    bad "OTF2: two runs gave different definitions or events"
   t "^mpirun: --trace $tmp/pp.otf2: $tmp/pp.otf2 exists" -np 2 --trace "$tmp/pp.otf2" ml_pong
 else
   t "^mpirun: --trace $tmp/x.otf2: OTF2 output is not available" -np 2 --trace "$tmp/x.otf2" ml_pong
