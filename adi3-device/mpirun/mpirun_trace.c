@@ -28,6 +28,11 @@ struct mpirun_trace {
     size_t size, region, page;
     int nprocs;
     int named;
+    /* mpirun's own copy of what it gave each processor: a rank can write
+     * its region's header, never these */
+    uint64_t cap;
+    unsigned char *on;  /* per processor: traced */
+    uint64_t *n;        /* per processor: records taken from it */
 };
 
 static const char *const coll_names[PLT_COLL_N] = {
@@ -131,6 +136,13 @@ int mpirun_trace_setup(mpirun_job *j, char *err, size_t len)
     j->trace = t;
     t->page = (size_t)sysconf(_SC_PAGESIZE);
     t->nprocs = j->g.nnodes * TSIM_CPUS;
+    t->on = calloc((size_t)t->nprocs, 1);
+    t->n = calloc((size_t)t->nprocs, sizeof *t->n);
+    if (!t->on || !t->n) {
+        snprintf(err, len, "out of memory");
+        free(want);
+        return -1;
+    }
     /* the earliest --trace-max events overall are kept when they are
      * merged: a processor holds up to four times its share (all of it on
      * small jobs, at least 65536), and says when it overflows. A region is
@@ -140,6 +152,7 @@ int mpirun_trace_setup(mpirun_job *j, char *err, size_t len)
     uint64_t cap = traced ? 4 * o->trace_max / traced : o->trace_max;
     if (cap < 65536) cap = 65536;
     if (cap > o->trace_max) cap = o->trace_max;
+    t->cap = cap;
     t->region = (sizeof(pl_trace_buf) + cap * sizeof(pl_trace_rec) + t->page - 1) / t->page * t->page;
     t->size = t->page + t->region * (size_t)t->nprocs;
     snprintf(t->name, sizeof t->name, "%s.trace", s->name);
@@ -174,6 +187,7 @@ int mpirun_trace_setup(mpirun_job *j, char *err, size_t len)
             b->to = o->trace_to;
             b->nranks = (uint32_t)o->np;
             b->magic = PL_TRACE_MAGIC;
+            t->on[q] = 1;
         }
     }
     free(want);
@@ -201,6 +215,8 @@ void mpirun_trace_free(mpirun_job *j)
     if (!j->trace) return;
     mpirun_trace_unlink(j);
     if (j->trace->mem) munmap(j->trace->mem, j->trace->size);
+    free(j->trace->on);
+    free(j->trace->n);
     free(j->trace);
     j->trace = NULL;
 }
@@ -388,9 +404,10 @@ int mpirun_trace_write(mpirun_job *j, FILE *f)
     int lost_rank = -1;
     for (int p = 0; p < t->nprocs; p++) {
         pl_trace_buf *b = (pl_trace_buf *)((char *)t->mem + t->page + t->region * (size_t)p);
-        if (b->magic != PL_TRACE_MAGIC || !b->cap) continue;
+        if (!t->on[p]) continue;
         uint64_t n = atomic_load(&b->n);
-        nrec += n < b->cap ? n : b->cap;
+        t->n[p] = n < t->cap ? n : t->cap; /* read once, bounded by what mpirun gave */
+        nrec += t->n[p];
         uint64_t l = atomic_load(&b->lost);
         if (l && lost_rank < 0) lost_rank = j->seg->procs[p - (j->g.cpus == 1 ? p % TSIM_CPUS : 0)].rank;
         lost += l;
@@ -409,9 +426,8 @@ int mpirun_trace_write(mpirun_job *j, FILE *f)
     size_t ne = 0;
     for (int p = 0; p < t->nprocs; p++) {
         pl_trace_buf *b = (pl_trace_buf *)((char *)t->mem + t->page + t->region * (size_t)p);
-        if (b->magic != PL_TRACE_MAGIC || !b->cap) continue;
-        uint64_t n = atomic_load(&b->n);
-        if (n > b->cap) n = b->cap;
+        if (!t->on[p]) continue;
+        uint64_t n = t->n[p];
         int main = p - (j->g.cpus == 1 ? p % TSIM_CPUS : 0);
         int rank = j->seg->procs[main].rank;
         if (rank < 0 || rank >= np) continue;
