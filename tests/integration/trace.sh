@@ -6,15 +6,17 @@
 # of a pair to its n-th reception), link counters that add up to the
 # report's, the torus collectives; tracing changes no simulated number and
 # the same job gives the same file byte for byte; --trace-ranks,
-# --trace-window and --trace-max restrict it (a cut trace says so); bad
-# options are one line before the job starts; nothing is left in /dev/shm.
+# --trace-window and --trace-max restrict it (a cut trace says so); OTF2
+# reads back the same; a rank damaging its own trace region hurts only its
+# records; bad options are one line before the job starts; nothing is left
+# in /dev/shm.
 # Prints "ok <what>" / "not ok <what>" per check.
 set -u
 BIN=${PREFIX:-$PWD/install}/bin
 export PATH="$BIN:$PATH"
 here=$(cd "$(dirname "$0")" && pwd)
 check="python3 $here/trace_check.py"
-for p in mpirun ml_pong coll_alltoall_ml tp_crash; do
+for p in mpirun ml_pong coll_alltoall_ml tp_crash tp_trace_damage; do
   command -v $p >/dev/null || { echo "not ok $p not installed in $BIN"; exit 1; }
 done
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -154,7 +156,17 @@ else
   t "^mpirun: --trace $tmp/x.otf2: OTF2 output is not available" -np 2 --trace "$tmp/x.otf2" ml_pong
 fi
 
-# 8. a crashing rank: the trace is written, its buffers removed
+# 8. a rank that damages its own trace region: mpirun reads no more than it
+# gave, keeps the one valid record, leaves the rest out and says so
+mpirun -np 2 --trace "$tmp/dmg.trace.json" --trace-max 100 tp_trace_damage >/dev/null 2>"$tmp/dmg.err"
+rc=$?
+n=$(grep -c '"ph":"X"' "$tmp/dmg.trace.json" 2>/dev/null)
+[ $rc = 0 ] && [ "$n" = 1 ] && grep -q "^mpirun: --trace .*: 99 damaged records left out$" "$tmp/dmg.err" &&
+  $check "$tmp/dmg.trace.json" >/dev/null &&
+  ok "damaged trace region (count and capacity huge, bad records): exit 0, 1 valid slice kept, '99 damaged records left out'" ||
+  bad "damaged trace region: exit $rc, $n slices, $(grep trace "$tmp/dmg.err")"
+
+# 9. a crashing rank: the trace is written, its buffers removed
 mpirun -np 4 --trace "$tmp/crash.trace.json" tp_crash >/dev/null 2>&1
 [ $? = 1 ] && $check "$tmp/crash.trace.json" >/dev/null && ok "crashed job: exit 1, trace still written and well formed" ||
   bad "crashed job: trace missing or malformed"
