@@ -265,6 +265,19 @@ static void rec_check(pl_proc *pp, int f, uint32_t tl, uint32_t h)
                    "(a ring holds %d)", f, tl, d - tl, d, TSIM_RING_SLOTS);
 }
 
+/* The packet about to be read is the one the engine delivered (its
+ * headers and source): what software then cannot take was sent so. */
+static int intact(pl_proc *pp, int f)
+{
+    const tsim_ring *r = &pp->p->rec[f];
+    uint32_t k = atomic_load_explicit(&r->tail, memory_order_relaxed) % TSIM_RING_SLOTS;
+    uint32_t sum = pp->p->eng.rec_sum[f][k];
+    if (tsim_slot_sum(&r->slot[k]) != sum)
+        pl_damaged(pp, "reception FIFO %d: the packet at slot %u is not the one the engine "
+                   "delivered (its headers changed)", f, k);
+    return f;
+}
+
 int pl_poll(pl_proc *pp, unsigned mask)
 {
     tsim_seg *s = pp->seg;
@@ -286,11 +299,11 @@ int pl_poll(pl_proc *pp, unsigned mask)
         }
         /* Every delivery earlier than done is visible, so an earliest
          * candidate below done (and below vt) is final. */
-        if (best >= 0 && best_t < pp->vt && best_t < done) return best;
+        if (best >= 0 && best_t < pp->vt && best_t < done) return intact(pp, best);
         int spared = done < pp->vt && attempt == 0 && quiet_to_vt(pp, 1);
         pp->syncs_spared += (uint64_t)spared;
         if (done >= pp->vt || attempt > 0 || spared) {
-            if (best >= 0 && best_t < pp->vt) return best;
+            if (best >= 0 && best_t < pp->vt) return intact(pp, best);
             /* a packet delivered to a running processor arrives before its
              * clock (the horizon never passes it), to a blocked one before
              * the time it is woken at: one "arriving" after everything
