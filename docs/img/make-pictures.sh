@@ -31,9 +31,11 @@ done
 if command -v mpicc >/dev/null && [ -x "$(dirname "$(command -v mpirun)")/mpiexec.hydra" ]; then
   run mpicc -O2 -o build/halo2d docs/examples/halo2d.c
   run mpirun -np 64 -shape 4x4x4 -clock none -protocol eager -mapfile mapfiles/grid2d-8x8-on-4x4x4.map \
-    --report "$OUT/halo2d-grid2d.json" --heatmap $img/halo2d-grid2d.svg build/halo2d 8 8 4096 20
+    --report "$OUT/halo2d-grid2d.json" --heatmap $img/halo2d-grid2d.svg \
+    --trace "$OUT/halo2d-grid2d.trace.json" build/halo2d 8 8 4096 20
   run mpirun -np 64 -shape 4x4x4 -clock none -protocol eager -mapfile XYZT \
-    --report "$OUT/halo2d-xyzt.json" --heatmap $img/halo2d-xyzt.svg build/halo2d 8 8 4096 20
+    --report "$OUT/halo2d-xyzt.json" --heatmap $img/halo2d-xyzt.svg \
+    --trace "$OUT/halo2d-xyzt.trace.json" build/halo2d 8 8 4096 20
 else
   echo "make-pictures: no MPICH (make mpich): halo2d pictures not redrawn" >&2
 fi
