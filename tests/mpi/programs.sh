@@ -190,6 +190,18 @@ passed bcast-vn "the same on a 3x1x1 mesh in VN mode (6 ranks)"
 run bcast-7 -np 7 -shape 2x2x2 -clock none "$out/bcast"
 passed bcast-7 "the same with 7 ranks on 2x2x2 (a node without a rank: broadcast falls back to MPICH's)"
 
+# ---- the collective network and the global interrupt (issue 14) ----
+run tree -np 8 -shape 2x2x2 -clock none "$out/treecoll"
+passed tree "MPI_Allreduce/MPI_Reduce/MPI_Bcast on the collective network and MPI_Barrier on the global interrupt as MPICH's (every type and op, counts 0..4096, in place, fallbacks)"
+run tree-map -np 8 -shape 2x2x2 -mapfile ZYXT -clock none "$out/treecoll"
+passed tree-map "the same with ranks mapped ZYXT (the hardware still serves; float sums the same bits everywhere)"
+run tree-big -np 4 -shape 2x2x1 -clock none "$out/treecoll" --big
+passed tree-big "the same on 4 ranks with 1 MiB counts"
+run tree-vn -np 8 -mode VN -shape 2x2x1 -clock none "$out/treecoll"
+passed tree-vn "the same in VN mode (the node mates combine over the scratchpad, then the tree)"
+run tree-7 -np 7 -shape 2x2x2 -clock none "$out/treecoll"
+passed tree-7 "the same with 7 ranks on 2x2x2 (tree falls back; the barrier runs on the ranks' wires)"
+
 # ---- the installed MPI benchmarks (adi3-device/bench), data checked ----
 # col ALGO BYTES FILE: the cycles column of that row
 col() { awk -v a="$1" -v b="$2" '$1 == a && $2 == b { print $3 }' "$3"; }
