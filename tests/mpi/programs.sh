@@ -16,7 +16,7 @@ notok() { echo "not ok - $*"; }
 for src in tests/mpi/*.c tests/mpi/*.f90; do
   name=$(basename "${src%.*}")
   case $src in
-    *.c) cc=mpicc; flags="-O2 -Wall -Wextra -Werror" ;;
+    *.c) cc=mpicc; flags="-O2 -Wall -Wextra -Werror -I$PREFIX/include/bglemu" ;;
     *) cc=mpifort; flags="-O2" ;;
   esac
   if [ "$src" -nt "$out/$name" ] || [ tests/mpi/mpi_check.h -nt "$out/$name" ] ||
@@ -262,6 +262,19 @@ if [ "$(cat "$tmp/stray.rc")" = 1 ] &&
 else
   tail -5 "$tmp/stray.out"; notok "stray write over the segment header (exit $(cat "$tmp/stray.rc"))"
 fi
+
+for c in "stray-rec:did not reach MPI_Finalize: killed by signal 11 (Segmentation fault) writing into rank 0's reception FIFO 0, which it may only read; mpiexec.hydra" \
+         "stray-head:corrupted its injection FIFO 0: head [0-9]* is 100000 slots past the engine's cursor [0-9]* (a ring holds 32)"; do
+  mode=${c%%:*}; want=${c#*:}
+  run "$mode" -np 4 -clock none "$out/failures" "$mode"
+  if [ "$(cat "$tmp/$mode.rc")" = 1 ] &&
+     grep -q "^mpirun: job failed: rank 1 <1,0,0,0> (pid [0-9]*) $want" "$tmp/$mode.out" &&
+     [ -z "$(ls /dev/shm | grep "^bglemu\.$(id -u)\.")" ] && ! pgrep -f "$out/failures $mode" >/dev/null; then
+    ok "failures $mode (issue 15): rank 1 named with the damage, exit 1, nothing left"
+  else
+    tail -5 "$tmp/$mode.out"; notok "failures $mode (exit $(cat "$tmp/$mode.rc"))"
+  fi
+done
 
 # The failing rank is named from its own record, not from what mpirun saw:
 # here the innocent ranks are running (computing) when hydra kills them, and
