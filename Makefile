@@ -45,7 +45,15 @@ UNIT_BIN  := $(BUILD)/unit_tests
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt)
 
-DEBS := build-essential pkg-config check libsubunit-dev libnuma-dev python3 time
+DEBS := build-essential pkg-config check libsubunit-dev libnuma-dev python3 time \
+        libotf2-trace-dev otf2-tools
+
+# mpirun --trace FILE.otf2 through Debian's libotf2 (when it is installed)
+OTF2_LIBS := $(shell pkg-config --libs otf2 2>/dev/null)
+ifneq ($(OTF2_LIBS),)
+$(BUILD)/adi3-device/mpirun/%.o: CFLAGS += -DBGLEMU_OTF2 $(shell pkg-config --cflags otf2)
+$(BUILD)/bin/mpirun: LDLIBS += $(OTF2_LIBS)
+endif
 
 .PHONY: all install deps demo check test test-mpi bench check-asan check-tsan clean mpich help
 all: install mpich
@@ -105,11 +113,18 @@ $(BUILD)/tests/unit/main.o: tests/unit/main.c $(BUILD)/tests/unit/suites.h $(HDR
 $(UNIT_BIN): $(BUILD)/tests/unit/main.o $(UNIT_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) $^ $(CHECK_LIBS) $(LDLIBS) -o $@
 
-# MPI_Wtime in simulated time, preloaded by mpirun into MPI ranks.
+# MPI_Wtime in simulated time, preloaded by mpirun into MPI ranks; once
+# MPICH is installed, also the wrappers of every MPI entry point, generated
+# from its mpi_proto.h (the cputime clock: adi3-device/wtime/mpi_wtime.c).
 WTIME_LIB := $(BUILD)/libbglemu-wtime.so
-$(WTIME_LIB): adi3-device/wtime/mpi_wtime.c
+MPI_PROTO := $(wildcard $(PREFIX)/include/mpi_proto.h)
+WTIME_SRCS := adi3-device/wtime/mpi_wtime.c $(if $(MPI_PROTO),$(BUILD)/wtime/pmpi_wrap.c)
+$(BUILD)/wtime/pmpi_wrap.c: adi3-device/wtime/gen_pmpi.py $(MPI_PROTO)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -shared $< -o $@
+	python3 adi3-device/wtime/gen_pmpi.py $(MPI_PROTO) $@
+$(WTIME_LIB): $(WTIME_SRCS) adi3-device/wtime/pmpi_wrap.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(if $(MPI_PROTO),-I$(PREFIX)/include) -shared $(WTIME_SRCS) -o $@
 
 build-all: $(LIB) $(BINS) $(MPIRUN) $(UNIT_BIN) $(WTIME_LIB)
 
@@ -137,7 +152,7 @@ check-asan:
 
 # The engine and its clients under ThreadSanitizer: the suites where ranks
 # (threads) and the engine share the segment.
-TSAN_SUITES ?= engine determinism ml proxy proxy_a2a
+TSAN_SUITES ?= engine determinism ml proxy proxy_a2a quiet
 check-tsan: deps
 	@$(MAKE) --no-print-directory build-all BUILD=build-tsan OPT=-O1 SAN="-fsanitize=thread"
 	@for s in $(TSAN_SUITES); do CK_RUN_SUITE=$$s CK_VERBOSITY=verbose build-tsan/unit_tests || exit 1; done

@@ -5,6 +5,7 @@
 
 #include "coll_internal.h"
 #include "coll_tree.h"
+#include "../packetlayer/pl_trace.h"
 
 /* The box of g's nodes along dimension d (n nodes): lo and len; 0, or -1
  * when the coordinates in use are not one interval (cyclic on a torus). */
@@ -198,7 +199,22 @@ int coll_block(coll_ctx *c, const char *why)
 /* One iteration: push, done?, advance, push, done?, wait if nothing moved.
  * After the engine ran the loop (coll_a2a_wait) the iteration it stopped
  * in goes on from its advance's polls. */
+static int coll_loop(coll_ctx *c, int (*done)(coll_ctx *), int (*push)(coll_ctx *), const char *why);
+
+/* The timeline shows each torus collective on its rank (pl_trace.h). */
 int coll_run(coll_ctx *c, int (*done)(coll_ctx *), int (*push)(coll_ctx *), const char *why)
+{
+    if (!pl_tracing()) return coll_loop(c, done, push, why);
+    uint64_t t0 = pl_now(c->pp);
+    int op = c->op, rc = coll_loop(c, done, push, why);
+    unsigned sub = op == OP_BCAST ? PLT_COLL_BCAST : op == OP_A2A ? PLT_COLL_A2A : 0;
+    if (sub && c->grp)
+        pl_trace_put(c->pp, PLT_COLL, sub, t0, pl_now(c->pp), -1, 0, c->cur,
+                     (uint32_t)c->cur_gid << 16 | ((uint32_t)c->grp->n & 0xffff));
+    return rc;
+}
+
+static int coll_loop(coll_ctx *c, int (*done)(coll_ctx *), int (*push)(coll_ctx *), const char *why)
 {
     int moved = 0, resumed = 0;
     for (;;) {

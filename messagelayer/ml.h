@@ -67,9 +67,10 @@ typedef struct ml_recv {
     size_t cap;
     ml_done_fn done;
     void *arg;
-    /* rendezvous only: set defer to 1 to answer later (e.g. when a matching
-     * receive is posted): the sender waits, and ml_accept(token, ...) sends
-     * the grant. The other fields are ignored then. */
+    /* rendezvous and VN only: set defer to 1 to answer later (e.g. when a
+     * matching receive is posted): the sender waits, and ml_accept(token,
+     * ...) sends the grant (rendezvous) or copies the data from the sender's
+     * buffer (VN). The other fields are ignored then. */
     int defer;
     /* given to the upcall (read-only): the message's protocol, and the
      * token ml_accept needs */
@@ -81,9 +82,9 @@ typedef struct ml_recv {
 typedef void (*ml_upcall_fn)(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t len,
                              ml_recv *out, void *uarg);
 
-/* Answers a rendezvous whose upcall deferred it: its data goes to buf
- * (cap bytes), done runs when it is there. Returns 0, or -1 for a token
- * that is not a deferred rendezvous. */
+/* Answers a rendezvous or VN message whose upcall deferred it: its data
+ * goes to buf (cap bytes), done runs when it is there. Returns 0, or -1 for
+ * a token that is not a deferred message. */
 int ml_accept(ml_ctx *ml, unsigned token, void *buf, size_t cap, ml_done_fn done, void *arg);
 
 /* Opens the message layer on an open processor of seg (rank `rank`).

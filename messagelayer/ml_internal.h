@@ -51,7 +51,9 @@ typedef struct ml_rx {
     size_t hi;             /* highest offset seen: a lower one arrived out of order */
     int src;
     uint16_t seq;          /* the message's per-pair sequence number */
-    uint16_t sender_id;    /* rendezvous: the sender's message id, for the grant */
+    uint16_t sender_id;    /* rendezvous, VN: the sender's message id, for the grant / ack */
+    int32_t vn_pid;        /* VN: the sender's process and buffer, to copy from */
+    uint64_t vn_addr;
     uint8_t used, cpu;
     /* receptions whose data packets are still to come (the engine may read
      * them while this processor is blocked: ml_proxy.c) */

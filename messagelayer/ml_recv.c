@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "ml_internal.h"
+#include "../packetlayer/pl_trace.h"
 
 static int rank_of(const ml_ctx *ml, const tsim_slot *s)
 {
@@ -54,8 +55,10 @@ static void upcall(ml_ctx *ml, int src, const uint8_t *hdr, size_t hl, size_t le
     memset(rx, 0, sizeof *rx);
     rx->r.proto = proto;
     rx->r.token = token;
+    uint64_t t0 = pl_now(ml->pp);
     ml_charge(ml, ml->prm->ml_callback_cycles);
     ml->upcall(ml, src, hdr, hl, len, &rx->r, ml->uarg);
+    if (pl_tracing()) pl_trace_msg(ml->pp, PLT_RECV, proto, t0, pl_now(ml->pp), src, len);
     rx->len = len;
     rx->src = src;
     rx->used = 1;
@@ -99,6 +102,35 @@ static void grant(ml_ctx *ml, uint16_t k)
     else if (!cpu) ml_act_add(ml, rx, T_RZV_DATA, k);
 }
 
+/* VN: copies the message from the sender's memory and acknowledges it (now
+ * or, if the upcall deferred it, from ml_accept); without a direct copy the
+ * sender streams it over the scratchpad instead. */
+static void vn_copy(ml_ctx *ml, uint16_t k)
+{
+    ml_rx *rx = &ml->slots[k];
+    size_t n = rx->len < rx->r.cap ? rx->len : rx->r.cap;
+    int ok = 1;
+    if (n) {
+        if (!ml->vn_copy_ok) {
+            ok = 0;
+        } else if (rx->vn_pid == (int32_t)getpid()) {
+            memcpy(rx->r.buf, (const void *)(uintptr_t)rx->vn_addr, n);
+        } else {
+            struct iovec l = {rx->r.buf, n}, r = {(void *)(uintptr_t)rx->vn_addr, n};
+            ok = process_vm_readv(rx->vn_pid, &l, 1, &r, 1, 0) == (ssize_t)n;
+        }
+    }
+    if (ok) {
+        ml_charge(ml, (uint64_t)n * ml->prm->ml_copy_cycles_per_kb / 1024);
+        rx->got = rx->len;
+        send_ctl(ml, rx->src, TSIM_INJ_SP, T_VN_ACK, 0, rx->sender_id, 0);
+        rx_complete(ml, rx);
+    } else {
+        ml_act_add(ml, rx, T_VN_DATA, k);
+        send_ctl(ml, rx->src, TSIM_INJ_SP, T_VN_NACK, 0, rx->sender_id, k);
+    }
+}
+
 int ml_accept(ml_ctx *ml, unsigned token, void *buf, size_t cap, ml_done_fn done, void *arg)
 {
     if (token >= ML_MAX_IDS || !ml->slots[token].used || !ml->slots[token].r.defer) return -1;
@@ -109,7 +141,8 @@ int ml_accept(ml_ctx *ml, unsigned token, void *buf, size_t cap, ml_done_fn done
     rx->r.arg = arg;
     rx->r.defer = 0;
     ml_charge(ml, ml->prm->ml_callback_cycles);
-    grant(ml, (uint16_t)token);
+    if (rx->r.proto == ML_VN) vn_copy(ml, (uint16_t)token);
+    else grant(ml, (uint16_t)token);
     return 0;
 }
 
@@ -180,31 +213,13 @@ static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
         ml_vn_addr a;
         memcpy(&a, pl + hl, sizeof a);
         ml_charge(ml, ml->prm->ml_vn_cycles);
-        ml_rx tmp = {0}, *rx = &tmp;
-        upcall(ml, src, pl, hl, len, rx, ML_VN, 0);
-        size_t n = len < rx->r.cap ? len : rx->r.cap;
-        int ok = 1;
-        if (n) {
-            if (!ml->vn_copy_ok) {
-                ok = 0;
-            } else if (a.pid == (int32_t)getpid()) {
-                memcpy(rx->r.buf, (const void *)(uintptr_t)a.addr, n);
-            } else {
-                struct iovec l = {rx->r.buf, n}, r = {(void *)(uintptr_t)a.addr, n};
-                ok = process_vm_readv(a.pid, &l, 1, &r, 1, 0) == (ssize_t)n;
-            }
-        }
-        if (ok) {
-            ml_charge(ml, (uint64_t)n * ml->prm->ml_copy_cycles_per_kb / 1024);
-            rx->got = len;
-            send_ctl(ml, src, TSIM_INJ_SP, T_VN_ACK, 0, a.id, 0);
-            rx_complete(ml, rx);
-        } else { /* no direct copy: the sender streams it over the scratchpad */
-            uint16_t k = slot_alloc(ml);
-            ml->slots[k] = *rx;
-            ml_act_add(ml, &ml->slots[k], T_VN_DATA, k);
-            send_ctl(ml, src, TSIM_INJ_SP, T_VN_NACK, 0, a.id, k);
-        }
+        uint16_t k = slot_alloc(ml);
+        ml_rx *rx = &ml->slots[k];
+        upcall(ml, src, pl, hl, len, rx, ML_VN, k);
+        rx->sender_id = a.id;
+        rx->vn_pid = a.pid;
+        rx->vn_addr = a.addr;
+        if (!rx->r.defer) vn_copy(ml, k);
         break;
     }
     default:

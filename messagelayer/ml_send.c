@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ml_internal.h"
+#include "../packetlayer/pl_trace.h"
 
 int ml_fifo_for(int dst_rank) { return dst_rank % 3; } /* FIFO pinning per destination */
 
@@ -233,6 +234,7 @@ int ml_send(ml_ctx *ml, ml_msg *m)
     if (m->dst < 0 || m->dst >= ml->map.nranks || m->hdrlen > ML_HDR_MAX ||
         m->len > UINT32_MAX || (unsigned)m->proto >= ML_NPROTO)
         return -1;
+    uint64_t t0 = pl_now(ml->pp);
     ml_charge(ml, ml->prm->ml_post_cycles);
     if (m->proto == ML_AUTO) m->proto = ml_choose(ml, m->dst, m->hdrlen, m->len);
     if (m->proto == ML_ONEPKT && m->hdrlen + m->len > TSIM_PAYLOAD_MAX) return -1;
@@ -252,5 +254,6 @@ int ml_send(ml_ctx *ml, ml_msg *m)
         p->active = 1;
         ml->ring[ml->nring++] = m->dst;
     }
+    if (pl_tracing()) pl_trace_msg(ml->pp, PLT_SEND, m->proto, t0, pl_now(ml->pp), m->dst, m->len);
     return 0;
 }

@@ -1,5 +1,7 @@
 /* Packet layer: one processor's view of its FIFOs, in simulated time. */
 #include "pl.h"
+#include "pl_internal.h"
+#include "pl_trace.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,7 @@
  * rest of the round trip). The news is kept until a kick carries it; block,
  * sync and exit always kick. Host time only: the engine's order of events,
  * and so every simulated result, is the same whenever it runs. */
-static void kick_lazy(pl_proc *pp, uint64_t t)
+void pl_kick_lazy(pl_proc *pp, uint64_t t)
 {
     if (t < pp->unseen) pp->unseen = t;
     uint64_t need = atomic_load(&pp->seg->engine_wait);
@@ -38,7 +40,7 @@ void pl_publish(pl_proc *pp)
 {
     if (atomic_load_explicit(&pp->p->vt, memory_order_relaxed) != pp->vt) {
         atomic_store(&pp->p->vt, pp->vt);
-        kick_lazy(pp, UINT64_MAX);
+        pl_kick_lazy(pp, UINT64_MAX);
     }
 }
 
@@ -54,7 +56,9 @@ int pl_open(pl_proc *pp, tsim_seg *seg, int index, uint64_t vt)
     tsim_coords(&seg->geom, pp->node, pp->coord);
     pp->vt = vt;
     pp->unseen = UINT64_MAX;
+    pp->qinj_t = UINT64_MAX;
     atomic_store(&pp->p->vt, vt);
+    pl_trace_attach(pp); /* before the pid: mpirun removes the trace's name once every rank has one */
     pp->p->pid = (int32_t)getpid();
     atomic_store(&pp->p->state, TSIM_P_RUNNING);
     tsim_kick(seg);
@@ -99,6 +103,7 @@ int pl_sync(pl_proc *pp)
     tsim_seg *s = pp->seg;
     pl_publish(pp);
     if (atomic_load(&s->done) >= pp->vt) return 0;
+    pp->syncs++;
     atomic_store(&pp->p->sync_target, pp->vt);
     kick(pp);
     for (;;) {
@@ -111,13 +116,66 @@ int pl_sync(pl_proc *pp)
     return 0;
 }
 
+/* Has the engine promised that nothing reaches this processor before vt
+ * (torus-sim/tsim_quiet.c)? Then what its FIFOs show is final, as after a
+ * sync, without the round trip to the engine. The promise counts this
+ * processor's injections up to the one it names. Before `quiet` nothing
+ * else happens in the machine, so a later injection at t can bring a
+ * packet here only through another node and back: two link crossings of at
+ * least a hop latency each, the last one delivering no earlier than its
+ * tail, a chunk's serialization after its head (unless it went to this
+ * node: then only a sync answers). Polls keep the promise that far.
+ * Injection room is another matter (a FIFO frees as its packet leaves, one
+ * serialization later): after an uncounted injection only a sync answers. */
+static int quiet_to_vt(pl_proc *pp, int for_poll)
+{
+    tsim_proc *p = pp->p;
+    uint32_t seq = atomic_load_explicit(&p->quiet_seq, memory_order_acquire);
+    if (seq & 1) return 0;
+    uint64_t q = atomic_load_explicit(&p->quiet, memory_order_relaxed);
+    uint32_t inj = atomic_load_explicit(&p->quiet_inj, memory_order_relaxed);
+    uint32_t sib_absent = atomic_load_explicit(&p->quiet_sib_absent, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&p->quiet_seq, memory_order_relaxed) != seq || pp->vt > q) return 0;
+    /* a coprocessor opened since starts at our clock, before the promise */
+    if (sib_absent && atomic_load(&pp->seg->procs[pp->index ^ 1].state) != TSIM_P_ABSENT) return 0;
+    /* the engine counts the same: torus and tree injections, barriers armed */
+    uint32_t mine = atomic_load_explicit(&p->tinj.head, memory_order_relaxed) +
+                    atomic_load_explicit(&p->gi_arm, memory_order_relaxed);
+    for (int f = 0; f < TSIM_NINJ; f++)
+        mine += atomic_load_explicit(&p->inj[f].head, memory_order_relaxed);
+    if (mine == inj) { /* the promise counted every injection so far */
+        pp->qinj_t = UINT64_MAX;
+        pp->qvoid = 0;
+        return 1;
+    }
+    if (!for_poll || pp->qvoid) return 0;
+    const tsim_params *prm = &pp->seg->params;
+    uint64_t reach = 2 * (uint64_t)prm->hop_latency +
+                     ((uint64_t)TSIM_CHUNK + prm->wire_overhead) * prm->link_cycles_per_byte;
+    return pp->vt <= pp->qinj_t + reach;
+}
+
 /* Room for `chunks` in injection FIFO f at vt. A full answer is only
  * trusted once the engine has caught up with vt. */
 static int inj_has_room(pl_proc *pp, int f, unsigned chunks)
 {
     if (pl_inj_room(pp, f) >= chunks) return 1;
-    pl_sync(pp);
-    return pl_inj_room(pp, f) >= chunks;
+    if (atomic_load(&pp->seg->done) < pp->vt) {
+        if (quiet_to_vt(pp, 0)) pp->syncs_spared++;
+        else pl_sync(pp);
+    }
+    if (pl_inj_room(pp, f) >= chunks) return 1;
+    /* full: unless its words were damaged, and it would wait for room the
+     * engine never sees missing */
+    const tsim_ring *r = &pp->p->inj[f];
+    uint32_t cap = r->cap, used = atomic_load(&r->used);
+    if (cap != pp->seg->params.fifo_chunks)
+        pl_damaged(pp, "injection FIFO %d: capacity word %u, but the FIFO holds %u chunks", f, cap,
+                   (unsigned)pp->seg->params.fifo_chunks);
+    if (used > cap)
+        pl_damaged(pp, "injection FIFO %d: %u chunks in use, more than the %u it holds", f, used, cap);
+    return 0;
 }
 
 int pl_inject(pl_proc *pp, int fifo, const tsim_hwhdr *hw, const void *sw8, const void *payload,
@@ -139,10 +197,13 @@ int pl_inject(pl_proc *pp, int fifo, const tsim_hwhdr *hw, const void *sw8, cons
     if (len) memcpy(s->p.payload, payload, len);
     atomic_fetch_add(&r->used, hw->chunks);
     atomic_store_explicit(&r->head, h + 1, memory_order_release);
+    if (pp->vt < pp->qinj_t) pp->qinj_t = pp->vt;
+    if (fifo == TSIM_INJ_SP || tsim_node_of(&pp->seg->geom, hw->dst[0], hw->dst[1], hw->dst[2]) == pp->node)
+        pp->qvoid = 1;
     atomic_fetch_add_explicit(&pp->p->pkts_injected, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&pp->p->bytes_injected, (uint64_t)hw->chunks * TSIM_CHUNK,
                               memory_order_relaxed);
-    kick_lazy(pp, pp->vt);
+    pl_kick_lazy(pp, pp->vt);
     return 0;
 }
 
@@ -151,6 +212,7 @@ static int block_on(pl_proc *pp, unsigned mask, unsigned need, const char *why)
     tsim_proc *p = pp->p;
     if (pl_aborting(pp)) return -1;
     if (why) snprintf(p->waiting_on, sizeof p->waiting_on, "%s", why);
+    uint64_t t0 = pp->vt;
     atomic_store(&p->vt, pp->vt);
     atomic_store(&p->inj_need, need);
     atomic_store(&p->wake_mask, mask);
@@ -162,6 +224,7 @@ static int block_on(pl_proc *pp, unsigned mask, unsigned need, const char *why)
         tsim_wait_change(&p->bell, b, WAIT_MS, tsim_spins());
         b = atomic_load(&p->bell);
     }
+    if (pl_tracing()) pl_trace_put(pp, PLT_BLOCK, !(mask & 0xffu), t0, atomic_load(&p->vt), -1, 0, 0, 0);
     pp->vt = atomic_load(&p->vt);
     p->waiting_on[0] = 0;
     return 0;
@@ -185,6 +248,23 @@ void pl_inject_wait(pl_proc *pp, int fifo, const tsim_hwhdr *hw, const void *sw8
             return;
 }
 
+/* A reception FIFO the engine could not have left so: a cursor past what
+ * it delivered, a head it never wrote. The message layer would spin on
+ * it, or read garbage as packets. */
+static void rec_check(pl_proc *pp, int f, uint32_t tl, uint32_t h)
+{
+    uint32_t d = atomic_load_explicit(&pp->p->eng.rec_head[f], memory_order_relaxed);
+    if ((int32_t)(h - d) > 0)
+        pl_damaged(pp, "reception FIFO %d: head %u, but the engine delivered %u packets (slot %u "
+                   "holds a packet it never delivered)", f, h, d, d % TSIM_RING_SLOTS);
+    if ((int32_t)(tl - d) > 0) /* as the engine says it (drain) */
+        pl_damaged(pp, "reception FIFO %d: tail %u is %u slots past the head (%u packets "
+                   "delivered)", f, tl, tl - d, d);
+    if (d - tl > TSIM_RING_SLOTS)
+        pl_damaged(pp, "reception FIFO %d: tail %u is %u slots behind the %u packets delivered "
+                   "(a ring holds %d)", f, tl, d - tl, d, TSIM_RING_SLOTS);
+}
+
 int pl_poll(pl_proc *pp, unsigned mask)
 {
     tsim_seg *s = pp->seg;
@@ -196,15 +276,30 @@ int pl_poll(pl_proc *pp, unsigned mask)
             if (!(mask & TSIM_WAKE_REC(f))) continue;
             tsim_ring *r = &pp->p->rec[f];
             uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
-            if (atomic_load_explicit(&r->head, memory_order_acquire) == tl) continue;
+            uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+            if (h == tl) continue;
+            if (h - tl > TSIM_RING_SLOTS ||
+                h != atomic_load_explicit(&pp->p->eng.rec_head[f], memory_order_relaxed))
+                rec_check(pp, f, tl, h);
             uint64_t a = r->slot[tl % TSIM_RING_SLOTS].m.t_arrive;
             if (a < best_t) best_t = a, best = f;
         }
         /* Every delivery earlier than done is visible, so an earliest
          * candidate below done (and below vt) is final. */
         if (best >= 0 && best_t < pp->vt && best_t < done) return best;
-        if (done >= pp->vt || attempt > 0) {
+        int spared = done < pp->vt && attempt == 0 && quiet_to_vt(pp, 1);
+        pp->syncs_spared += (uint64_t)spared;
+        if (done >= pp->vt || attempt > 0 || spared) {
             if (best >= 0 && best_t < pp->vt) return best;
+            /* a packet delivered to a running processor arrives before its
+             * clock (the horizon never passes it), to a blocked one before
+             * the time it is woken at: one "arriving" after everything
+             * already simulated was written by no engine */
+            if (best >= 0 && done >= pp->vt && best_t >= done)
+                pl_damaged(pp, "reception FIFO %d: packet at slot %u arrives at %llu cycles, "
+                           "after the %llu already simulated", best,
+                           atomic_load(&pp->p->rec[best].tail) % TSIM_RING_SLOTS,
+                           (unsigned long long)best_t, (unsigned long long)done);
             pp->vt += s->params.poll_cycles;
             return -1;
         }
@@ -237,5 +332,5 @@ void pl_consume(pl_proc *pp, int f)
      * slot at this rank's next sync or block, never with another result */
     uint32_t before = atomic_fetch_sub(&r->used, s->p.hw.chunks);
     atomic_store_explicit(&r->tail, tl + 1, memory_order_release);
-    kick_lazy(pp, before + TSIM_MAX_CHUNKS > r->cap ? pp->vt : UINT64_MAX);
+    pl_kick_lazy(pp, before + TSIM_MAX_CHUNKS > r->cap ? pp->vt : UINT64_MAX);
 }

@@ -18,6 +18,12 @@ typedef struct pl_proc {
     int coord[3];
     uint64_t vt; /* local clock; published on every action */
     uint64_t unseen; /* earliest news (injection, freed slot) not yet kicked to the engine */
+    /* injections the engine's last promise (tsim_proc.quiet) may not have
+     * counted: the earliest one's time, and whether one voids the promise
+     * for polls (to this node, into the tree, a barrier armed) */
+    uint64_t qinj_t;
+    int qvoid;
+    uint64_t syncs, syncs_spared; /* round trips to the engine, and those a promise spared */
 } pl_proc;
 
 /* Binds to processor `index` of an attached segment and marks it RUNNING at
@@ -32,6 +38,13 @@ int pl_attach_env(pl_proc *pp, char *err, size_t errlen);
  * an exit() before pl_close. Called by pl_attach_env; per process, not per
  * thread. Returns 0, or -1 if nothing will be recorded (pl_fate.c). */
 int pl_fate_install(pl_proc *pp);
+/* Ends this process for damage found in its own FIFOs or state (what a
+ * stray write did): records it as its fate (TSIM_FATE_CORRUPT, fate_why
+ * "reception FIFO 2: ..."), for mpirun to name it, and exits with status
+ * PL_EXIT_DAMAGED. Called where the packet layer would otherwise spin on
+ * state that can never change. */
+#define PL_EXIT_DAMAGED 70
+_Noreturn void pl_damaged(pl_proc *pp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Marks the processor EXITED (it will never act again). */
 void pl_close(pl_proc *pp, int exit_code);
 

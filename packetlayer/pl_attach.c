@@ -24,7 +24,12 @@ int pl_attach_env(pl_proc *pp, char *err, size_t errlen)
         tsim_seg_detach(seg);
         return -1;
     }
-    if (pl_open(pp, seg, seg->rank_proc[rank], 0) != 0) return -1;
+    /* read-only but for its own pages, before it runs any of its code */
+    if (tsim_seg_protect(seg, seg->rank_proc[rank], err, errlen) != 0 ||
+        pl_open(pp, seg, seg->rank_proc[rank], 0) != 0) {
+        tsim_seg_detach(seg);
+        return -1;
+    }
     /* best effort: without it mpirun falls back to what it saw */
     (void)pl_fate_install(pp);
     return 0;

@@ -15,7 +15,9 @@
  * an atexit handler, a destructor) must neither be lost nor fault again in
  * the handler. */
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -30,6 +32,8 @@ static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, S
 static tsim_proc *fate_proc; /* the processor, through the private mapping */
 static pid_t fate_pid;       /* a forked child inherits the handlers: not its end */
 static int fate_hooked;      /* on_exit registered (once per process) */
+static uintptr_t fate_seg;   /* the segment's mapping: a fault there is a stray write */
+static size_t fate_seg_size;
 
 static uint64_t mono_ns(void)
 {
@@ -39,7 +43,7 @@ static uint64_t mono_ns(void)
 }
 
 /* Async-signal-safe: getpid, clock_gettime and plain stores only. */
-static void record(uint32_t kind, int sig, int status)
+static void record(uint32_t kind, int sig, int status, uint64_t addr)
 {
     tsim_proc *p = fate_proc;
     if (!p || getpid() != fate_pid) return;
@@ -49,6 +53,7 @@ static void record(uint32_t kind, int sig, int status)
     }
     p->fate_signal = sig;
     p->fate_status = status;
+    p->fate_addr = addr;
     p->fate_ns = mono_ns();
     atomic_store(&p->fate_kind, kind); /* last: the fields above are complete */
 }
@@ -56,7 +61,11 @@ static void record(uint32_t kind, int sig, int status)
 static void on_fatal(int sig, siginfo_t *si, void *uc)
 {
     (void)uc;
-    record(TSIM_FATE_SIGNAL, sig, 0);
+    /* a write into a page of the segment this process may only read */
+    uintptr_t a = (uintptr_t)si->si_addr;
+    uint64_t off = sig == SIGSEGV && si->si_code == SEGV_ACCERR && a >= fate_seg &&
+                   a - fate_seg < fate_seg_size ? a - fate_seg + 1 : 0;
+    record(TSIM_FATE_SIGNAL, sig, 0, off);
     /* SA_RESETHAND restored the default action. A fault (si_code > 0 for
      * SIGSEGV, SIGBUS, SIGILL, SIGFPE) happens again when the instruction
      * re-executes, and the core shows it where it was; anything sent
@@ -69,7 +78,7 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 static void on_exit_hook(int status, void *arg)
 {
     (void)arg;
-    record(TSIM_FATE_EXIT, 0, status);
+    record(TSIM_FATE_EXIT, 0, status, 0);
 }
 
 /* The thread that attaches gets an alternate signal stack, so that a stack
@@ -102,6 +111,8 @@ int pl_fate_install(pl_proc *pp)
     /* a second attach in one process (or in a forked child): the newest
      * processor and process are the ones; on_exit is inherited by fork */
     fate_pid = getpid();
+    fate_seg = (uintptr_t)pp->seg;
+    fate_seg_size = pp->seg->size;
     fate_proc = (tsim_proc *)((char *)alias + (lo - start));
     if (!fate_hooked) {
         if (on_exit(on_exit_hook, NULL) != 0) return -1;
@@ -121,4 +132,20 @@ int pl_fate_install(pl_proc *pp)
         sigaction(fatal[i], &sa, NULL);
     }
     return 0;
+}
+
+_Noreturn void pl_damaged(pl_proc *pp, const char *fmt, ...)
+{
+    tsim_proc *p = pp->p;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->fate_why, sizeof p->fate_why, fmt, ap);
+    va_end(ap);
+    p->fate_signal = 0;
+    p->fate_status = PL_EXIT_DAMAGED;
+    p->fate_addr = 0;
+    p->fate_ns = mono_ns();
+    atomic_store(&p->fate_kind, TSIM_FATE_CORRUPT);
+    tsim_kick(pp->seg);
+    _exit(PL_EXIT_DAMAGED); /* no atexit code: it would run on the damaged state */
 }

@@ -78,6 +78,9 @@ enum { TSIM_VC_DYN0, TSIM_VC_DYN1, TSIM_VC_ESC, TSIM_VC_HP, TSIM_NVC };
 #define TSIM_RING_SLOTS 32 /* a 32-chunk FIFO holds at most 32 packets */
 #define TSIM_MAX_DIM  64
 #define TSIM_MAX_PROCS 4096
+/* Unit of the segment's protection (docs/torus-sim.md, Who may write
+ * what): each processor's part starts on such a boundary. */
+#define TSIM_PAGE     4096
 
 typedef struct tsim_geom {
     int dim[3];   /* X, Y, Z */
@@ -111,8 +114,7 @@ typedef struct tsim_ring {
     _Atomic uint32_t used;       /* chunks held (producer adds, consumer frees) */
     uint32_t cap;                /* capacity in chunks */
     _Atomic uint64_t t_free;     /* injection: sim time the last slot left */
-    uint32_t seen;               /* engine-private cursor */
-    uint32_t pad[7];
+    uint32_t pad[8];
     tsim_slot slot[TSIM_RING_SLOTS];
 } tsim_ring;
 
@@ -186,6 +188,8 @@ enum tsim_pstate {
 #define TSIM_FATE_SIGNAL 1u     /* killed by a fatal signal (SIGSEGV, SIGABRT, ...) */
 #define TSIM_FATE_EXIT   2u     /* exit() while still in the machine (no pl_close) */
 #define TSIM_FATE_CLOSED 0x100u /* flag: it had left the machine (pl_close) already */
+#define TSIM_FATE_CORRUPT 3u    /* the packet layer found its own FIFOs or state damaged
+                                   (fate_why says how) and ended the process */
 
 /* ---- steps the engine does for a blocked processor (tsim_proxy.c) ---- *
  * A processor about to block in its message layer's wait loop may describe
@@ -295,6 +299,15 @@ typedef struct tsim_proc {
     _Atomic uint32_t wake_mask;   /* TSIM_WAKE_* while BLOCKED */
     _Atomic uint32_t inj_need;    /* chunks wanted when waiting for room */
     _Atomic uint64_t sync_target; /* nonzero: waiting for seg->done >= this */
+    /* The engine's promise to a running processor (tsim_quiet.c): nothing
+     * reaches it before `quiet` unless it injects again or the other
+     * processor of its node, absent then (quiet_sib_absent), is opened:
+     * valid while its injection FIFOs' heads still add up to quiet_inj.
+     * Written as a seqlock (quiet_seq odd while the values change). */
+    _Atomic uint32_t quiet_seq;
+    _Atomic uint32_t quiet_inj;
+    _Atomic uint32_t quiet_sib_absent;
+    _Atomic uint64_t quiet;
     int32_t rank;                 /* MPI rank here, -1 if none */
     int32_t pid;
     int32_t exit_code;
@@ -306,7 +319,10 @@ typedef struct tsim_proc {
     _Atomic uint32_t fate_kind;   /* TSIM_FATE_*, 0 while it lives */
     int32_t fate_signal;          /* TSIM_FATE_SIGNAL: the signal */
     int32_t fate_status;          /* TSIM_FATE_EXIT: exit()'s argument */
+    uint64_t fate_addr;           /* TSIM_FATE_SIGNAL: 1 + the segment offset a SIGSEGV
+                                     wrote to (a page it may only read), 0 for none */
     uint64_t fate_ns;             /* when */
+    char fate_why[120];           /* TSIM_FATE_CORRUPT: what was damaged */
     _Atomic uint64_t pkts_injected, pkts_received, bytes_injected, bytes_received;
     _Atomic uint64_t msgs_sent[TSIM_NSW_KINDS]; /* messages per kind, counted by the
                                                    software above (the message layer's
@@ -322,6 +338,13 @@ typedef struct tsim_proc {
     _Atomic uint32_t gi_arm;      /* barriers armed so far (written after gi_t_arm) */
     _Atomic uint32_t gi_fired;    /* barriers fired so far (written after gi_t_fire) */
     _Atomic uint64_t gi_t_fire;   /* time the last one fired */
+    /* Written only by the engine and mpirun; the processor's own process
+     * maps this last page read-only (everything above is its own). */
+    struct {
+        _Alignas(TSIM_PAGE) _Atomic uint32_t rec_head[TSIM_NREC]; /* packets delivered */
+        _Atomic int32_t pid;      /* the pid the processor had when the engine first saw
+                                     it (pl_open), 0 before */
+    } eng;
 } tsim_proc;
 
 /* ---- the segment ------------------------------------------------------ */
@@ -334,7 +357,6 @@ typedef struct tsim_seg {
     tsim_params params;
     tsim_geom geom;
     _Atomic uint64_t done;         /* all events earlier than this are done */
-    _Atomic uint32_t engine_bell;  /* futex word the engine sleeps on */
     _Atomic uint32_t engine_idle;  /* 1 while the engine sleeps */
     _Atomic uint64_t engine_wait;  /* while it sleeps: it can move only once a running
                                       processor's clock passes this (0 while busy) */
@@ -343,6 +365,11 @@ typedef struct tsim_seg {
     uint32_t progress_secs;        /* nonzero: engine reports progress this often */
     int32_t rank_proc[TSIM_MAX_PROCS]; /* rank -> processor index */
     char mapping[256];             /* how ranks were mapped, for reports */
+    /* The one word every rank writes (tsim_kick), on a page of its own:
+     * ranks map everything above read-only. */
+    struct {
+        _Alignas(TSIM_PAGE) _Atomic uint32_t engine_bell; /* futex word the engine sleeps on */
+    };
     tsim_proc procs[];             /* nnodes * TSIM_CPUS */
 } tsim_seg;
 
@@ -365,6 +392,16 @@ tsim_seg *tsim_seg_create(const tsim_geom *g, const tsim_params *p, int named,
                           char *err, size_t errlen);
 tsim_seg *tsim_seg_attach(const char *name, char *err, size_t errlen);
 void tsim_seg_detach(tsim_seg *s);
+/* Makes an attached segment read-only to this process except the pages it
+ * must write: processor proc's own (all but its engine page), the
+ * coprocessor slot of its node when no rank runs there, and the engine's
+ * bell. A stray write elsewhere then faults in the writer. 0, or -1 with
+ * a reason; a host page larger than TSIM_PAGE leaves it unprotected. */
+int tsim_seg_protect(tsim_seg *s, int proc, char *err, size_t errlen);
+/* What lies at byte off of the segment: the processor it belongs to (-1
+ * for the header), its part in buf ("reception FIFO 3", "the machine's
+ * geometry"). */
+int tsim_seg_where(const tsim_seg *s, uint64_t off, char *buf, size_t len);
 /* Unlinks the shm name (if any) and unmaps. */
 void tsim_seg_destroy(tsim_seg *s);
 

@@ -57,6 +57,7 @@ void eng_wake(tsim_engine *e, int proc, uint64_t t)
     else t = vt;
     if (t < e->woke_min) e->woke_min = t;
     e->wakes++;
+    e->ep[proc].settled = 0;
     atomic_store(&p->wake_mask, 0);
     atomic_store(&p->state, TSIM_P_RUNNING);
     atomic_fetch_add(&p->bell, 1);
@@ -74,6 +75,7 @@ static void wake_if_ready(tsim_engine *e, int proc, uint64_t t)
 {
     tsim_proc *p = &e->seg->procs[proc];
     if (atomic_load(&p->state) != TSIM_P_BLOCKED) return;
+    e->ep[proc].settled = 1; /* until a wake below */
     int taken = prx_start(e, proc);
     if (taken < 0) eng_wake(e, proc, t);
     if (taken) return;
@@ -114,9 +116,14 @@ void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
         return;
     }
     tsim_ring *r = &p->rec[fifo];
-    uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+    eproc *q = &e->ep[proc];
+    uint32_t h = q->rec_head[fifo]; /* never the ring's head: the processor can write that */
     r->slot[h % TSIM_RING_SLOTS] = n->s;
+    q->rec_chunks[fifo][h % TSIM_RING_SLOTS] = (uint8_t)c;
+    q->rec_head[fifo] = h + 1;
     atomic_fetch_add(&r->used, (uint32_t)c);
+    /* the read-only copy first: a reader that sees the head sees it too */
+    atomic_store_explicit(&p->eng.rec_head[fifo], h + 1, memory_order_relaxed);
     atomic_store_explicit(&r->head, h + 1, memory_order_release);
     pkt_free(e, pk);
     if (atomic_load(&p->state) == TSIM_P_BLOCKED &&
@@ -264,6 +271,22 @@ static int inj_packet_ok(tsim_engine *e, int proc, int f, uint32_t seq, const ts
     return -1;
 }
 
+/* A processor's reception cursor (tail) that moved, checked against what
+ * the engine itself delivered and saw freed: 1 after eng_violation(). */
+static int rec_cursor_bad(tsim_engine *e, int proc, int f, uint32_t tl)
+{
+    const eproc *q = &e->ep[proc];
+    if ((int32_t)(tl - q->rec_seen[f]) < 0)
+        eng_violation(e, proc, "reception FIFO %d: tail %u moved %u slots back, to packets it "
+                      "had freed already", f, tl, q->rec_seen[f] - tl);
+    else if ((int32_t)(tl - q->rec_head[f]) > 0)
+        eng_violation(e, proc, "reception FIFO %d: tail %u is %u slots past the head (%u packets "
+                      "delivered)", f, tl, tl - q->rec_head[f], q->rec_head[f]);
+    else
+        return 0;
+    return 1;
+}
+
 static int drain(tsim_engine *e)
 {
     int got = 0;
@@ -271,28 +294,33 @@ static int drain(tsim_engine *e)
         tsim_proc *p = &e->seg->procs[i];
         uint32_t st = atomic_load(&p->state);
         if (st == TSIM_P_ABSENT || st == TSIM_P_ENGINE) continue;
+        if (!e->ep[i].pid && p->pid) { /* its pid from pl_open, frozen from here on */
+            e->ep[i].pid = p->pid;
+            atomic_store(&p->eng.pid, p->pid);
+        }
         for (int f = 0; f < TSIM_NINJ; f++) {
             tsim_ring *r = &p->inj[f];
+            uint32_t *seen = &e->ep[i].inj_seen[f]; /* never in the processor's pages */
             uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
             /* unsigned: a head moved back shows as a huge distance too */
-            if (h - r->seen > TSIM_RING_SLOTS) {
-                if ((int32_t)(h - r->seen) < 0)
+            if (h - *seen > TSIM_RING_SLOTS) {
+                if ((int32_t)(h - *seen) < 0)
                     eng_violation(e, i, "injection FIFO %d: head %u moved %u slots back, behind the "
-                              "engine's cursor %u", f, h, r->seen - h, r->seen);
+                              "engine's cursor %u", f, h, *seen - h, *seen);
                 else
                     eng_violation(e, i, "injection FIFO %d: head %u is %u slots past the engine's "
-                              "cursor %u (a ring holds %d)", f, h, h - r->seen, r->seen,
+                              "cursor %u (a ring holds %d)", f, h, h - *seen, *seen,
                               TSIM_RING_SLOTS);
                 return got;
             }
-            for (; r->seen != h; r->seen++) {
-                const tsim_slot *sl = &r->slot[r->seen % TSIM_RING_SLOTS];
-                if (inj_packet_ok(e, i, f, r->seen, sl) != 0) return got;
+            for (; *seen != h; (*seen)++) {
+                const tsim_slot *sl = &r->slot[*seen % TSIM_RING_SLOTS];
+                if (inj_packet_ok(e, i, f, *seen, sl) != 0) return got;
                 uint32_t pk = pkt_alloc(e);
                 npkt *n = &e->pool[pk];
                 n->s = *sl;
                 n->s.m.src = (uint32_t)i;
-                ev_push_key(e, n->s.m.t_inject, proc_key(i, f, r->seen), EV_INJ, i, f, pk);
+                ev_push_key(e, n->s.m.t_inject, proc_key(i, f, *seen), EV_INJ, i, f, pk);
                 got = 1;
             }
         }
@@ -300,10 +328,20 @@ static int drain(tsim_engine *e)
         for (int f = 0; f < TSIM_NREC; f++) {
             tsim_ring *r = &p->rec[f];
             uint32_t tl = atomic_load_explicit(&r->tail, memory_order_acquire);
+            if (tl == q->rec_seen[f]) continue;
+            if (rec_cursor_bad(e, i, f, tl)) return got;
+            uint64_t vt = atomic_load(&p->vt); /* published before any slot was freed */
             for (; q->rec_seen[f] != tl; q->rec_seen[f]++) {
-                const tsim_slot *s = &r->slot[q->rec_seen[f] % TSIM_RING_SLOTS];
-                ev_push_key(e, s->m.t_done, proc_key(i, 8 + f, q->rec_seen[f]), EV_REC_FREE, i,
-                            f, s->p.hw.chunks);
+                unsigned k = q->rec_seen[f] % TSIM_RING_SLOTS;
+                uint64_t t = r->slot[k].m.t_done;
+                if (t > vt) {
+                    eng_violation(e, i, "reception FIFO %d: slot %u freed at %llu cycles, after "
+                                  "its clock %llu", f, k, (unsigned long long)t,
+                                  (unsigned long long)vt);
+                    return got;
+                }
+                ev_push_key(e, t, proc_key(i, 8 + f, q->rec_seen[f]), EV_REC_FREE, i, f,
+                            q->rec_chunks[f][k]);
                 got = 1;
             }
         }
@@ -352,6 +390,10 @@ static uint64_t horizon(tsim_engine *e, int *running, int *blocked)
             (*running)++;
         } else if (st == TSIM_P_BLOCKED) {
             (*blocked)++;
+        } else if (st > TSIM_P_EXITED && (st != TSIM_P_ENGINE || !e->ep[i].engine_driven)) {
+            eng_violation(e, i, "state word: %u is %s", st,
+                          st == TSIM_P_ENGINE ? "the state of the engine's own traffic sources"
+                                              : "not a processor state");
         }
     }
     return h;
@@ -409,6 +451,8 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
     tsim_seg *s = e->seg;
     double t0 = now_s();
     double next_progress = t0 + s->progress_secs;
+    for (int i = 0; i < e->nprocs; i++)
+        e->ep[i].engine_driven = atomic_load(&s->procs[i].state) == TSIM_P_ENGINE;
     start_sources(e);
     for (;;) {
         uint32_t bell = atomic_load(&s->engine_bell);
@@ -425,6 +469,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
         ev v;
         e->h = h;
         while (evq_pop_below(&e->q, h, &v)) {
+            if (v.t >= e->trace_at) tsim_trace_tick(e, v.t);
             process(e, &v);
             if (s->progress_secs && !(e->events & 0xffff)) report_progress(e, t0, &next_progress);
             progress = 1;
@@ -458,6 +503,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
              * (packetlayer/pl.c); one whose clock moved after we looked may
              * have read an older value and not kicked: look again after
              * publishing it (both sides store, then load) */
+            eng_publish_quiet(e);
             atomic_store(&s->engine_wait, sleep_until(e));
             atomic_store(&s->engine_idle, 1);
             int r2, b2;
@@ -518,9 +564,12 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
     e->rt = calloc((size_t)e->g.nnodes, sizeof *e->rt);
     e->ep = calloc((size_t)e->nprocs, sizeof *e->ep);
     e->freelist = NIL;
+    e->trace_at = UINT64_MAX;
     atomic_store(&e->violation_proc, -1);
     const char *px = getenv("BGLEMU_PROXY");
     e->prx_off = px && strcmp(px, "0") == 0;
+    const char *qt = getenv("BGLEMU_QUIET");
+    e->quiet_off = qt && strcmp(qt, "0") == 0;
     if (!e->rt || !e->ep || evq_init(&e->q) != 0 || tree_new(e) != 0) {
         tsim_engine_free(e);
         return NULL;
@@ -557,6 +606,7 @@ void tsim_engine_free(tsim_engine *e)
     if (!e) return;
     prx_free(e);
     tree_free(e);
+    tsim_trace_free(e);
     free(e->rt);
     free(e->ep);
     evq_free(&e->q);

@@ -123,6 +123,13 @@ typedef struct prx_state {
 
 typedef struct eproc {
     uint32_t rec_seen[TSIM_NREC]; /* consumed slots already turned into events */
+    /* what the engine delivered, never read back from the processor's
+     * pages: packets per reception FIFO and each slot's chunks */
+    uint32_t rec_head[TSIM_NREC];
+    uint32_t inj_seen[TSIM_NINJ]; /* injected slots already taken */
+    uint8_t rec_chunks[TSIM_NREC][TSIM_RING_SLOTS];
+    int engine_driven; /* TSIM_P_ENGINE when the run started */
+    int pid;           /* frozen at first sight (tsim_proc.eng.pid) */
     int32_t inj_used[TSIM_NINJ];  /* modelled injection occupancy */
     /* engine-side source */
     int src_live;     /* the source may produce more */
@@ -132,6 +139,11 @@ typedef struct eproc {
     uint64_t src_armed; /* time of the EV_SRC already queued, or 0 */
     tsim_pkt src_pkt;
     prx_state prx;
+    /* tsim_quiet.c: BLOCKED and looked at since its last wake (only an
+     * event can wake it now), and what it was last promised */
+    int settled;
+    uint64_t quiet_pub;
+    uint32_t quiet_inj_pub, quiet_sib_pub;
 } eproc;
 
 struct tsim_engine {
@@ -166,10 +178,13 @@ struct tsim_engine {
     char violation[160];
     uint64_t published; /* the last horizon published as done, kept here */
     int prx_off;           /* BGLEMU_PROXY=0: every blocked processor is woken */
+    int quiet_off;         /* BGLEMU_QUIET=0: no promises (tsim_quiet.c) */
     char *deadlock_report; /* snapshot taken when the deadlock was found */
     pthread_t thread;
     tsim_result result;
     struct tree_state *tree; /* the collective networks (tsim_tree.c) */
+    struct tsim_trace *trace; /* the link sampler (tsim_trace.c), NULL: off */
+    uint64_t trace_at;        /* its next sampling time, UINT64_MAX: off */
 };
 
 /* tsim_net.c: the routers and links. */
@@ -191,6 +206,10 @@ int prx_active(const tsim_engine *e, int proc);
 int prx_start(tsim_engine *e, int proc);
 void prx_free(tsim_engine *e);
 
+/* tsim_quiet.c: tells each running processor how far its own empty polls
+ * need no round trip to the engine (tsim_proc.quiet). */
+void eng_publish_quiet(tsim_engine *e);
+
 /* tsim_tree.c: the collective network and the global interrupt. */
 int tree_new(tsim_engine *e);
 void tree_free(tsim_engine *e);
@@ -201,6 +220,12 @@ void tree_event(tsim_engine *e, const ev *v);
 /* A processor blocked with a collective-network bit in mask whose wait is
  * already over. */
 int tree_ready(tsim_engine *e, int proc, uint32_t mask);
+/* Tree injections and barrier arms of proc collected so far (tsim_quiet.c). */
+uint32_t tree_seen(const tsim_engine *e, int proc);
+/* tsim_trace.c: samples the links at every sampling time up to now. */
+typedef struct tsim_trace tsim_trace;
+void tsim_trace_tick(tsim_engine *e, uint64_t now);
+void tsim_trace_free(tsim_engine *e);
 
 /* tsim_report.c */
 void report_snapshot_deadlock(tsim_engine *e);

@@ -350,22 +350,26 @@ typedef struct cand {
 /* Earliest future time a busy link or scratchpad channel of r frees. */
 static uint64_t next_free(const router *r, uint64_t t)
 {
+    /* a time at or before t counts as never (UINT64_MAX): x - t - 1 wraps */
+#define NF(x) ((x) - t - 1 < m - t - 1 ? (x) : m)
     uint64_t m = r->nret ? r->ret_min : UINT64_MAX;
-    for (int port = 0; port < TSIM_NPORTS; port++)
-        if (r->busy_until[port] > t && r->busy_until[port] < m) m = r->busy_until[port];
-    for (int c = 0; c < TSIM_CPUS; c++)
-        if (r->sp_busy[c] > t && r->sp_busy[c] < m) m = r->sp_busy[c];
-    if (r->loop_busy > t && r->loop_busy < m) m = r->loop_busy;
+    for (int port = 0; port < TSIM_NPORTS; port++) m = NF(r->busy_until[port]);
+    for (int c = 0; c < TSIM_CPUS; c++) m = NF(r->sp_busy[c]);
+    m = NF(r->loop_busy);
+#undef NF
     return m;
 }
 
+/* Branch-free: on a saturated router the ports' states are unpredictable. */
 static inline unsigned free_now(const router *r, uint64_t t)
 {
     unsigned free = WANT_LOCAL;
-    for (int port = 0; port < TSIM_NPORTS; port++)
-        if (r->busy_until[port] <= t) free |= 1u << port;
-    if (r->sp_busy[0] <= t || r->sp_busy[1] <= t) free |= WANT_SP;
-    if (r->loop_busy <= t) free |= WANT_LOOP;
+    _Static_assert(TSIM_NPORTS == 6, "free_now: one term per port");
+    free |= (unsigned)(r->busy_until[0] <= t) << 0 | (unsigned)(r->busy_until[1] <= t) << 1 |
+            (unsigned)(r->busy_until[2] <= t) << 2 | (unsigned)(r->busy_until[3] <= t) << 3 |
+            (unsigned)(r->busy_until[4] <= t) << 4 | (unsigned)(r->busy_until[5] <= t) << 5;
+    free |= (unsigned)(r->sp_busy[0] <= t || r->sp_busy[1] <= t) * WANT_SP;
+    free |= (unsigned)(r->loop_busy <= t) * WANT_LOOP;
     return free;
 }
 
@@ -401,18 +405,22 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
         }
         r->ret_min = m;
     }
-    while (r->waiting) {
-        unsigned free = free_now(r, t);
-        int n = 0;
-        for (uint32_t m = r->inmask; m; m &= m - 1) {
-            pq *q = &r->inq[0][0] + __builtin_ctz(m);
-            if (want_new(r, q, free)) c[n++] = (cand){q->t_head, q->seq, q};
-        }
-        for (uint32_t m = r->injmask; m; m &= m - 1) {
-            pq *q = &r->injq[0][0] + __builtin_ctz(m);
-            if (want_new(r, q, free)) c[n++] = (cand){q->t_head, q->seq, q};
-        }
-        for (int i = 1; i < n && n > 1; i++) { /* insertion sort: n is small */
+    /* The first round looks at every queue. Within one call nothing frees
+     * (ports, credits and reception room are only taken, gen stays), so a
+     * head that failed fails again: later rounds need only the heads that
+     * movers uncovered. */
+    unsigned free = free_now(r, t);
+    int n = 0;
+    for (uint32_t m = r->inmask; m; m &= m - 1) {
+        pq *q = &r->inq[0][0] + __builtin_ctz(m);
+        if (want_new(r, q, free)) c[n++] = (cand){q->t_head, q->seq, q};
+    }
+    for (uint32_t m = r->injmask; m; m &= m - 1) {
+        pq *q = &r->injq[0][0] + __builtin_ctz(m);
+        if (want_new(r, q, free)) c[n++] = (cand){q->t_head, q->seq, q};
+    }
+    while (n) {
+        for (int i = 1; i < n; i++) { /* insertion sort: n is small */
             cand x = c[i];
             int j = i - 1;
             while (j >= 0 && (c[j].t > x.t || (c[j].t == x.t && c[j].seq > x.seq))) {
@@ -424,13 +432,18 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
         int moved = 0;
         for (int i = 0; i < n; i++) {
             if (try_move(e, node, c[i].q, t)) {
-                moved = 1;
+                c[moved++].q = c[i].q; /* i >= moved: nothing still to try is overwritten */
+                free = free_now(r, t); /* the mover took a port */
             } else {
                 c[i].q->fail_gen = r->gen;
-                c[i].q->fail_free = (uint16_t)free_now(r, t); /* not `free`: earlier movers took some */
+                c[i].q->fail_free = (uint16_t)free;
             }
         }
-        if (!moved) break;
+        n = 0;
+        for (int i = 0; i < moved; i++) {
+            pq *q = c[i].q;
+            if (q->head != NIL && want_new(r, q, free)) c[n++] = (cand){q->t_head, q->seq, q};
+        }
     }
     if (r->waiting) {
         uint64_t w = next_free(r, t);

@@ -190,7 +190,7 @@ static int adopt(tsim_engine *e, int proc)
     memcpy(&dd, (const void *)&p->prx, sizeof dd);
     const tsim_prx *d = &dd;
     uint32_t mask = atomic_load(&p->wake_mask);
-    int pid = p->pid;
+    int pid = e->ep[proc].pid; /* frozen at first sight: never whoever it names now */
     if (d->polls == 0 || d->polls > MAX_POLLS || d->batch == 0 || d->batch > MAX_BATCH ||
         d->nrx > TSIM_PRX_RX || (d->start && d->empties >= d->polls) ||
         (mask & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL ||
@@ -339,8 +339,9 @@ void prx_inject(tsim_engine *e, int proc, int fifo, uint32_t dst, unsigned flags
     atomic_fetch_add_explicit(&p->bytes_injected, (uint64_t)chunks * TSIM_CHUNK, memory_order_relaxed);
     uint32_t pk = pkt_alloc(e);
     e->pool[pk].s = *s;
-    ev_push_key(e, s->m.t_inject, eng_proc_key(proc, fifo, r->seen), EV_INJ, proc, fifo, pk);
-    r->seen++;
+    uint32_t *seen = &e->ep[proc].inj_seen[fifo];
+    ev_push_key(e, s->m.t_inject, eng_proc_key(proc, fifo, *seen), EV_INJ, proc, fifo, pk);
+    (*seen)++;
     e->prx_sent++;
 }
 
@@ -421,7 +422,7 @@ int prx_visible(tsim_engine *e, int proc)
     for (int f = 0; f < TSIM_NREC; f++) {
         tsim_ring *r = &p->rec[f];
         uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
-        if (atomic_load_explicit(&r->head, memory_order_acquire) == tl) continue;
+        if (e->ep[proc].rec_head[f] == tl) continue; /* what was delivered, not the ring's word */
         uint64_t a = r->slot[tl % TSIM_RING_SLOTS].m.t_arrive;
         if (a < best_t) best_t = a, best = f;
     }
@@ -435,7 +436,7 @@ void prx_consume(tsim_engine *e, int proc, int f)
     tsim_ring *r = &p->rec[f];
     uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
     tsim_slot *s = &r->slot[tl % TSIM_RING_SLOTS];
-    int chunks = s->p.hw.chunks;
+    int chunks = e->ep[proc].rec_chunks[f][tl % TSIM_RING_SLOTS];
     x->vt += e->prm.pkt_read_cycles;
     atomic_store(&p->vt, x->vt);
     s->m.t_done = x->vt;
@@ -491,7 +492,7 @@ int prx_ready(tsim_engine *e, int proc)
     prx_state *x = &e->ep[proc].prx;
     tsim_proc *p = &e->seg->procs[proc];
     for (int f = 0; f < TSIM_NREC; f++)
-        if (atomic_load(&p->rec[f].head) != atomic_load(&p->rec[f].tail)) return 1;
+        if (e->ep[proc].rec_head[f] != atomic_load(&p->rec[f].tail)) return 1;
     for (int f = 0; f < TSIM_NINJ; f++)
         if ((x->inj_full & (1u << f)) && prx_room(&p->inj[f]) >= TSIM_MAX_CHUNKS) return 1;
     return 0;

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -24,7 +25,6 @@ static void ring_init(tsim_ring *r, uint32_t cap)
     atomic_init(&r->used, 0);
     atomic_init(&r->t_free, 0);
     r->cap = cap;
-    r->seen = 0;
 }
 
 tsim_seg *tsim_seg_create(const tsim_geom *gin, const tsim_params *p, int named,
@@ -152,4 +152,76 @@ void tsim_seg_destroy(tsim_seg *s)
     if (!s) return;
     if (s->name[0]) shm_unlink(s->name);
     munmap(s, s->size);
+}
+
+/* ---- who may write what (docs/torus-sim.md) ---------------------------- */
+_Static_assert(offsetof(tsim_seg, engine_bell) % TSIM_PAGE == 0, "the bell starts a page");
+_Static_assert(offsetof(tsim_seg, procs) == offsetof(tsim_seg, engine_bell) + TSIM_PAGE,
+               "the bell has its page to itself");
+_Static_assert(sizeof(tsim_proc) % TSIM_PAGE == 0 && offsetof(tsim_proc, eng) % TSIM_PAGE == 0,
+               "a processor is whole pages, its engine part the last");
+
+/* The processor slot of cpu 1 of proc's node serves proc as its
+ * coprocessor when proc is cpu 0 and no rank runs there. */
+static int coproc_of(const tsim_seg *s, int proc)
+{
+    if (proc % TSIM_CPUS != 0) return -1;
+    for (int r = 0; r < s->geom.nranks && r < TSIM_MAX_PROCS; r++)
+        if (s->rank_proc[r] == proc + 1) return -1;
+    return proc + 1;
+}
+
+int tsim_seg_protect(tsim_seg *s, int proc, char *err, size_t errlen)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    if (pg <= 0 || TSIM_PAGE % pg != 0) return 0; /* larger host pages: unprotected */
+    size_t own = offsetof(tsim_proc, eng);
+    int co = coproc_of(s, proc);
+    if (mprotect(s, s->size, PROT_READ) != 0 ||
+        mprotect((void *)&s->engine_bell, TSIM_PAGE, PROT_READ | PROT_WRITE) != 0 ||
+        mprotect(&s->procs[proc], own, PROT_READ | PROT_WRITE) != 0 ||
+        (co >= 0 && mprotect(&s->procs[co], own, PROT_READ | PROT_WRITE) != 0)) {
+        snprintf(err, errlen, "cannot protect the machine segment: mprotect: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int tsim_seg_where(const tsim_seg *s, uint64_t off, char *buf, size_t len)
+{
+    static const struct { size_t at; const char *what; } hdr[] = {
+        {offsetof(tsim_seg, params), "segment header"}, /* (end of a part, the part) */
+        {offsetof(tsim_seg, geom), "parameters"},
+        {offsetof(tsim_seg, done), "geometry"},
+        {offsetof(tsim_seg, rank_proc), "simulated-time horizon and job flags"},
+        {offsetof(tsim_seg, mapping), "rank map"},
+        {offsetof(tsim_seg, engine_bell), "mapping name"},
+        {offsetof(tsim_seg, procs), "engine bell"},
+    };
+    if (off < offsetof(tsim_seg, procs)) {
+        const char *w = "segment header";
+        for (size_t i = 0; i < sizeof hdr / sizeof *hdr; i++)
+            if (off < hdr[i].at) { w = hdr[i].what; break; }
+        snprintf(buf, len, "the machine's %s", w);
+        return -1;
+    }
+    uint64_t rel = off - offsetof(tsim_seg, procs);
+    int proc = (int)(rel / sizeof(tsim_proc));
+    size_t in = (size_t)(rel % sizeof(tsim_proc));
+    if (proc >= s->geom.nnodes * TSIM_CPUS) {
+        snprintf(buf, len, "the end of the machine segment");
+        return -1;
+    }
+    size_t ring = sizeof(tsim_ring);
+    if (in >= offsetof(tsim_proc, eng))
+        snprintf(buf, len, "engine page");
+    else if (in >= offsetof(tsim_proc, rec))
+        snprintf(buf, len, "reception FIFO %zu", (in - offsetof(tsim_proc, rec)) / ring);
+    else if (in >= offsetof(tsim_proc, inj))
+        snprintf(buf, len, "injection FIFO %zu", (in - offsetof(tsim_proc, inj)) / ring);
+    else if (in >= offsetof(tsim_proc, prx))
+        snprintf(buf, len, "description for the engine");
+    else
+        snprintf(buf, len, "clock and state");
+    return proc;
 }

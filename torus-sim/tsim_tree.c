@@ -726,3 +726,8 @@ const tsim_link_stats *tsim_engine_tree_link(tsim_engine *e, int node, int up)
     if (node <= 0 || node >= e->g.nnodes) return NULL;
     return up ? &e->tree->n[node].up : &e->tree->n[node].dn;
 }
+
+uint32_t tree_seen(const tsim_engine *e, int proc)
+{
+    return e->tree->inj_seen[proc] + e->tree->gi_seen[proc];
+}

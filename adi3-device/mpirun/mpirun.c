@@ -85,6 +85,13 @@ static void choose_launcher(mpirun_job *j)
     j->hydra = hydra;
     j->wtime_lib = wtime;
     j->coll_json = csel;
+    if (o->trace) { /* MPI calls on the timeline: wrappers preloaded before everything */
+        static char tlib[4096];
+        snprintf(tlib, sizeof tlib, "%s/../lib/libbglemu-trace.so", self);
+        if (access(tlib, R_OK) == 0) j->trace_lib = tlib;
+        else fprintf(stderr, "mpirun: --trace: %s not found (make mpich): MPI calls will not be "
+                     "on the timeline\n", tlib);
+    }
 }
 
 /* The mapping as the JSON report shows it: no quote, backslash or control
@@ -105,6 +112,26 @@ static void describe_status(int st, char *buf, size_t len)
         snprintf(buf, len, "was killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
     else
         snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
+}
+
+/* " writing into rank 0's reception FIFO 3, which it may only read" for a
+ * rank that died writing into a protected page of the segment (its fate
+ * record has the offset, pl_fate.c), "" otherwise. */
+static void describe_fault(const mpirun_job *j, const tsim_proc *p, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    uint32_t kind = atomic_load(&p->fate_kind) & ~TSIM_FATE_CLOSED;
+    if (kind != TSIM_FATE_SIGNAL || !p->fate_addr) return;
+    char part[96];
+    int proc = tsim_seg_where(j->seg, p->fate_addr - 1, part, sizeof part), r = -1;
+    for (int q = 0; q < j->g.nranks && proc >= 0 && r < 0; q++)
+        if (j->map.proc[q] == proc) r = q;
+    if (proc < 0)
+        snprintf(buf, len, " writing into %s, which it may only read", part);
+    else if (r >= 0)
+        snprintf(buf, len, " writing into rank %d's %s, which it may only read", r, part);
+    else
+        snprintf(buf, len, " writing into processor %d's %s, which it may only read", proc, part);
 }
 
 /* What a rank recorded of its own end (pl_fate.c), "" if nothing. */
@@ -241,6 +268,13 @@ int main(int argc, char **argv)
         mpirun_die("--heatmap %s: cannot open: %s", o.heatmap, strerror(errno));
     }
     if (o.heatmap && !heat) heat = stderr;
+    FILE *trace = NULL;
+    /* an OTF2 archive is a directory of files, written at the end (checked with the options) */
+    if (o.trace && !mpirun_trace_otf2(o.trace) && !(trace = fopen(o.trace, "w"))) {
+        if (rep) fclose(rep), unlink(o.report);
+        if (heat && heat != stderr) fclose(heat), unlink(o.heatmap);
+        mpirun_die("--trace %s: cannot open: %s", o.trace, strerror(errno));
+    }
 
     /* ---- from here on, everything created is removed on every path ---- */
     sigset_t block, old;
@@ -257,6 +291,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "mpirun: cannot create the machine: %s\n", err);
         if (rep) fclose(rep), unlink(o.report);
         if (heat && heat != stderr) fclose(heat), unlink(o.heatmap);
+        if (trace) fclose(trace), unlink(o.trace);
         return MPIRUN_RANK_FAILED;
     }
     tsim_seg *s = j.seg;
@@ -277,6 +312,11 @@ int main(int argc, char **argv)
     j.eng = tsim_engine_new(s);
     if (!j.pid || !j.status || !j.reaped || !j.eng) {
         fprintf(stderr, "mpirun: out of memory\n");
+        rc = MPIRUN_RANK_FAILED;
+        goto out;
+    }
+    if (o.trace && mpirun_trace_setup(&j, err, sizeof err) != 0) {
+        fprintf(stderr, "mpirun: --trace %s: %s\n", o.trace, err);
         rc = MPIRUN_RANK_FAILED;
         goto out;
     }
@@ -330,9 +370,23 @@ int main(int argc, char **argv)
             fprintf(stderr, "mpirun: --heatmap %s: write failed\n", o.heatmap);
         heat = NULL;
     }
+    if (o.trace) {
+        mpirun_trace_write(&j, trace);
+        if (trace && fclose(trace) != 0) fprintf(stderr, "mpirun: --trace %s: write failed\n", o.trace);
+        trace = NULL;
+    }
     char why[128];
     if (j.violation_proc < 0) /* caught while the last ranks left */
         j.violation_proc = tsim_engine_violation(j.eng, j.violation, sizeof j.violation);
+    for (int r = 0, k; j.violation_proc < 0 && r < o.np; r++) {
+        /* or found by the rank in its own pages (pl_damaged) */
+        const tsim_proc *p = &s->procs[j.map.proc[r]];
+        if ((atomic_load(&p->fate_kind) & ~TSIM_FATE_CLOSED) != TSIM_FATE_CORRUPT ||
+            (k = mpirun_culprit(&j)) != r)
+            continue;
+        j.violation_proc = j.map.proc[r];
+        snprintf(j.violation, sizeof j.violation, "%.*s", (int)sizeof p->fate_why, p->fate_why);
+    }
     if (j.violation_proc >= 0) {
         /* the cause, whatever followed (ranks released with -1, hydra's
          * kills, the timeout): the rank that wrote it. In CO mode the
@@ -345,7 +399,7 @@ int main(int argc, char **argv)
         if (r >= 0) {
             ml_map_coords(&j.map, g, r, c);
             fprintf(stderr, "mpirun: job failed: rank %d <%d,%d,%d,%d> (pid %d)%s corrupted its %s\n",
-                    r, c[0], c[1], c[2], c[3], (int)s->procs[vp].pid,
+                    r, c[0], c[1], c[2], c[3], mpirun_pid(&s->procs[vp]),
                     co ? ", on its coprocessor," : "", j.violation);
         } else {
             fprintf(stderr, "mpirun: job failed: processor %d, which runs no rank, corrupted its %s\n",
@@ -366,17 +420,20 @@ int main(int argc, char **argv)
         int r = j.failed_rank, c[4];
         ml_map_coords(&j.map, g, r, c);
         describe_status(j.status[r], why, sizeof why);
-        fprintf(stderr, "mpirun: job failed: rank %d <%d,%d,%d,%d> (pid %d) %s\n", r, c[0], c[1],
-                c[2], c[3], (int)j.pid[r], why);
+        char fault[200];
+        describe_fault(&j, &s->procs[j.map.proc[r]], fault, sizeof fault);
+        fprintf(stderr, "mpirun: job failed: rank %d <%d,%d,%d,%d> (pid %d) %s%s\n", r, c[0], c[1],
+                c[2], c[3], (int)j.pid[r], why, fault);
         rc = MPIRUN_RANK_FAILED;
     } else if (j.failed_rank >= 0 && j.hydra) {
         int r = j.failed_rank, c[4];
         ml_map_coords(&j.map, g, r, c);
         describe_status(j.hydra_status, why, sizeof why);
         const tsim_proc *p = &s->procs[j.map.proc[r]];
-        int pid = (int)p->pid;
-        char how[96];
+        int pid = mpirun_pid(p);
+        char how[300];
         describe_fate(p, how, sizeof how);
+        describe_fault(&j, p, how + strlen(how), sizeof how - strlen(how));
         if (pid && (atomic_load(&p->fate_kind) & TSIM_FATE_CLOSED))
             fprintf(stderr, "mpirun: job failed: rank %d <%d,%d,%d,%d> (pid %d) was %s after "
                     "MPI_Finalize; mpiexec.hydra %s\n", r, c[0], c[1], c[2], c[3], pid, how, why);
@@ -409,6 +466,8 @@ out:
     }
     if (rep) fclose(rep), unlink(o.report);
     if (heat && heat != stderr) fclose(heat), unlink(o.heatmap);
+    if (trace) fclose(trace), unlink(o.trace);
+    mpirun_trace_free(&j);
     tsim_engine_free(j.eng);
     tsim_seg_destroy(s); /* unlinks again: harmless if already gone */
     ml_map_free(&j.map);

@@ -9,6 +9,14 @@
 #include "messagelayer/ml.h"
 #include "torus-sim/tsim.h"
 
+/* A rank's pid as the engine froze it when it attached (tsim_proc.eng.pid:
+ * a page the rank cannot write), its own word before that. */
+static inline int mpirun_pid(const tsim_proc *p)
+{
+    int pid = atomic_load(&p->eng.pid);
+    return pid > 0 ? pid : p->pid;
+}
+
 /* Exit statuses (docs/mpirun.md). */
 enum {
     MPIRUN_OK = 0,
@@ -36,6 +44,12 @@ typedef struct mpirun_opts {
     const char *clock;    /* BGLEMU_CLOCK for MPI ranks: none or cputime */
     const char *protocol; /* BGLMPI_PROTOCOL, or NULL */
     mpirun_launcher launcher;
+    /* timeline trace (docs/trace.md) */
+    const char *trace;          /* --trace FILE.json, or NULL */
+    const char *trace_ranks;    /* --trace-ranks LIST, NULL: every rank */
+    uint64_t trace_from, trace_to; /* --trace-window FROM:TO, cycles */
+    uint64_t trace_max;         /* --trace-max EVENTS */
+    uint64_t trace_interval;    /* --trace-interval CYCLES: link sampling */
     char **argv;          /* PROGRAM ARGS... */
 } mpirun_opts;
 
@@ -79,6 +93,8 @@ typedef struct mpirun_job {
     int signal_received;  /* SIGINT/SIGTERM/SIGHUP to mpirun, 0 */
     int timed_out;
     int deadlock;
+    struct mpirun_trace *trace; /* --trace: the ranks' buffers (mpirun_trace.c) */
+    const char *trace_lib;      /* preloaded into MPI ranks first when tracing, or NULL */
 } mpirun_job;
 
 /* Starts every rank; returns 0, or -1 after printing why (the ranks started
@@ -92,5 +108,23 @@ void mpirun_wait(mpirun_job *j);
  * (under fork, only a non-zero one); records made after mpirun aborted the
  * job are not causes. -1 if no rank recorded one. */
 int mpirun_culprit(const mpirun_job *j);
+
+/* --trace (mpirun_trace.c). Checks the rank list against -np: one line and
+ * exit MPIRUN_USAGE if it names a rank that does not exist. */
+void mpirun_trace_check(const mpirun_opts *o);
+/* 1 if path names an OTF2 archive (FILE.otf2) rather than a JSON file. */
+int mpirun_trace_otf2(const char *path);
+/* Creates the ranks' trace buffers (a shm object of its own, 0600) and
+ * starts the engine's link sampler; 0, or -1 with the reason in err. */
+int mpirun_trace_setup(mpirun_job *j, char *err, size_t len);
+/* The BGLEMU_TRACE=name assignment for the ranks' environment. */
+const char *mpirun_trace_env(const mpirun_job *j);
+/* Removes the object's name (the ranks have attached, or the job ends). */
+void mpirun_trace_unlink(mpirun_job *j);
+/* After the run: merges the ranks' records and the link samples into f
+ * (Chrome trace-event JSON), or, f NULL, into the OTF2 archive --trace
+ * names; says on stderr when the trace was cut. */
+int mpirun_trace_write(mpirun_job *j, FILE *f);
+void mpirun_trace_free(mpirun_job *j);
 
 #endif

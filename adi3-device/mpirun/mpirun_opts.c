@@ -46,12 +46,22 @@ void mpirun_usage(FILE *f)
           "  --report FILE      write the engine's JSON report (per processor, per link)\n"
           "  --heatmap FILE     link utilization: FILE.svg a picture of the torus, any\n"
           "                     other name a text heatmap ('-': stderr)\n"
+          "  --trace FILE.json  timeline of the run in simulated time (Chrome trace-event\n"
+          "                     JSON, open in ui.perfetto.dev): MPI calls, message-layer\n"
+          "                     sends and receptions, waits, collectives, link utilization;\n"
+          "                     FILE.otf2: the same as an OTF2 archive (Vampir, ViTE)\n"
+          "  --trace-ranks LIST only these ranks, e.g. 0,2,4-7 (default: all)\n"
+          "  --trace-window FROM:TO  only events overlapping these cycles (either may be\n"
+          "                     empty: 100000: or :5000000)\n"
+          "  --trace-max EVENTS at most this many events, the earliest (default 1000000);\n"
+          "                     a line on stderr says when the trace was cut\n"
+          "  --trace-interval CYCLES  link utilization sampling interval (default 5000)\n"
           "  --progress SECONDS a progress line on stderr this often in long runs\n"
           "                     (default 30, 0: off)\n"
           "  --timeout SECONDS  wall-clock limit, then the job is killed (default 600, 0: none)\n"
           "  --help             this text\n"
           "Ranks get BGLEMU_SEG, BGLEMU_RANK (PMI_RANK under hydra), BGLEMU_NRANKS,\n"
-          "BGLMPI_MAPPING and BGLEMU_CLOCK.\n"
+          "BGLMPI_MAPPING and BGLEMU_CLOCK (and BGLEMU_TRACE with --trace).\n"
           "Exit status: 0 all ranks exited 0; 1 a rank failed; 2 bad options; 3 deadlock;\n"
           "124 timeout; 128+signal if mpirun was interrupted.\n",
           f);
@@ -116,6 +126,9 @@ void mpirun_parse(int argc, char **argv, mpirun_opts *o)
     o->timeout = 600;
     o->progress = 30;
     o->clock = "cputime";
+    o->trace_to = UINT64_MAX;
+    o->trace_max = 1000000;
+    o->trace_interval = 5000;
     tsim_params_default(&o->params);
     o->env = calloc((size_t)argc, sizeof *o->env);
     if (!o->env) mpirun_die("out of memory");
@@ -137,7 +150,9 @@ void mpirun_parse(int argc, char **argv, mpirun_opts *o)
         static const char *const with_value[] = {"np", "n", "mode", "shape", "connect", "mapfile",
                                                    "env", "params", "p", "report", "timeout",
                                                    "heatmap", "progress", "clock",
-                                                   "protocol", "launcher"};
+                                                   "protocol", "launcher", "trace",
+                                                   "trace-ranks", "trace-window", "trace-max",
+                                                   "trace-interval"};
         int known = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
             known |= !strcmp(n, with_value[k]);
@@ -189,6 +204,33 @@ void mpirun_parse(int argc, char **argv, mpirun_opts *o)
             if (strcmp(v, "-") && tsim_heatmap_format(v, err, sizeof err) < 0)
                 mpirun_die("--heatmap %s", err);
             o->heatmap = v;
+        } else if (!strcmp(n, "trace")) {
+            if (!*v || !strcmp(v, "-")) mpirun_die("--trace needs a file name (FILE.json)");
+            o->trace = v;
+        } else if (!strcmp(n, "trace-ranks")) {
+            if (!*v || strspn(v, "0123456789,-") != strlen(v))
+                mpirun_die("--trace-ranks '%s': want a list of ranks and ranges, e.g. 0,2,4-7", v);
+            o->trace_ranks = v;
+        } else if (!strcmp(n, "trace-window")) {
+            const char *colon = strchr(v, ':');
+            char *end;
+            if (!colon) mpirun_die("--trace-window '%s': want FROM:TO in cycles", v);
+            o->trace_from = 0;
+            o->trace_to = UINT64_MAX;
+            errno = 0;
+            if (colon != v) {
+                o->trace_from = strtoull(v, &end, 10);
+                if (errno || end != colon || *v == '-') mpirun_die("--trace-window '%s': want FROM:TO in cycles", v);
+            }
+            if (colon[1]) {
+                o->trace_to = strtoull(colon + 1, &end, 10);
+                if (errno || *end || colon[1] == '-') mpirun_die("--trace-window '%s': want FROM:TO in cycles", v);
+            }
+            if (o->trace_from > o->trace_to) mpirun_die("--trace-window '%s': FROM is after TO", v);
+        } else if (!strcmp(n, "trace-max")) {
+            o->trace_max = (uint64_t)parse_int(a, v, 1, 1000000000L);
+        } else if (!strcmp(n, "trace-interval")) {
+            o->trace_interval = (uint64_t)parse_int(a, v, 1, 1000000000000L);
         } else if (!strcmp(n, "progress")) {
             o->progress = (int)parse_int(a, v, 0, 1000000);
         } else if (!strcmp(n, "timeout")) {
@@ -201,5 +243,8 @@ void mpirun_parse(int argc, char **argv, mpirun_opts *o)
     }
     if (i >= argc) mpirun_die("no PROGRAM to run (see mpirun --help)");
     if (!o->np) mpirun_die("-np N is required");
+    if ((o->trace_ranks || o->trace_from || o->trace_to != UINT64_MAX) && !o->trace)
+        mpirun_die("--trace-ranks and --trace-window need --trace FILE.json");
+    mpirun_trace_check(o);
     o->argv = argv + i;
 }

@@ -45,7 +45,7 @@ static char **build_env(mpirun_job *j, char **ours, int nours)
     if (!env) return NULL;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        int drop = name_matches(environ[i], "BGLEMU_RANK=");
+        int drop = name_matches(environ[i], "BGLEMU_RANK=") || name_matches(environ[i], "BGLEMU_TRACE=");
         for (int q = 0; q < nours; q++) drop |= name_matches(environ[i], ours[q]);
         for (int q = 0; q < j->o->nenv; q++) drop |= name_matches(environ[i], j->o->env[q]);
         if (!drop) env[k++] = environ[i];
@@ -86,8 +86,8 @@ static int spawn_hydra(mpirun_job *j, char **ours, int nours)
 {
     static char preload[4200];
     const char *old = getenv("LD_PRELOAD");
-    snprintf(preload, sizeof preload, "LD_PRELOAD=%s%s%s", j->wtime_lib,
-             old && *old ? " " : "", old && *old ? old : "");
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s%s%s%s%s", j->trace_lib ? j->trace_lib : "",
+             j->trace_lib ? " " : "", j->wtime_lib, old && *old ? " " : "", old && *old ? old : "");
     ours[nours++] = preload;
     /* CH4 hands MPI_Bcast / MPI_Alltoall to the netmod (torus collectives)
      * unless the user chose a selection file */
@@ -149,7 +149,7 @@ int mpirun_spawn(mpirun_job *j)
 {
     int n = j->g.nranks;
     static char seg_var[96], np_var[32], map_var[4200], clock_var[64], proto_var[64];
-    char *ours[8];
+    char *ours[12];
     int nours = 0;
     snprintf(seg_var, sizeof seg_var, "BGLEMU_SEG=%s", j->seg->name);
     snprintf(np_var, sizeof np_var, "BGLEMU_NRANKS=%d", n);
@@ -162,6 +162,7 @@ int mpirun_spawn(mpirun_job *j)
     ours[nours++] = map_var;
     ours[nours++] = clock_var;
     ours[nours++] = proto_var;
+    if (mpirun_trace_env(j)) ours[nours++] = (char *)mpirun_trace_env(j);
     if (j->hydra) return spawn_hydra(j, ours, nours);
 
     static char rank_var[32];
@@ -219,13 +220,16 @@ int mpirun_culprit(const mpirun_job *j)
         const tsim_proc *p = &j->seg->procs[j->map.proc[r]];
         uint32_t kind = atomic_load(&p->fate_kind);
         uint32_t what = kind & ~TSIM_FATE_CLOSED;
-        if (what != TSIM_FATE_SIGNAL && what != TSIM_FATE_EXIT) continue;
-        if (j->abort_ns && p->fate_ns >= j->abort_ns) continue;
+        if (what != TSIM_FATE_SIGNAL && what != TSIM_FATE_EXIT && what != TSIM_FATE_CORRUPT)
+            continue;
+        if (j->abort_ns && p->fate_ns >= j->abort_ns && what != TSIM_FATE_CORRUPT) continue;
         /* under fork an exit 0 without pl_close is a normal end */
         if (what == TSIM_FATE_EXIT && !j->hydra && (p->fate_status & 0xff) == 0) continue;
-        int sig = what == TSIM_FATE_SIGNAL;
-        /* a crash is a cause before any exit: nothing makes a rank crash
-         * because another left, while ranks do leave after a peer crashed */
+        int sig = what == TSIM_FATE_CORRUPT ? 2 : what == TSIM_FATE_SIGNAL;
+        /* damage a rank found in its own pages (pl_damaged), then a crash,
+         * are causes before any exit: nothing makes a rank crash because
+         * another left, while ranks do leave after a peer crashed; and only
+         * the rank itself can write its own pages */
         if (best < 0 || sig > best_sig || (sig == best_sig && p->fate_ns < best_ns)) {
             best = r;
             best_sig = sig;
@@ -248,7 +252,8 @@ static void signal_live(mpirun_job *j, int sig)
         if (sig == SIGKILL) /* what hydra left behind */
             for (int r = 0; r < j->g.nranks; r++) {
                 tsim_proc *p = &j->seg->procs[j->map.proc[r]];
-                if (p->pid > 0 && atomic_load(&p->state) != TSIM_P_EXITED) kill(p->pid, sig);
+                if (mpirun_pid(p) > 0 && atomic_load(&p->state) != TSIM_P_EXITED)
+                    kill(mpirun_pid(p), sig);
             }
         return;
     }
@@ -270,6 +275,7 @@ static void unlink_when_attached(mpirun_job *j)
         if (!j->reaped[r] && j->seg->procs[j->map.proc[r]].pid == 0) return;
     }
     shm_unlink(j->seg->name);
+    mpirun_trace_unlink(j);
     j->unlinked = 1;
 }
 

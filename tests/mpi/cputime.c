@@ -2,7 +2,16 @@
  * -clock none, and its thread CPU time x cputime_scale_pct/100 with
  * -clock cputime. The program computes for about 50 ms of CPU between two
  * MPI_Wtime calls and compares the simulated interval with the CPU time it
- * measured itself.  cputime EXPECT_PCT   (0 for none mode) */
+ * measured itself.  cputime EXPECT_PCT   (0 for none mode)
+ *
+ *   cputime work PCT MICROS
+ * A 1-byte ping-pong (2 ranks) in which each rank computes MICROS us of
+ * CPU between its receive and its send: a half round trip must cost Table
+ * 1's 2,350 cycles plus the work at PCT, within 5%. Only the work between
+ * the calls may be charged: MPICH's own CPU time inside them counted as
+ * computation too would add several times 2,350 cycles at the default
+ * scale. */
+#include <string.h>
 #include <time.h>
 
 #include "mpi_check.h"
@@ -14,9 +23,46 @@ static double cpu_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static void spin(double seconds)
+{
+    volatile double x = 0;
+    double c0 = cpu_now();
+    while (cpu_now() - c0 < seconds) x += 1.0;
+}
+
+static int work_pingpong(double pct, double micros)
+{
+    int rank;
+    char b = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    enum { ITERS = 20 };
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = 0, work = micros * 1e-6;
+    for (int i = -2; i < ITERS; i++) { /* two warm-ups */
+        if (i == 0) t0 = MPI_Wtime();
+        if (rank == 0) {
+            MPI_Send(&b, 1, MPI_CHAR, 1, 0, MPI_COMM_WORLD);
+            MPI_Recv(&b, 1, MPI_CHAR, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            spin(work);
+        } else if (rank == 1) {
+            MPI_Recv(&b, 1, MPI_CHAR, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            spin(work);
+            MPI_Send(&b, 1, MPI_CHAR, 0, 0, MPI_COMM_WORLD);
+        }
+    }
+    double half = mc_cycles(MPI_Wtime() - t0) / (2.0 * ITERS);
+    double want = 2350 + work * 700e6 * pct / 100;
+    if (rank == 0)
+        CHECK(half > 0.95 * want && half < 1.05 * want,
+              "-clock cputime at %.0f%%: %.0f us of work between the calls: %.0f cycles per half "
+              "round trip (2,350 + %.0f, within 5%%)", pct, micros, half, want - 2350);
+    return mc_finish();
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+    if (argc > 3 && !strcmp(argv[1], "work")) return work_pingpong(atof(argv[2]), atof(argv[3]));
     double pct = argc > 1 ? atof(argv[1]) : 100;
     volatile double x = 0;
     double c0 = cpu_now(), t0 = MPI_Wtime();

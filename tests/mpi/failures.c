@@ -7,11 +7,17 @@
  *                         others compute
  *   failures exit-busy    rank 2 calls exit(7) while the others compute
  *   failures spawn        MPI_Comm_spawn fails with a clear error class
+ *   failures stray        rank 1 writes 4 KiB of random bytes over the
+ *                         machine segment's header (geometry, parameters,
+ *                         horizon), found the way a wild pointer would
  * In the -busy and -thread cases the innocent ranks are running when hydra
  * kills them and the failing one may be blocked: whichever mpirun sees
  * vanish first, or running, says nothing about which rank failed. */
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +49,23 @@ static void compute(double secs)
         for (int i = 0; i < 1000000; i++) x += (unsigned long)i;
         clock_gettime(CLOCK_MONOTONIC, &t);
     } while ((double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec) < secs);
+}
+
+/* The start of the machine segment in this process: the mapping of a
+ * /dev/shm/bglemu.* object at file offset 0. */
+static unsigned char *segment(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    unsigned char *at = NULL;
+    while (f && !at && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi, off;
+        if (strstr(line, "/dev/shm/bglemu.") && sscanf(line, "%lx-%lx %*s %lx", &lo, &hi, &off) == 3 &&
+            off == 0)
+            at = (unsigned char *)(uintptr_t)lo;
+    }
+    if (f) fclose(f);
+    return at;
 }
 
 int main(int argc, char **argv)
@@ -81,6 +104,16 @@ int main(int argc, char **argv)
             compute(60);
             if (thread && rank == 0) MPI_Send(&v, 1, MPI_INT, culprit, 0, MPI_COMM_WORLD);
         }
+    } else if (!strcmp(what, "stray")) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 1) {
+            unsigned char *seg = segment();
+            CHECK(seg != NULL, "the machine segment is mapped in rank 1");
+            srand(15);
+            for (int i = 0; seg && i < 4096; i++) seg[i] = (unsigned char)rand();
+            CHECK(0, "rank 1 wrote over the segment header and lived");
+        }
+        MPI_Recv(&v, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else if (!strcmp(what, "spawn")) {
         MPI_Comm child;
         int errs[1];
@@ -102,7 +135,7 @@ int main(int argc, char **argv)
         MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
         CHECK(sum == n, "the job goes on after the failed spawn (allreduce = %d)", sum);
     } else {
-        if (!rank) fprintf(stderr, "usage: failures deadlock|crash|crash-busy|crash-thread|exit-busy|spawn\n");
+        if (!rank) fprintf(stderr, "usage: failures deadlock|crash|crash-busy|crash-thread|exit-busy|spawn|stray\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     return mc_finish();

@@ -12,6 +12,8 @@
 #                 only if both runs agree. Re-recording changes the contract:
 #                 see docs/simulated-time.md, "Exactness regression".
 #   --keep DIR    leave the reports (and the jobs' output) in DIR
+#   --trace       mpirun jobs also write a timeline (--trace NAME.trace.json):
+#                 tracing must not change a single simulated number
 #
 # Environment: PREFIX (default ./install; mpirun, bgl-traffic, the installed
 # programs), BUILD (default build; MPI test programs in $BUILD/mpi, compiled
@@ -31,14 +33,15 @@ BUILD=${BUILD:-build}
 export PATH="$PREFIX/bin:$PATH"
 jobs=$here/jobs
 refdir=$here/ref
-filter='' record=0 twice=0 keep=''
+filter='' record=0 twice=0 keep='' trace=0
 while [ $# -gt 0 ]; do
   case $1 in
     --filter) filter=${2:?--filter needs a regular expression}; shift 2 ;;
     --record) record=1; twice=1; shift ;;
     --twice) twice=1; shift ;;
     --keep) keep=${2:?--keep needs a directory}; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --trace) trace=1; shift ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "regress: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -95,7 +98,9 @@ build_mpi() {
 run_job() {
   local name=$1 out=$2; shift 2
   local tool=$1; shift
-  timeout 900 "$tool" --report "$out.json" "$@" </dev/null >"$out.log" 2>&1
+  local extra=()
+  [ $trace = 1 ] && [ "$tool" = mpirun ] && extra=(--trace "$out.trace.json")
+  timeout 900 "$tool" --report "$out.json" "${extra[@]}" "$@" </dev/null >"$out.log" 2>&1
 }
 
 t_all=$(now)

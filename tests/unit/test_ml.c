@@ -261,6 +261,73 @@ START_TEST(proto_vn_fallback)
 }
 END_TEST
 
+/* ---- VN messages answered later (an MPI receive posted after arrival) ---- */
+static unsigned g_token[NSIZES];
+
+static void defer_up(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t len,
+                     ml_recv *out, void *uarg)
+{
+    rk *r = uarg;
+    int k = r->nup;
+    on_up(ml, src, hdr, hdrlen, len, out, uarg);
+    ck_assert_int_eq(out->proto, ML_VN);
+    g_token[k] = out->token;
+    out->defer = 1;
+}
+
+static void defer_receiver(rk *r)
+{
+    if (r->rank == 0) {
+        proto_sender(r);
+        return;
+    }
+    while (r->nup < (int)NSIZES) /* every address arrives: the copies wait */
+        if (!ml_advance(r->ml) && ml_idle(r->ml, "test: addresses") != 0) return;
+    for (size_t i = 0; i < NSIZES; i++) ck_assert_int_eq(r->rx[i].done, 0);
+    ck_assert_int_eq(ml_accept(r->ml, 9999, NULL, 0, NULL, NULL), -1);
+    for (int i = (int)NSIZES - 1; i >= 0; i--) /* answered in reverse order */
+        ck_assert_int_eq(ml_accept(r->ml, g_token[i], r->rbuf + (size_t)i * r->stride, r->stride,
+                                   on_done, &r->rx[i]),
+                         0);
+    wait_rx(r, NSIZES);
+}
+
+static void check_vn_deferred(void)
+{
+    g_proto = ML_VN;
+    g_src = malloc((1 << 20) + 64);
+    for (size_t i = 0; i < (1 << 20) + 64; i++) g_src[i] = (uint8_t)(i * 131 + 7);
+    world *w = world_new(1, 1, 1, 2, ML_MODE_VN);
+    w->up = defer_up;
+    world_run(w, defer_receiver, (1 << 20) + 64);
+    rk *r = &w->r[1];
+    ck_assert_int_eq(r->nup, (int)NSIZES);
+    for (size_t i = 0; i < NSIZES; i++) {
+        ck_assert_uint_eq(r->rx[i].len, sizes[i]);
+        ck_assert_int_eq(r->rx[i].done, 1);
+        ck_assert_int_eq(memcmp(r->rbuf + i * r->stride, g_src + 1 + i, sizes[i]), 0);
+    }
+    world_free(w);
+    free(g_src);
+}
+
+START_TEST(vn_deferred)
+{
+    printf("ml: VN messages deferred by the upcall (0 B..1 MiB), copied when ml_accept answers "
+           "them in reverse order\n");
+    check_vn_deferred();
+}
+END_TEST
+
+START_TEST(vn_deferred_fallback)
+{
+    printf("ml: the same without direct copy: streamed over the scratchpad after ml_accept\n");
+    setenv("BGLEMU_VN_NOCOPY", "1", 1);
+    check_vn_deferred();
+    unsetenv("BGLEMU_VN_NOCOPY");
+}
+END_TEST
+
 /* ---- matching order with a protocol mix ------------------------------ */
 #define MIX_N 60
 static void mix_sender(rk *r)
@@ -560,6 +627,8 @@ Suite *ml_suite(void)
     tcase_add_test(tc, proto_rzv_coproc);
     tcase_add_test(tc, proto_vn);
     tcase_add_test(tc, proto_vn_fallback);
+    tcase_add_test(tc, vn_deferred);
+    tcase_add_test(tc, vn_deferred_fallback);
     tcase_add_test(tc, matching_order_mixed);
     tcase_add_test(tc, table1_calibration);
     tcase_add_test(tc, adaptive_out_of_order);

@@ -28,6 +28,7 @@ mpi_core_sources += src/mpid/ch4/netmod/bgl/func_table.c \
                     src/mpid/ch4/netmod/bgl/bgl_clock.c \
                     src/mpid/ch4/netmod/bgl/bgl_coll.c \
                     src/mpid/ch4/netmod/bgl/bgl_comm.c \
+                    src/mpid/ch4/netmod/bgl/bgl_trace.c \
                     src/mpid/ch4/netmod/bgl/bgl_win.c \
                     src/mpid/ch4/netmod/bgl/bgl_part.c \
                     src/mpid/ch4/netmod/bgl/bgl_spawn.c

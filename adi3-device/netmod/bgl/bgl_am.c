@@ -91,10 +91,10 @@ static int send_am(int world_rank, int handler_id, const void *am_hdr, MPI_Aint 
     }
     if (p == ML_AUTO)
         p = ml_choose(g->ml, world_rank, hdrlen, (size_t) data_sz);
-    /* A message that carries its data (all but rendezvous) lands, if
-     * unexpected, in one of MPIDIG's pack buffers: larger ones must wait for
-     * their receive, which only the rendezvous does. */
-    if (p != ML_RZV && data_sz > MPIR_CVAR_CH4_AM_PACK_BUFFER_SIZE)
+    /* A message that carries its data lands, if unexpected, in one of
+     * MPIDIG's pack buffers: larger ones must wait for their receive, which
+     * the rendezvous and the VN protocol do (the upcall defers them). */
+    if (p != ML_RZV && p != ML_VN && data_sz > MPIR_CVAR_CH4_AM_PACK_BUFFER_SIZE)
         p = ML_RZV;
     pl_charge(g->pp, g->prm->mpi_send_cycles);
     if (sreq)
@@ -237,15 +237,19 @@ static void upcall(ml_ctx * ml, int src, const void *hdr, size_t hdrlen, size_t 
     }
     /* A rendezvous is "transport rendezvous" for MPIDIG: if nothing matches,
      * MPIDIG queues it without a buffer and calls rndv_matched when a
-     * receive is posted; the grant waits until then. */
-    if (out->proto == ML_RZV)
+     * receive is posted; the grant waits until then. So is a VN message
+     * too large for a pack buffer (send_am): its copy from the sender's
+     * memory waits. */
+    int rndv = out->proto == ML_RZV ||
+        (out->proto == ML_VN && len > (size_t) MPIR_CVAR_CH4_AM_PACK_BUFFER_SIZE);
+    if (rndv)
         attr |= MPIDIG_AM_ATTR__IS_RNDV;
     MPIR_Request *rreq = NULL;
     MPIDIG_global.target_msg_cbs[handler_id] (am_hdr, NULL, (MPI_Aint) len,
                                               attr | MPIDIG_AM_ATTR__IS_ASYNC, &rreq);
     if (!rreq)  /* a handler that wants no data: it is dropped */
         return;
-    if (out->proto == ML_RZV && (MPIDIG_REQUEST(rreq, req->status) & MPIDIG_REQ_UNEXPECTED)) {
+    if (rndv && (MPIDIG_REQUEST(rreq, req->status) & MPIDIG_REQ_UNEXPECTED)) {
         MPIDI_BGL_deferred_t *d = MPL_malloc(sizeof *d, MPL_MEM_OTHER);
         MPIR_Assert(d);
         *d = (MPIDI_BGL_deferred_t) {.next = g->deferred,.rreq = rreq,.token = out->token,.len = len};

@@ -7,6 +7,62 @@
 MPIDI_BGL_global_t MPIDI_BGL_global;
 extern ml_upcall_fn MPIDI_BGL_upcall;
 
+/* MPICH's node map follows the emulated node, not the host: ranks share a
+ * node (MPI_COMM_TYPE_SHARED, shared-memory windows, MPICH's hierarchical
+ * collectives) only when they are the processors of one BG/L node, so in
+ * CO mode every rank is a node of its own. MPIR_pmi_init built the map
+ * from the host names PMI gave (one host: one node); this runs before
+ * anything is derived from it (MPIDU_Init_shm_init at MPI_COMM_WORLD's
+ * commit) and redoes what MPIR_pmi_init derived (build_locality). Node ids
+ * are dense, numbered by first rank. */
+static int set_node_map(const ml_map * map)
+{
+    int size = MPIR_Process.size, rank = MPIR_Process.rank;
+    int *id_of = MPL_malloc((size_t) map->nprocs / TSIM_CPUS * sizeof(int), MPL_MEM_ADDRESS);
+    int *roots = MPL_malloc((size_t) size * sizeof(int), MPL_MEM_ADDRESS);
+    if (!id_of || !roots) {
+        MPL_free(id_of);
+        MPL_free(roots);
+        return MPI_ERR_NO_MEM;
+    }
+    for (int n = 0; n < map->nprocs / TSIM_CPUS; n++)
+        id_of[n] = -1;
+    int nodes = 0;
+    for (int i = 0; i < size; i++) {
+        int n = map->proc[i] / TSIM_CPUS;
+        if (id_of[n] < 0) {
+            roots[nodes] = i;
+            id_of[n] = nodes++;
+        }
+        MPIR_Process.node_map[i] = id_of[n];
+    }
+    int me = MPIR_Process.node_map[rank], local_size = 0, local_rank = -1;
+    for (int i = 0; i < size; i++)
+        if (MPIR_Process.node_map[i] == me)
+            local_size++;
+    int *local = MPL_malloc((size_t) local_size * sizeof(int), MPL_MEM_ADDRESS);
+    if (!local) {
+        MPL_free(id_of);
+        MPL_free(roots);
+        return MPI_ERR_NO_MEM;
+    }
+    for (int i = 0, j = 0; i < size; i++)
+        if (MPIR_Process.node_map[i] == me) {
+            if (i == rank)
+                local_rank = j;
+            local[j++] = i;
+        }
+    MPL_free(id_of);
+    MPL_free(MPIR_Process.node_root_map);
+    MPL_free(MPIR_Process.node_local_map);
+    MPIR_Process.num_nodes = nodes;
+    MPIR_Process.node_root_map = roots;
+    MPIR_Process.node_local_map = local;
+    MPIR_Process.local_size = local_size;
+    MPIR_Process.local_rank = local_rank;
+    return MPI_SUCCESS;
+}
+
 /* First call of MPI_Init: attach to the emulated machine mpirun prepared
  * (BGLEMU_SEG; this process is world rank PMI_RANK, placed by the rank map
  * BGLMPI_MAPPING that mpirun stored in the machine). */
@@ -22,6 +78,8 @@ int MPIDI_BGL_init_local(int *tag_bits)
     MPIR_ERR_CHKANDJUMP2(ml_nranks(g->ml) != MPIR_Process.size, mpi_errno, MPI_ERR_OTHER,
                          "**bgl_size", "**bgl_size %d %d", MPIR_Process.size, ml_nranks(g->ml));
     g->pp = ml_proc(g->ml);
+    mpi_errno = set_node_map(ml_get_map(g->ml));
+    MPIR_ERR_CHECK(mpi_errno);
     /* A rank is one emulated processor: progress happens in its own MPI
      * calls (and on the coprocessor), as on BG/L. MPICH's progress thread
      * would drive the same FIFOs from a second thread, so it is not started;

@@ -1,0 +1,296 @@
+/* The engine's promises to running processors (torus-sim/tsim_quiet.c,
+ * packetlayer/pl.c quiet_to_vt): a poll the promise answers must give what
+ * a sync would have given. Each job runs with BGLEMU_QUIET=0 (every empty
+ * poll before the engine's horizon syncs) and with promises, and must give
+ * the same clocks, arrival times and event counts, while the promises did
+ * spare round trips to the engine. Processors are threads on an anonymous
+ * segment; the engine runs in the test's thread. */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "packetlayer/pl.h"
+#include "packetlayer/pl_tree.h"
+
+#define ROUNDS 150
+#define NP 4
+
+typedef struct job {
+    int shape[3], cpus;
+    int peer;        /* processor index of the pong side */
+    int bystander;   /* processor index of a processor that only computes, -1: none */
+    int late;        /* processor index opened by the ping side mid-run (a
+                        coprocessor's way), which sends to it at once; -1: none */
+} job;
+
+typedef struct proc {
+    const job *j;
+    tsim_seg *seg;
+    pl_proc pp;
+    int index, role; /* 0 ping, 1 pong, 2 bystander, 3 late */
+    uint64_t hash, end, syncs, spared;
+    pthread_t late_th;
+    struct proc *late;
+} proc;
+
+static void send1(proc *p, int dst, uint32_t k)
+{
+    tsim_hwhdr hw;
+    pl_header(&p->pp, &hw, dst, 8, 0);
+    pl_inject_wait(&p->pp, 0, &hw, &k, &k, sizeof k);
+}
+
+/* Waits for one packet the way the message layer does: a few empty polls
+ * (software in between), then blocks; folds its arrival time in. */
+static void recv1(proc *p)
+{
+    for (int polls = 0;; polls++) {
+        int f = pl_poll(&p->pp, TSIM_WAKE_REC_ALL);
+        if (f >= 0) {
+            p->hash = p->hash * 1000003u ^ pl_peek(&p->pp, f)->m.t_arrive;
+            pl_consume(&p->pp, f);
+            return;
+        }
+        pl_charge(&p->pp, 30);
+        if (polls >= 3 && pl_block(&p->pp, TSIM_WAKE_REC_ALL, "test") != 0) return;
+    }
+}
+
+static void *late_main(void *arg)
+{
+    proc *p = arg;
+    send1(p, 0, 7); /* to the ping side, processor 0 */
+    p->end = pl_now(&p->pp);
+    pl_close(&p->pp, 0);
+    return NULL;
+}
+
+static void *proc_main(void *arg)
+{
+    proc *p = arg;
+    const job *j = p->j;
+    for (int k = 0; k < ROUNDS; k++) {
+        /* software between the messages: varied so that some polls fall
+         * inside the reach of a fresh injection, some beyond it, and some
+         * after the answer came */
+        uint64_t work = (uint64_t)(k * 37 % (p->role ? 400 : 1500));
+        switch (p->role) {
+        case 0:
+            if (j->late >= 0 && k == ROUNDS / 2) {
+                pl_open(&p->late->pp, p->seg, j->late, pl_now(&p->pp));
+                pthread_create(&p->late_th, NULL, late_main, p->late);
+                pl_charge(&p->pp, 600); /* its packet is here by now */
+                recv1(p);
+            }
+            send1(p, j->peer, (uint32_t)k);
+            pl_charge(&p->pp, work);
+            recv1(p);
+            break;
+        case 1:
+            recv1(p);
+            pl_charge(&p->pp, work);
+            send1(p, 0, (uint32_t)k);
+            break;
+        case 2:
+            pl_charge(&p->pp, 900 + work);
+            pl_publish(&p->pp);
+            break;
+        }
+    }
+    p->end = pl_now(&p->pp);
+    p->syncs = p->pp.syncs;
+    p->spared = p->pp.syncs_spared;
+    pl_close(&p->pp, 0);
+    if (p->late) pthread_join(p->late_th, NULL);
+    return NULL;
+}
+
+typedef struct outcome {
+    uint64_t end[NP], hash[NP], events, hops, end_time, syncs, spared;
+} outcome;
+
+static void run(const job *j, int quiet, outcome *o)
+{
+    setenv("BGLEMU_QUIET", quiet ? "1" : "0", 1);
+    tsim_geom g = {{j->shape[0], j->shape[1], j->shape[2]}, {1, 1, 1}, j->cpus, 0, 0};
+    tsim_params prm;
+    tsim_params_default(&prm);
+    char err[256];
+    tsim_seg *seg = tsim_seg_create(&g, &prm, 0, err, sizeof err);
+    ck_assert_msg(seg, "%s", err);
+    proc p[NP];
+    memset(p, 0, sizeof p);
+    int idx[NP] = {0, j->peer, j->bystander, j->late}, n = 0;
+    for (int r = 0; r < NP; r++) {
+        p[r].j = j;
+        p[r].seg = seg;
+        p[r].index = idx[r];
+        p[r].role = r;
+    }
+    for (int r = 0; r < 3; r++)
+        if (idx[r] >= 0) pl_open(&p[r].pp, seg, idx[r], 0), n = r + 1;
+    if (j->late >= 0) p[0].late = &p[3];
+    tsim_engine *e = tsim_engine_new(seg);
+    ck_assert_ptr_nonnull(e);
+    pthread_t th[3];
+    for (int r = 0; r < n; r++)
+        if (idx[r] >= 0) pthread_create(&th[r], NULL, proc_main, &p[r]);
+    tsim_result res;
+    int rc = tsim_engine_run(e, &res);
+    for (int r = 0; r < n; r++)
+        if (idx[r] >= 0) pthread_join(th[r], NULL);
+    ck_assert_int_eq(rc, 0);
+    memset(o, 0, sizeof *o);
+    for (int r = 0; r < NP; r++) {
+        o->end[r] = p[r].end;
+        o->hash[r] = p[r].hash;
+        o->syncs += p[r].syncs;
+        o->spared += p[r].spared;
+    }
+    o->events = res.events;
+    o->hops = res.packet_hops;
+    o->end_time = res.end_time;
+    tsim_engine_free(e);
+    tsim_seg_destroy(seg);
+    unsetenv("BGLEMU_QUIET");
+}
+
+static void check_same(const job *j, const char *what)
+{
+    outcome a, b;
+    run(j, 0, &a);
+    run(j, 1, &b);
+    for (int r = 0; r < NP; r++) {
+        ck_assert_msg(a.end[r] == b.end[r], "%s: processor %d ends at %llu with promises, %llu without",
+                      what, r, (unsigned long long)b.end[r], (unsigned long long)a.end[r]);
+        ck_assert_msg(a.hash[r] == b.hash[r], "%s: processor %d saw other arrival times with promises",
+                      what, r);
+    }
+    ck_assert_uint_eq(a.events, b.events);
+    ck_assert_uint_eq(a.hops, b.hops);
+    ck_assert_uint_eq(a.end_time, b.end_time);
+    ck_assert_uint_eq(a.spared, 0);
+    /* a promise is published each time the engine falls asleep with a
+     * processor running; over this many round trips some poll uses one */
+    ck_assert_msg(b.spared > 0, "%s: no poll used a promise (%llu syncs)", what,
+                  (unsigned long long)b.syncs);
+    printf("quiet: %-40s end %llu cycles; syncs %llu -> %llu, %llu spared by promises\n", what,
+           (unsigned long long)b.end_time, (unsigned long long)a.syncs,
+           (unsigned long long)b.syncs, (unsigned long long)b.spared);
+}
+
+START_TEST(quiet_neighbours)
+{
+    job j = {{2, 1, 1}, 1, 1, -1, -1};
+    check_same(&j, "ping-pong, one hop");
+}
+END_TEST
+
+START_TEST(quiet_far_with_bystander)
+{
+    job j = {{4, 2, 1}, 1, 5, 3, -1};
+    check_same(&j, "ping-pong, three hops, a processor computing");
+}
+END_TEST
+
+START_TEST(quiet_same_node)
+{
+    job j = {{1, 1, 1}, 2, 1, -1, -1};
+    check_same(&j, "ping-pong between a node's two processors");
+}
+END_TEST
+
+START_TEST(quiet_late_open)
+{
+    job j = {{2, 1, 1}, 2, 2, -1, 1};
+    check_same(&j, "the ping side opens its node's other cpu");
+}
+END_TEST
+
+/* The rank's side alone, against a promise written by hand and no engine
+ * (the abort flag makes a sync return at once, counted): which polls a
+ * promise answers and which it must leave to a sync. */
+static void promise(tsim_proc *p, uint64_t q, int sib_absent)
+{
+    uint32_t inj = atomic_load(&p->tinj.head) + atomic_load(&p->gi_arm);
+    for (int f = 0; f < TSIM_NINJ; f++) inj += atomic_load(&p->inj[f].head);
+    uint32_t seq = atomic_load(&p->quiet_seq);
+    atomic_store(&p->quiet_seq, seq + 1);
+    atomic_store(&p->quiet_inj, inj);
+    atomic_store(&p->quiet_sib_absent, (uint32_t)sib_absent);
+    atomic_store(&p->quiet, q);
+    atomic_store(&p->quiet_seq, seq + 2);
+}
+
+START_TEST(quiet_rules)
+{
+    tsim_geom g = {{2, 1, 1}, {1, 1, 1}, 2, 0, 0};
+    tsim_params prm;
+    tsim_params_default(&prm);
+    char err[256];
+    tsim_seg *seg = tsim_seg_create(&g, &prm, 0, err, sizeof err);
+    ck_assert_msg(seg, "%s", err);
+    atomic_store(&seg->abort, 1); /* no engine: a sync returns at once */
+    pl_proc pp, sib;
+    pl_open(&pp, seg, 0, 1000);
+    tsim_proc *p = &seg->procs[0];
+    uint64_t reach = 2 * prm.hop_latency + (TSIM_CHUNK + prm.wire_overhead) * prm.link_cycles_per_byte;
+#define POLL_SPARED(want, what)                                                       \
+    do {                                                                              \
+        uint64_t s0 = pp.syncs, p0 = pp.syncs_spared;                                 \
+        pl_poll(&pp, TSIM_WAKE_REC_ALL);                                              \
+        ck_assert_msg(pp.syncs_spared - p0 == (want) && pp.syncs - s0 == !(want),     \
+                      "%s: spared %d, synced %d", what, (int)(pp.syncs_spared - p0),   \
+                      (int)(pp.syncs - s0));                                          \
+    } while (0)
+    POLL_SPARED(0, "no promise");
+    promise(p, 5000, 1);
+    POLL_SPARED(1, "clock before the promise");
+    pl_charge(&pp, 5000);
+    POLL_SPARED(0, "clock past the promise");
+    promise(p, 100000, 1);
+    tsim_hwhdr hw;
+    pl_header(&pp, &hw, 2, 8, 0); /* the other node */
+    ck_assert_int_eq(pl_inject(&pp, 0, &hw, NULL, "12345678", 8), 0);
+    uint64_t t_inj = pl_now(&pp);
+    POLL_SPARED(1, "just after an injection to another node");
+    pl_advance_to(&pp, t_inj + reach);
+    POLL_SPARED(1, "at the injection's reach");
+    pl_advance_to(&pp, t_inj + reach + 1);
+    POLL_SPARED(0, "beyond the injection's reach");
+    promise(p, 100000, 1); /* the engine counted the injection */
+    POLL_SPARED(1, "promise counting the injection");
+    pl_header(&pp, &hw, 1, 8, 0); /* this node's other cpu */
+    ck_assert_int_eq(pl_inject(&pp, 0, &hw, NULL, "12345678", 8), 0);
+    POLL_SPARED(0, "after an injection to this node");
+    promise(p, 200000, 1);
+    pl_open(&sib, seg, 1, pl_now(&pp)); /* the way a coprocessor starts */
+    POLL_SPARED(0, "the node's other cpu opened since the promise");
+    promise(p, 200000, 0);
+    POLL_SPARED(1, "promise made with the other cpu open");
+    pl_gi_arm(&pp);
+    POLL_SPARED(0, "a barrier armed since the promise");
+    promise(p, 200000, 0);
+    POLL_SPARED(1, "promise counting the barrier");
+    tsim_seg_destroy(seg);
+    printf("quiet: the rank's rules: clock, injections (reach %llu cycles), this node, a late open, a barrier\n",
+           (unsigned long long)reach);
+#undef POLL_SPARED
+}
+END_TEST
+
+Suite *quiet_suite(void)
+{
+    Suite *s = suite_create("quiet");
+    TCase *tc = tcase_create("same results");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, quiet_rules);
+    tcase_add_test(tc, quiet_neighbours);
+    tcase_add_test(tc, quiet_far_with_bystander);
+    tcase_add_test(tc, quiet_same_node);
+    tcase_add_test(tc, quiet_late_open);
+    suite_add_tcase(s, tc);
+    return s;
+}
