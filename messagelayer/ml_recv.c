@@ -222,7 +222,7 @@ static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
         if (!rx->r.defer) vn_copy(ml, k);
         break;
     }
-    default:
+    default: /* is_first() knows every first type: unreachable */
         abort();
     }
 }
@@ -340,8 +340,9 @@ static void dispatch(ml_ctx *ml, const tsim_slot *s, int replay)
     case T_CO_DONE:
         ml->co_done = 1;
         break;
-    default:
-        abort();
+    default: /* intact as delivered (pl_poll): its sender made it so */
+        pl_bad_packet(ml->pp, s, "a packet of software type %u, which no protocol of the message "
+                      "layer has", sw.type);
     }
 }
 
@@ -352,7 +353,9 @@ void ml_dispatch(ml_ctx *ml, const tsim_slot *s)
     if (type >= ML_TYPE_USER) {
         ml_charge(ml, ml->prm->ml_dispatch_cycles);
         ml_packet_fn fn = ml->user_fn[type - ML_TYPE_USER];
-        if (!fn) abort(); /* a packet nobody on this rank expects */
+        if (!fn) /* a packet nobody on this rank expects */
+            pl_bad_packet(ml->pp, s, "a packet of software type %u, which nothing on it has "
+                          "registered", type);
         fn(ml, s, ml->user_arg[type - ML_TYPE_USER]);
         return;
     }

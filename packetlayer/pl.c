@@ -1,5 +1,6 @@
 /* Packet layer: one processor's view of its FIFOs, in simulated time. */
 #include "pl.h"
+#include "pl_internal.h"
 #include "pl_trace.h"
 
 #include <stdlib.h>
@@ -19,7 +20,7 @@
  * rest of the round trip). The news is kept until a kick carries it; block,
  * sync and exit always kick. Host time only: the engine's order of events,
  * and so every simulated result, is the same whenever it runs. */
-static void kick_lazy(pl_proc *pp, uint64_t t)
+void pl_kick_lazy(pl_proc *pp, uint64_t t)
 {
     if (t < pp->unseen) pp->unseen = t;
     uint64_t need = atomic_load(&pp->seg->engine_wait);
@@ -39,7 +40,7 @@ void pl_publish(pl_proc *pp)
 {
     if (atomic_load_explicit(&pp->p->vt, memory_order_relaxed) != pp->vt) {
         atomic_store(&pp->p->vt, pp->vt);
-        kick_lazy(pp, UINT64_MAX);
+        pl_kick_lazy(pp, UINT64_MAX);
     }
 }
 
@@ -202,7 +203,7 @@ int pl_inject(pl_proc *pp, int fifo, const tsim_hwhdr *hw, const void *sw8, cons
     atomic_fetch_add_explicit(&pp->p->pkts_injected, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&pp->p->bytes_injected, (uint64_t)hw->chunks * TSIM_CHUNK,
                               memory_order_relaxed);
-    kick_lazy(pp, pp->vt);
+    pl_kick_lazy(pp, pp->vt);
     return 0;
 }
 
@@ -264,6 +265,19 @@ static void rec_check(pl_proc *pp, int f, uint32_t tl, uint32_t h)
                    "(a ring holds %d)", f, tl, d - tl, d, TSIM_RING_SLOTS);
 }
 
+/* The packet about to be read is the one the engine delivered (its
+ * headers and source): what software then cannot take was sent so. */
+static int intact(pl_proc *pp, int f)
+{
+    const tsim_ring *r = &pp->p->rec[f];
+    uint32_t k = atomic_load_explicit(&r->tail, memory_order_relaxed) % TSIM_RING_SLOTS;
+    uint32_t sum = pp->p->eng.rec_sum[f][k];
+    if (tsim_slot_sum(&r->slot[k]) != sum)
+        pl_damaged(pp, "reception FIFO %d: the packet at slot %u is not the one the engine "
+                   "delivered (its headers changed)", f, k);
+    return f;
+}
+
 int pl_poll(pl_proc *pp, unsigned mask)
 {
     tsim_seg *s = pp->seg;
@@ -285,11 +299,11 @@ int pl_poll(pl_proc *pp, unsigned mask)
         }
         /* Every delivery earlier than done is visible, so an earliest
          * candidate below done (and below vt) is final. */
-        if (best >= 0 && best_t < pp->vt && best_t < done) return best;
+        if (best >= 0 && best_t < pp->vt && best_t < done) return intact(pp, best);
         int spared = done < pp->vt && attempt == 0 && quiet_to_vt(pp, 1);
         pp->syncs_spared += (uint64_t)spared;
         if (done >= pp->vt || attempt > 0 || spared) {
-            if (best >= 0 && best_t < pp->vt) return best;
+            if (best >= 0 && best_t < pp->vt) return intact(pp, best);
             /* a packet delivered to a running processor arrives before its
              * clock (the horizon never passes it), to a blocked one before
              * the time it is woken at: one "arriving" after everything
@@ -331,5 +345,5 @@ void pl_consume(pl_proc *pp, int f)
      * slot at this rank's next sync or block, never with another result */
     uint32_t before = atomic_fetch_sub(&r->used, s->p.hw.chunks);
     atomic_store_explicit(&r->tail, tl + 1, memory_order_release);
-    kick_lazy(pp, before + TSIM_MAX_CHUNKS > r->cap ? pp->vt : UINT64_MAX);
+    pl_kick_lazy(pp, before + TSIM_MAX_CHUNKS > r->cap ? pp->vt : UINT64_MAX);
 }

@@ -45,6 +45,13 @@ int pl_fate_install(pl_proc *pp);
  * state that can never change. */
 #define PL_EXIT_DAMAGED 70
 _Noreturn void pl_damaged(pl_proc *pp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Ends this process for a packet its software cannot take (an unknown
+ * type, a reception nobody began): pl_poll checked it is the one the engine
+ * delivered, so its sender (s->m.src, written by the engine) made it. The
+ * fate record (TSIM_FATE_PEER) names the sender for mpirun; exit status
+ * PL_EXIT_DAMAGED. */
+_Noreturn void pl_bad_packet(pl_proc *pp, const tsim_slot *s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Marks the processor EXITED (it will never act again). */
 void pl_close(pl_proc *pp, int exit_code);
 

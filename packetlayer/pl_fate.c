@@ -134,18 +134,29 @@ int pl_fate_install(pl_proc *pp)
     return 0;
 }
 
-_Noreturn void pl_damaged(pl_proc *pp, const char *fmt, ...)
+static _Noreturn void damaged(pl_proc *pp, uint32_t kind, int status, const char *fmt, va_list ap)
 {
     tsim_proc *p = pp->p;
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(p->fate_why, sizeof p->fate_why, fmt, ap);
-    va_end(ap);
     p->fate_signal = 0;
-    p->fate_status = PL_EXIT_DAMAGED;
+    p->fate_status = status;
     p->fate_addr = 0;
     p->fate_ns = mono_ns();
-    atomic_store(&p->fate_kind, TSIM_FATE_CORRUPT);
+    atomic_store(&p->fate_kind, kind);
     tsim_kick(pp->seg);
     _exit(PL_EXIT_DAMAGED); /* no atexit code: it would run on the damaged state */
+}
+
+_Noreturn void pl_damaged(pl_proc *pp, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    damaged(pp, TSIM_FATE_CORRUPT, PL_EXIT_DAMAGED, fmt, ap);
+}
+
+_Noreturn void pl_bad_packet(pl_proc *pp, const tsim_slot *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    damaged(pp, TSIM_FATE_PEER, (int)s->m.src, fmt, ap);
 }

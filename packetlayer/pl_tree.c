@@ -1,20 +1,9 @@
 /* Packet layer: the collective network's FIFOs and the global interrupt. */
 #include "pl_tree.h"
 
-#include <string.h>
+#include "pl_internal.h"
 
-/* News for the engine at time t (pl.c's kick_lazy, kept here so the torus
- * path is left as it is): it can do nothing with it until this clock has
- * passed both its own earliest event and the news. Host time only. */
-static void kick_lazy(pl_proc *pp, uint64_t t)
-{
-    if (t < pp->unseen) pp->unseen = t;
-    uint64_t need = atomic_load(&pp->seg->engine_wait);
-    if (pp->unseen < need) need = pp->unseen;
-    if (pp->vt <= need) return;
-    pp->unseen = UINT64_MAX;
-    tsim_kick(pp->seg);
-}
+#include <string.h>
 
 void pl_tree_header(tsim_thdr *h, int cls, int op, int width, int sign, int vc, int group,
                     const void *sw8)
@@ -56,7 +45,7 @@ int pl_tree_inject(pl_proc *pp, const tsim_thdr *h, const void *payload, size_t 
     memset(s->payload + len, 0, TSIM_TREE_PAYLOAD - len);
     atomic_store_explicit(&r->head, hd + 1, memory_order_release);
     pp->qvoid = 1; /* the engine's promise has no reach for the tree (pl.c) */
-    kick_lazy(pp, pp->vt);
+    pl_kick_lazy(pp, pp->vt);
     return 0;
 }
 
@@ -101,7 +90,7 @@ void pl_tree_consume(pl_proc *pp)
     atomic_store(&pp->p->vt, pp->vt);
     r->slot[tl % TSIM_TREE_SLOTS].m.t_done = pp->vt;
     atomic_store_explicit(&r->tail, tl + 1, memory_order_release);
-    kick_lazy(pp, pp->vt); /* the down path may wait for the room */
+    pl_kick_lazy(pp, pp->vt); /* the down path may wait for the room */
 }
 
 int pl_tree_recv_wait(pl_proc *pp)
@@ -121,7 +110,7 @@ void pl_gi_arm(pl_proc *pp)
     p->gi_t_arm = pp->vt;
     atomic_fetch_add_explicit(&p->gi_arm, 1, memory_order_release);
     pp->qvoid = 1; /* a barrier may fire at once: the engine's promise has no reach for it */
-    kick_lazy(pp, pp->vt);
+    pl_kick_lazy(pp, pp->vt);
 }
 
 int pl_gi_poll(pl_proc *pp)

@@ -64,6 +64,20 @@ typedef struct tsim_slot {
     tsim_pkt p;
 } tsim_slot;
 
+/* A check word of what software dispatches on (the hardware and software
+ * headers and the source): the engine keeps one per delivered slot where
+ * the receiver cannot write it, so a packet read back damaged is told
+ * apart from one sent so. */
+static inline uint32_t tsim_slot_sum(const tsim_slot *s)
+{
+    uint64_t a, b;
+    __builtin_memcpy(&a, &s->p.hw, sizeof a);
+    __builtin_memcpy(&b, s->p.sw, sizeof b);
+    uint64_t h = (a ^ (uint64_t)s->m.src << 17) * 0x9e3779b97f4a7c15ull ^ b;
+    h *= 0xff51afd7ed558ccdull;
+    return (uint32_t)(h >> 32);
+}
+
 /* ---- topology --------------------------------------------------------- */
 enum { TSIM_XP, TSIM_XM, TSIM_YP, TSIM_YM, TSIM_ZP, TSIM_ZM, TSIM_NPORTS };
 enum { TSIM_VC_DYN0, TSIM_VC_DYN1, TSIM_VC_ESC, TSIM_VC_HP, TSIM_NVC };
@@ -190,6 +204,8 @@ enum tsim_pstate {
 #define TSIM_FATE_CLOSED 0x100u /* flag: it had left the machine (pl_close) already */
 #define TSIM_FATE_CORRUPT 3u    /* the packet layer found its own FIFOs or state damaged
                                    (fate_why says how) and ended the process */
+#define TSIM_FATE_PEER 4u       /* it received, intact, a packet its software cannot take:
+                                   processor fate_status sent it (fate_why says how) */
 
 /* ---- steps the engine does for a blocked processor (tsim_proxy.c) ---- *
  * A processor about to block in its message layer's wait loop may describe
@@ -342,6 +358,7 @@ typedef struct tsim_proc {
      * maps this last page read-only (everything above is its own). */
     struct {
         _Alignas(TSIM_PAGE) _Atomic uint32_t rec_head[TSIM_NREC]; /* packets delivered */
+        uint32_t rec_sum[TSIM_NREC][TSIM_RING_SLOTS]; /* tsim_slot_sum of each as delivered */
         _Atomic int32_t pid;      /* the pid the processor had when the engine first saw
                                      it (pl_open), 0 before */
     } eng;

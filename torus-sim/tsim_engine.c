@@ -120,6 +120,7 @@ void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
     uint32_t h = q->rec_head[fifo]; /* never the ring's head: the processor can write that */
     r->slot[h % TSIM_RING_SLOTS] = n->s;
     q->rec_chunks[fifo][h % TSIM_RING_SLOTS] = (uint8_t)c;
+    p->eng.rec_sum[fifo][h % TSIM_RING_SLOTS] = tsim_slot_sum(&n->s);
     q->rec_head[fifo] = h + 1;
     atomic_fetch_add(&r->used, (uint32_t)c);
     /* the read-only copy first: a reader that sees the head sees it too */

@@ -405,18 +405,22 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
         }
         r->ret_min = m;
     }
-    while (r->waiting) {
-        unsigned free = free_now(r, t);
-        int n = 0;
-        for (uint32_t m = r->inmask; m; m &= m - 1) {
-            pq *q = &r->inq[0][0] + __builtin_ctz(m);
-            if (want_new(r, q, free)) c[n++] = (cand){q->t_head, q->seq, q};
-        }
-        for (uint32_t m = r->injmask; m; m &= m - 1) {
-            pq *q = &r->injq[0][0] + __builtin_ctz(m);
-            if (want_new(r, q, free)) c[n++] = (cand){q->t_head, q->seq, q};
-        }
-        for (int i = 1; i < n && n > 1; i++) { /* insertion sort: n is small */
+    /* The first round looks at every queue. Within one call nothing frees
+     * (ports, credits and reception room are only taken, gen stays), so a
+     * head that failed fails again: later rounds need only the heads that
+     * movers uncovered. */
+    unsigned free = free_now(r, t);
+    int n = 0;
+    for (uint32_t m = r->inmask; m; m &= m - 1) {
+        pq *q = &r->inq[0][0] + __builtin_ctz(m);
+        if (want_new(r, q, free)) c[n++] = (cand){q->t_head, q->seq, q};
+    }
+    for (uint32_t m = r->injmask; m; m &= m - 1) {
+        pq *q = &r->injq[0][0] + __builtin_ctz(m);
+        if (want_new(r, q, free)) c[n++] = (cand){q->t_head, q->seq, q};
+    }
+    while (n) {
+        for (int i = 1; i < n; i++) { /* insertion sort: n is small */
             cand x = c[i];
             int j = i - 1;
             while (j >= 0 && (c[j].t > x.t || (c[j].t == x.t && c[j].seq > x.seq))) {
@@ -428,14 +432,18 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
         int moved = 0;
         for (int i = 0; i < n; i++) {
             if (try_move(e, node, c[i].q, t)) {
-                moved = 1;
+                c[moved++].q = c[i].q; /* i >= moved: nothing still to try is overwritten */
                 free = free_now(r, t); /* the mover took a port */
             } else {
                 c[i].q->fail_gen = r->gen;
                 c[i].q->fail_free = (uint16_t)free;
             }
         }
-        if (!moved) break;
+        n = 0;
+        for (int i = 0; i < moved; i++) {
+            pq *q = c[i].q;
+            if (q->head != NIL && want_new(r, q, free)) c[n++] = (cand){q->t_head, q->seq, q};
+        }
     }
     if (r->waiting) {
         uint64_t w = next_free(r, t);

@@ -276,14 +276,28 @@ static uint64_t checksum(const tsim_pkt *k)
     h = (h ^ get32(k->sw + 4)) * 0x100000001b3ull;
     h = (h ^ ((uint64_t)k->hw.dst[0] | (uint64_t)k->hw.dst[1] << 8 | (uint64_t)k->hw.dst[2] << 16 |
               (uint64_t)k->hw.chunks << 24 | (uint64_t)k->hw.flags << 32)) * 0x100000001b3ull;
-    int len = k->hw.chunks * TSIM_CHUNK - TSIM_HDR_BYTES;
-    for (int i = 8; i < len; i += 8) {
-        uint64_t w;
-        memcpy(&w, k->payload + i, 8);
-        h = (h ^ w) * 0x100000001b3ull;
-        h ^= h >> 29;
+    /* four independent lanes over the fill: the multiplies overlap instead
+     * of waiting on each other (this runs twice per packet) */
+    uint64_t l0 = h, l1 = h ^ 0x9e3779b97f4a7c15ull, l2 = h ^ 0xbf58476d1ce4e5b9ull,
+             l3 = h ^ 0x94d049bb133111ebull;
+#define LANE(x, off)                                  \
+    do {                                              \
+        uint64_t w_;                                  \
+        memcpy(&w_, k->payload + (off), 8);           \
+        x = (x ^ w_) * 0x100000001b3ull;              \
+        x ^= x >> 29;                                 \
+    } while (0)
+    int len = k->hw.chunks * TSIM_CHUNK - TSIM_HDR_BYTES, i = 8;
+    for (; i + 32 <= len; i += 32) {
+        LANE(l0, i);
+        LANE(l1, i + 8);
+        LANE(l2, i + 16);
+        LANE(l3, i + 24);
     }
-    uint64_t s = h;
+    for (; i < len; i += 8) LANE(l0, i);
+#undef LANE
+    uint64_t l[4] = {l0, l1, l2, l3};
+    uint64_t s = l[0] ^ tsim_traffic_splitmix(&l[1]) ^ (l[2] * 0xd6e8feb86659fd93ull) ^ (l[3] >> 7 | l[3] << 57);
     return tsim_traffic_splitmix(&s);
 }
 
@@ -327,9 +341,13 @@ static int traffic_next(void *ctx, int proc, uint64_t *tp, tsim_pkt *k, int *fif
     put32(k->sw, (uint32_t)r);
     put32(k->sw + 4, (uint32_t)j);
     int len = chunks * TSIM_CHUNK - TSIM_HDR_BYTES;
-    uint64_t fs = t->cfg.seed ^ ((uint64_t)r << 32 | j);
+    /* the fill: a different word at every offset of every packet, each from
+     * one multiply (a full generator per word cost as much as the engine) */
+    uint64_t fs = tsim_traffic_splitmix(&(uint64_t){t->cfg.seed ^ ((uint64_t)r << 32 | j)});
     for (int i = 8; i < len; i += 8) {
-        uint64_t w = tsim_traffic_splitmix(&fs);
+        uint64_t x = fs + (uint64_t)i * 0x9e3779b97f4a7c15ull;
+        uint64_t w = (x ^ (x >> 32)) * 0xd6e8feb86659fd93ull;
+        w ^= w >> 32;
         memcpy(k->payload + i, &w, 8);
     }
     uint64_t sum = checksum(k);

@@ -9,6 +9,7 @@
  *   mpirun -np 27 -shape 3x3x3 [-protocol P] [-env BGLEMU_MODE=HEATER] -clock none \
  *     mpi_multilink [--size B] [--iters K] [--offset B] [--k K]
  * --k K runs only k = K (so that a --report covers that case alone). */
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,17 +17,9 @@
 
 #include <mpi.h>
 
-static unsigned char byte_of(int src, int k, long i) { return (unsigned char)(i * 31 + src * 7 + k); }
+#include "coll_bench.h"
 
-static long parse_size(const char *s)
-{
-    char *e;
-    long v = strtol(s, &e, 0);
-    if (e == s || v < 0) return -1;
-    if (*e == 'k' || *e == 'K') v <<= 10, e++;
-    else if (*e == 'm' || *e == 'M') v <<= 20, e++;
-    return *e ? -1 : v;
-}
+static unsigned char byte_of(int src, int k, long i) { return (unsigned char)(i * 31 + src * 7 + k); }
 
 int main(int argc, char **argv)
 {
@@ -39,10 +32,12 @@ int main(int argc, char **argv)
                    "-clock none mpi_multilink [--size B] [--iters K] [--offset B] [--k K]\n");
             return 0;
         }
-        if (!v || i + 1 >= argc || (*v = parse_size(argv[++i])) < 0) {
+        size_t sz;
+        if (!v || i + 1 >= argc || cb_parse_size(argv[++i], &sz) != 0 || sz > LONG_MAX) {
             fprintf(stderr, "mpi_multilink: bad option '%s' (try --help)\n", argv[i]);
             return 2;
         }
+        *v = (long)sz;
     }
     MPI_Init(&argc, &argv);
     int rank, n;

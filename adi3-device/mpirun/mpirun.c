@@ -378,13 +378,21 @@ int main(int argc, char **argv)
     char why[128];
     if (j.violation_proc < 0) /* caught while the last ranks left */
         j.violation_proc = tsim_engine_violation(j.eng, j.violation, sizeof j.violation);
-    for (int r = 0, k; j.violation_proc < 0 && r < o.np; r++) {
-        /* or found by the rank in its own pages (pl_damaged) */
+    const char *verb = "corrupted its";
+    char to[40] = "";
+    for (int r = 0; j.violation_proc < 0 && r < o.np; r++) {
+        /* or found by the rank in its own pages (pl_damaged), or a packet
+         * it received intact and could not take (pl_bad_packet): its sender */
         const tsim_proc *p = &s->procs[j.map.proc[r]];
-        if ((atomic_load(&p->fate_kind) & ~TSIM_FATE_CLOSED) != TSIM_FATE_CORRUPT ||
-            (k = mpirun_culprit(&j)) != r)
+        uint32_t kind = atomic_load(&p->fate_kind) & ~TSIM_FATE_CLOSED;
+        if ((kind != TSIM_FATE_CORRUPT && kind != TSIM_FATE_PEER) || mpirun_culprit(&j) != r)
             continue;
         j.violation_proc = j.map.proc[r];
+        if (kind == TSIM_FATE_PEER && p->fate_status >= 0 && p->fate_status < g->nnodes * TSIM_CPUS) {
+            j.violation_proc = p->fate_status;
+            verb = "sent";
+            snprintf(to, sizeof to, " rank %d", r);
+        }
         snprintf(j.violation, sizeof j.violation, "%.*s", (int)sizeof p->fate_why, p->fate_why);
     }
     if (j.violation_proc >= 0) {
@@ -398,12 +406,12 @@ int main(int argc, char **argv)
             if (j.map.proc[q] / TSIM_CPUS == vp / TSIM_CPUS) r = q, co = 1;
         if (r >= 0) {
             ml_map_coords(&j.map, g, r, c);
-            fprintf(stderr, "mpirun: job failed: rank %d <%d,%d,%d,%d> (pid %d)%s corrupted its %s\n",
+            fprintf(stderr, "mpirun: job failed: rank %d <%d,%d,%d,%d> (pid %d)%s %s%s %s\n",
                     r, c[0], c[1], c[2], c[3], mpirun_pid(&s->procs[vp]),
-                    co ? ", on its coprocessor," : "", j.violation);
+                    co ? ", on its coprocessor," : "", verb, to, j.violation);
         } else {
-            fprintf(stderr, "mpirun: job failed: processor %d, which runs no rank, corrupted its %s\n",
-                    vp, j.violation);
+            fprintf(stderr, "mpirun: job failed: processor %d, which runs no rank, %s%s %s\n",
+                    vp, verb, to, j.violation);
         }
         rc = MPIRUN_RANK_FAILED;
     } else if (j.signal_received) {

@@ -220,12 +220,12 @@ int mpirun_culprit(const mpirun_job *j)
         const tsim_proc *p = &j->seg->procs[j->map.proc[r]];
         uint32_t kind = atomic_load(&p->fate_kind);
         uint32_t what = kind & ~TSIM_FATE_CLOSED;
-        if (what != TSIM_FATE_SIGNAL && what != TSIM_FATE_EXIT && what != TSIM_FATE_CORRUPT)
-            continue;
-        if (j->abort_ns && p->fate_ns >= j->abort_ns && what != TSIM_FATE_CORRUPT) continue;
+        int found = what == TSIM_FATE_CORRUPT || what == TSIM_FATE_PEER;
+        if (what != TSIM_FATE_SIGNAL && what != TSIM_FATE_EXIT && !found) continue;
+        if (j->abort_ns && p->fate_ns >= j->abort_ns && !found) continue;
         /* under fork an exit 0 without pl_close is a normal end */
         if (what == TSIM_FATE_EXIT && !j->hydra && (p->fate_status & 0xff) == 0) continue;
-        int sig = what == TSIM_FATE_CORRUPT ? 2 : what == TSIM_FATE_SIGNAL;
+        int sig = found ? 2 : what == TSIM_FATE_SIGNAL;
         /* damage a rank found in its own pages (pl_damaged), then a crash,
          * are causes before any exit: nothing makes a rank crash because
          * another left, while ranks do leave after a peer crashed; and only

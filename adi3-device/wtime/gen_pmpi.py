@@ -10,7 +10,8 @@ mpi_proto.h declares both as MPI_X and as PMPI_X. Each gets
     RET PMPI_X(ARGS) { return w_X(...); }
 
 where w_X marks the entry into MPI (bglemu_mpi_enter, mpi_wtime.c), calls
-libmpi's PMPI_X (found with dlsym(RTLD_NEXT)) and marks the return. Left
+libmpi's PMPI_X (found with dlsym(RTLD_NEXT) at its first call; threads
+that race there find the same address) and marks the return. Left
 out: MPI_Wtime (mpi_wtime.c has its own) and variadic functions
 (MPI_Pcontrol: its arguments cannot be passed on; it does nothing in MPICH).
 MPICH's Fortran bindings (mpi_x_, pmpi_x_ in libmpifort) get wrappers of
@@ -99,8 +100,12 @@ def main():
         fn = "P%s_%s" % (pre, name)
         is_void = ret == "void"
         out.append("static %s w_%s_%s(%s)\n{" % (ret, pre, name, sig))
-        out.append("    static __typeof__(%s) *bglemu_next;" % fn)
-        out.append("    if (!bglemu_next) bglemu_next = (__typeof__(%s) *) bglemu_pmpi_next(\"%s\");" % (fn, fn))
+        out.append("    static __typeof__(%s) *bglemu_f;" % fn)
+        out.append("    __typeof__(%s) *bglemu_next = __atomic_load_n(&bglemu_f, __ATOMIC_RELAXED);" % fn)
+        out.append("    if (!bglemu_next) {")
+        out.append("        bglemu_next = (__typeof__(%s) *) bglemu_pmpi_next(\"%s\");" % (fn, fn))
+        out.append("        __atomic_store_n(&bglemu_f, bglemu_next, __ATOMIC_RELAXED);")
+        out.append("    }")
         out.append("    bglemu_mpi_enter();")
         if is_void:
             out.append("    bglemu_next(%s);\n    bglemu_mpi_leave();\n}" % call)
@@ -124,8 +129,12 @@ def main():
             continue
         f = name.lower()
         out.append("static intptr_t f_%s(BGLEMU_F77_PARAMS)\n{" % f)
-        out.append("    static bglemu_f77_fn bglemu_next;")
-        out.append("    if (!bglemu_next) bglemu_next = (bglemu_f77_fn) bglemu_pmpi_next(\"pmpi_%s_\");" % f)
+        out.append("    static bglemu_f77_fn bglemu_f;")
+        out.append("    bglemu_f77_fn bglemu_next = __atomic_load_n(&bglemu_f, __ATOMIC_RELAXED);")
+        out.append("    if (!bglemu_next) {")
+        out.append("        bglemu_next = (bglemu_f77_fn) bglemu_pmpi_next(\"pmpi_%s_\");" % f)
+        out.append("        __atomic_store_n(&bglemu_f, bglemu_next, __ATOMIC_RELAXED);")
+        out.append("    }")
         out.append("    bglemu_mpi_enter();")
         out.append("    intptr_t bglemu_r = bglemu_next(BGLEMU_F77_ARGS);")
         out.append("    bglemu_mpi_leave();\n    return bglemu_r;\n}")

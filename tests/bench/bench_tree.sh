@@ -6,7 +6,8 @@
 # microseconds and MB/s, with the host's wall time of each run. The p2p
 # baselines are slow on the host at large sizes: 8 ranks go to 1 MiB, the
 # others to 256 KiB (64 ranks) and 4 KiB (256 CO, 128 VN) unless
-# BENCH_TREE_BIG=1 (1 MiB everywhere: tens of minutes).
+# BENCH_TREE_BIG=1 (1 MiB everywhere: tens of minutes). Then the MPI level
+# (coll_reduce) when MPICH is built.
 set -eu
 big=${BENCH_TREE_BIG:-0}
 lim() { if [ "$big" = 1 ]; then echo 1M; else echo "$1"; fi; }
@@ -24,3 +25,12 @@ run "8 ranks, 2x2x2, CO" -np 8 -shape 2x2x2 coll_tree_ml --max 1M
 run "64 ranks, 4x4x4, CO" -np 64 -shape 4x4x4 coll_tree_ml --max "$(lim 256K)"
 run "256 ranks, 8x8x4, CO" -np 256 -shape 8x8x4 coll_tree_ml --max "$(lim 4K)"
 run "128 ranks, 4x4x4, VN" -np 128 -mode VN -shape 4x4x4 coll_tree_ml --max "$(lim 4K)"
+# The same at the MPI level (MPI_Barrier gi vs mpich, MPI_Allreduce tree vs
+# mpich, MPI_Bcast tree vs torus3 vs mpich), when MPICH is built.
+if [ -x "$PREFIX/bin/mpicc" ] && command -v coll_reduce >/dev/null; then
+  run "MPI, 8 ranks, 2x2x2, CO" -np 8 -shape 2x2x2 -clock none coll_reduce --max 64K
+  run "MPI, 64 ranks, 4x4x4, CO" -np 64 -shape 4x4x4 -clock none coll_reduce --max 8K
+  run "MPI, 128 ranks, 4x4x4, VN" -np 128 -mode VN -shape 4x4x4 -clock none coll_reduce --max 8K
+else
+  echo "  MPI level skipped: MPICH not built (make mpich)"
+fi

@@ -22,6 +22,9 @@
  *    own pages and of the rest of the segment, then one more outside its
  *    own pages (so every run damages something it may not write); seeded,
  *    the same writes every run
+ *  bad-type: a packet of a software type the message layer does not have,
+ *    sent to rank 0 through the packet layer (rank 0's message layer cannot
+ *    take it: VICTIM, its sender, is named, not rank 0)
  *  random-own SEED: ranks 0 and 1 play 20 rounds of ping-pong; in a random
  *    round rank 1 writes random bytes at random offsets of its own pages
  *    only, then plays on. Either the damage is caught and rank 1 named, or
@@ -32,6 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "messagelayer/ml.h"
 #include "packetlayer/pl.h"
 
 /* xorshift64*: the same sequence on every host, unlike rand() */
@@ -164,6 +168,18 @@ int main(int argc, char **argv)
         return 2;
     }
     int me = pp.p->rank, to = pp.seg->rank_proc[victim];
+    if (!strcmp(what, "bad-type")) {
+        ml_ctx *ml = ml_init(&pp, me, ML_MODE_HEATER, NULL, NULL);
+        volatile int never = 0;
+        if (me == victim) {
+            tsim_hwhdr hw;
+            uint8_t sw[8] = {30};
+            pl_header(&pp, &hw, pp.seg->rank_proc[0], 8, 0);
+            pl_inject_wait(&pp, 0, &hw, sw, "8 bytes", 8);
+        }
+        ml_wait(ml, &never);
+        return 1;
+    }
     if (!strcmp(what, "random-own")) {
         if (me < 2) ping_pong(&pp, me, argc > 3 ? strtoull(argv[3], NULL, 0) : 1);
         pl_close(&pp, 0);

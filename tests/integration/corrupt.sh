@@ -54,6 +54,7 @@ check rec-reuse "corrupted its reception FIFO 0: tail 0 moved 1 slots back, to p
 check rec-garbage "corrupted its reception FIFO 0: head 2, but the engine delivered 1 packets (slot 1 holds a packet it never delivered)"
 check rec-future "corrupted its reception FIFO 0: packet at slot 0 arrives at 1152921504606846976 cycles, after the 10000 already simulated"
 check state "corrupted its state word: 9 is not a processor state"
+check bad-type "sent rank 0 a packet of software type 30, which no protocol of the message layer has"
 check inj-cap "corrupted its injection FIFO 0: capacity word 0, but the FIFO holds 32 chunks"
 check bogus-buf "corrupted its work description: a send buffer the engine cannot read: Bad address"
 check other-rec "$seg rank 0's reception FIFO 0, which it may only read"

@@ -10,6 +10,10 @@
  *   failures stray        rank 1 writes 4 KiB of random bytes over the
  *                         machine segment's header (geometry, parameters,
  *                         horizon), found the way a wild pointer would
+ *   failures stray-rec    rank 1 pushes a garbage packet into rank 0's
+ *                         reception FIFO 0
+ *   failures stray-head   rank 1 moves its injection FIFO 0's head on by
+ *                         100,000 (issue 15's table, rows 4 and 2)
  * In the -busy and -thread cases the innocent ranks are running when hydra
  * kills them and the failing one may be blocked: whichever mpirun sees
  * vanish first, or running, says nothing about which rank failed. */
@@ -23,6 +27,7 @@
 #include <unistd.h>
 
 #include "mpi_check.h"
+#include "torus-sim/tsim.h" /* the segment's layout, as a program reading bglemu's headers knows it */
 
 static void null_write(void)
 {
@@ -114,6 +119,23 @@ int main(int argc, char **argv)
             CHECK(0, "rank 1 wrote over the segment header and lived");
         }
         MPI_Recv(&v, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (!strcmp(what, "stray-rec") || !strcmp(what, "stray-head")) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 1) {
+            tsim_seg *s = (tsim_seg *)segment();
+            CHECK(s != NULL, "the machine segment is mapped in rank 1");
+            if (s && what[6] == 'r') {
+                tsim_ring *r = &s->procs[s->rank_proc[0]].rec[0];
+                uint32_t h = atomic_load(&r->head);
+                memset(&r->slot[h % TSIM_RING_SLOTS], 0x5a, sizeof(tsim_slot));
+                atomic_store(&r->head, h + 1);
+                CHECK(0, "rank 1 wrote into rank 0's reception FIFO and lived");
+            } else if (s) {
+                atomic_fetch_add(&s->procs[s->rank_proc[1]].inj[0].head, 100000);
+                tsim_kick(s); /* what its next packet would do */
+            }
+        }
+        MPI_Recv(&v, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else if (!strcmp(what, "spawn")) {
         MPI_Comm child;
         int errs[1];
@@ -135,7 +157,7 @@ int main(int argc, char **argv)
         MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
         CHECK(sum == n, "the job goes on after the failed spawn (allreduce = %d)", sum);
     } else {
-        if (!rank) fprintf(stderr, "usage: failures deadlock|crash|crash-busy|crash-thread|exit-busy|spawn|stray\n");
+        if (!rank) fprintf(stderr, "usage: failures deadlock|crash|crash-busy|crash-thread|exit-busy|spawn|stray|stray-rec|stray-head\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     return mc_finish();

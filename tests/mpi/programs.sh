@@ -16,7 +16,7 @@ notok() { echo "not ok - $*"; }
 for src in tests/mpi/*.c tests/mpi/*.f90; do
   name=$(basename "${src%.*}")
   case $src in
-    *.c) cc=mpicc; flags="-O2 -Wall -Wextra -Werror" ;;
+    *.c) cc=mpicc; flags="-O2 -Wall -Wextra -Werror -I$PREFIX/include/bglemu" ;;
     *) cc=mpifort; flags="-O2" ;;
   esac
   if [ "$src" -nt "$out/$name" ] || [ tests/mpi/mpi_check.h -nt "$out/$name" ] ||
@@ -190,6 +190,18 @@ passed bcast-vn "the same on a 3x1x1 mesh in VN mode (6 ranks)"
 run bcast-7 -np 7 -shape 2x2x2 -clock none "$out/bcast"
 passed bcast-7 "the same with 7 ranks on 2x2x2 (a node without a rank: broadcast falls back to MPICH's)"
 
+# ---- the collective network and the global interrupt (issue 14) ----
+run tree -np 8 -shape 2x2x2 -clock none "$out/treecoll"
+passed tree "MPI_Allreduce/MPI_Reduce/MPI_Bcast on the collective network and MPI_Barrier on the global interrupt as MPICH's (every type and op, counts 0..4096, in place, fallbacks)"
+run tree-map -np 8 -shape 2x2x2 -mapfile ZYXT -clock none "$out/treecoll"
+passed tree-map "the same with ranks mapped ZYXT (the hardware still serves; float sums the same bits everywhere)"
+run tree-big -np 4 -shape 2x2x1 -clock none "$out/treecoll" --big
+passed tree-big "the same on 4 ranks with 1 MiB counts"
+run tree-vn -np 8 -mode VN -shape 2x2x1 -clock none "$out/treecoll"
+passed tree-vn "the same in VN mode (the node mates combine over the scratchpad, then the tree)"
+run tree-7 -np 7 -shape 2x2x2 -clock none "$out/treecoll"
+passed tree-7 "the same with 7 ranks on 2x2x2 (tree falls back; the barrier runs on the ranks' wires)"
+
 # ---- the installed MPI benchmarks (adi3-device/bench), data checked ----
 # col ALGO BYTES FILE: the cycles column of that row
 col() { awk -v a="$1" -v b="$2" '$1 == a && $2 == b { print $3 }' "$3"; }
@@ -250,6 +262,19 @@ if [ "$(cat "$tmp/stray.rc")" = 1 ] &&
 else
   tail -5 "$tmp/stray.out"; notok "stray write over the segment header (exit $(cat "$tmp/stray.rc"))"
 fi
+
+for c in "stray-rec:did not reach MPI_Finalize: killed by signal 11 (Segmentation fault) writing into rank 0's reception FIFO 0, which it may only read; mpiexec.hydra" \
+         "stray-head:corrupted its injection FIFO 0: head [0-9]* is 100000 slots past the engine's cursor [0-9]* (a ring holds 32)"; do
+  mode=${c%%:*}; want=${c#*:}
+  run "$mode" -np 4 -clock none "$out/failures" "$mode"
+  if [ "$(cat "$tmp/$mode.rc")" = 1 ] &&
+     grep -q "^mpirun: job failed: rank 1 <1,0,0,0> (pid [0-9]*) $want" "$tmp/$mode.out" &&
+     [ -z "$(ls /dev/shm | grep "^bglemu\.$(id -u)\.")" ] && ! pgrep -f "$out/failures $mode" >/dev/null; then
+    ok "failures $mode (issue 15): rank 1 named with the damage, exit 1, nothing left"
+  else
+    tail -5 "$tmp/$mode.out"; notok "failures $mode (exit $(cat "$tmp/$mode.rc"))"
+  fi
+done
 
 # The failing rank is named from its own record, not from what mpirun saw:
 # here the innocent ranks are running (computing) when hydra kills them, and

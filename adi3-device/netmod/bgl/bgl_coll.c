@@ -4,15 +4,25 @@
  * those whose ranks fill a box of nodes (MPI_COMM_WORLD on a full machine,
  * rectangular sub-meshes). Intercommunicators, MPI_IN_PLACE and other
  * broadcasts go to MPICH's algorithms. Non-contiguous datatypes are packed.
+ * MPI_Barrier, MPI_Allreduce, MPI_Reduce (and MPI_Bcast with tree or auto)
+ * on communicators that hold the whole partition go to the collective
+ * network and the global interrupt (collectives/coll_tree.h).
  *
  * BGLMPI_BCAST = torus3 (default: three edge-disjoint routes from 720
- * bytes up, one below) | torus1 | mpich and BGLMPI_ALLTOALL = torus
- * (default) | mpich choose per call, so a program can compare both (setenv
- * between calls). Every rank must see the same choice, as with any
- * collective algorithm parameter. */
+ * bytes up, one below) | torus1 | mpich | tree | auto (the tree where
+ * it serves, up to MPIDI_BGL_TREE_BCAST_MAX bytes, torus3 otherwise), BGLMPI_ALLTOALL = torus
+ * (default) | mpich, BGLMPI_ALLREDUCE = mpich (default) | tree (allreduce
+ * and reduce), BGLMPI_BARRIER = mpich (default) | gi choose per call, so a
+ * program can compare both (setenv between calls). Every rank must see the
+ * same choice, as with any collective algorithm parameter. The hardware is
+ * not the default yet: it would change every MPI job's simulated result
+ * (they all call MPI_Barrier), so the references of tests/regress move
+ * with that switch (docs/collectives.md). Nonblocking collectives
+ * (MPI_Ibarrier, MPI_Iallreduce, MPI_Ireduce, ...) are MPICH's. */
 #include "mpidimpl.h"
 #include "bgl_impl.h"
 #include "bgl_ml.h"
+#include "collectives/coll_tree.h"
 
 /* The collectives' group of each intracommunicator, by context id (unique
  * among the live communicators of a process): made on first use from the
@@ -72,24 +82,156 @@ static int choice(const char *name, const char *const *choices, int n)
     return -1;
 }
 
+/* ---- the collective network and the global interrupt ------------------- */
+/* Broadcasts up to this many bytes take the collective network under
+ * BGLMPI_BCAST=auto: every size, since torus3 does not overtake the tree up
+ * to 1 MiB on 4x4x4 (docs/collectives.md, "Broadcast crossover"). */
+#define MPIDI_BGL_TREE_BCAST_MAX MPIR_AINT_MAX
+
+/* Does comm hold every rank of the partition (MPI_COMM_WORLD, its
+ * duplicates, any reordering of them)? The collective network and the
+ * global interrupt serve the partition only. */
+static int spans_partition(MPIR_Comm * comm)
+{
+    MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
+    return g->coll && comm->comm_kind == MPIR_COMM_KIND__INTRACOMM &&
+        comm->local_size == ml_nranks(g->ml);
+}
+
+/* The ALU's name for a predefined MPI type, -1 for the others. */
+static int tree_type(MPI_Datatype t)
+{
+    MPI_Aint sz;
+    if (t == MPI_FLOAT)
+        return COLL_F32;
+    if (t == MPI_DOUBLE)
+        return COLL_F64;
+    int sgn = t == MPI_INT || t == MPI_LONG || t == MPI_LONG_LONG || t == MPI_INT32_T ||
+        t == MPI_INT64_T;
+    int uns = t == MPI_UNSIGNED || t == MPI_UNSIGNED_LONG || t == MPI_UNSIGNED_LONG_LONG ||
+        t == MPI_UINT32_T || t == MPI_UINT64_T;
+    if (!sgn && !uns)
+        return -1;
+    MPIR_Datatype_get_size_macro(t, sz);
+    if (sz == 4)
+        return sgn ? COLL_I32 : COLL_U32;
+    if (sz == 8)
+        return sgn ? COLL_I64 : COLL_U64;
+    return -1;
+}
+
+static int tree_op(MPI_Op op)
+{
+    if (op == MPI_SUM)
+        return COLL_SUM;
+    if (op == MPI_MAX)
+        return COLL_MAX;
+    if (op == MPI_MIN)
+        return COLL_MIN;
+    if (op == MPI_BAND)
+        return COLL_BAND;
+    if (op == MPI_BOR)
+        return COLL_BOR;
+    if (op == MPI_BXOR)
+        return COLL_BXOR;
+    return -1;
+}
+
+/* 1 if the collective network can do this reduction: BGLMPI_ALLREDUCE=tree,
+ * the whole partition with every processor slot populated, a type and an operation the ALU takes
+ * (MPI_PROD, user-defined operations and derived types go to MPICH). */
+static int tree_reduction(MPIR_Comm * comm, MPI_Datatype type, MPI_Op op, int *t, int *o,
+                          int *mpi_errno)
+{
+    static const char *const algos[] = { "mpich", "tree" };
+    int a = choice("BGLMPI_ALLREDUCE", algos, 2);
+    *mpi_errno = MPI_SUCCESS;
+    if (a < 0) {
+        MPIR_ERR_SET1(*mpi_errno, MPI_ERR_OTHER, "**bgl_collalgo", "**bgl_collalgo %s",
+                      "BGLMPI_ALLREDUCE=mpich|tree");
+        return 0;
+    }
+    *t = tree_type(type);
+    *o = tree_op(op);
+    return a == 1 && spans_partition(comm) && coll_tree_ok(MPIDI_BGL_global.coll) && *t >= 0 &&
+        *o >= 0 && coll_tree_takes(*t, *o);
+}
+
+int MPIDI_BGL_mpi_allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count,
+                            MPI_Datatype datatype, MPI_Op op, MPIR_Comm * comm_ptr,
+                            MPIR_Errflag_t * errflag)
+{
+    int mpi_errno, t, o;
+    if (!tree_reduction(comm_ptr, datatype, op, &t, &o, &mpi_errno))
+        return mpi_errno != MPI_SUCCESS ? mpi_errno :
+            MPIR_Allreduce_impl(sendbuf, recvbuf, count, datatype, op, comm_ptr, errflag);
+    MPIDI_BGL_clock_enter();
+    if (coll_tree_allreduce(MPIDI_BGL_global.coll, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf,
+                            recvbuf, (size_t) count, t, o) != 0)
+        MPIDI_BGL_job_aborted("allreduce");
+    MPIDI_BGL_clock_leave();
+    return MPI_SUCCESS;
+}
+
+int MPIDI_BGL_mpi_reduce(const void *sendbuf, void *recvbuf, MPI_Aint count,
+                         MPI_Datatype datatype, MPI_Op op, int root, MPIR_Comm * comm_ptr,
+                         MPIR_Errflag_t * errflag)
+{
+    int mpi_errno, t, o;
+    if (!tree_reduction(comm_ptr, datatype, op, &t, &o, &mpi_errno))
+        return mpi_errno != MPI_SUCCESS ? mpi_errno :
+            MPIR_Reduce_impl(sendbuf, recvbuf, count, datatype, op, root, comm_ptr, errflag);
+    int me_root = comm_ptr->rank == root;
+    MPIDI_BGL_clock_enter();
+    if (coll_tree_reduce(MPIDI_BGL_global.coll, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf,
+                         me_root ? recvbuf : NULL, (size_t) count, t, o,
+                         MPIDIU_rank_to_lpid(root, comm_ptr)) != 0)
+        MPIDI_BGL_job_aborted("reduce");
+    MPIDI_BGL_clock_leave();
+    return MPI_SUCCESS;
+}
+
+int MPIDI_BGL_mpi_barrier(MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag)
+{
+    static const char *const algos[] = { "mpich", "gi" };
+    int mpi_errno = MPI_SUCCESS;
+    int a = choice("BGLMPI_BARRIER", algos, 2);
+    MPIR_ERR_CHKANDJUMP1(a < 0, mpi_errno, MPI_ERR_OTHER, "**bgl_collalgo",
+                         "**bgl_collalgo %s", "BGLMPI_BARRIER=mpich|gi");
+    if (a != 1 || !spans_partition(comm_ptr))
+        return MPIR_Barrier_impl(comm_ptr, errflag);
+    MPIDI_BGL_clock_enter();
+    if (coll_gi_barrier(MPIDI_BGL_global.coll) != 0)
+        MPIDI_BGL_job_aborted("barrier");
+    MPIDI_BGL_clock_leave();
+  fn_fail:
+    return mpi_errno;
+}
+
 int MPIDI_BGL_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
                         MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag)
 {
-    static const char *const algos[] = { "torus3", "torus1", "mpich" };
+    static const char *const algos[] = { "torus3", "torus1", "mpich", "tree", "auto" };
     int mpi_errno = MPI_SUCCESS;
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
-    int a = choice("BGLMPI_BCAST", algos, 3);
+    int a = choice("BGLMPI_BCAST", algos, 5);
     MPIR_ERR_CHKANDJUMP1(a < 0, mpi_errno, MPI_ERR_OTHER, "**bgl_collalgo",
-                         "**bgl_collalgo %s", "BGLMPI_BCAST=torus3|torus1|mpich");
-    /* the deposit-bit trees need the communicator's ranks to fill a box */
-    coll_group *grp = a == 2 ? NULL : group_of(comm_ptr);
-    if (!grp || !coll_group_hw_ok(grp))
-        return MPIR_Bcast_impl(buffer, count, datatype, root, comm_ptr, errflag);
-
+                         "**bgl_collalgo %s", "BGLMPI_BCAST=torus3|torus1|mpich|tree|auto");
     int dt_contig;
     MPI_Aint data_sz, true_lb;
     MPIR_Datatype *dt_ptr;
     MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, true_lb);
+    /* the collective network for the whole partition (auto: up to the
+     * crossover where the torus's links overtake its one) */
+    int tree = (a == 3 || (a == 4 && data_sz <= MPIDI_BGL_TREE_BCAST_MAX)) &&
+        spans_partition(comm_ptr) && coll_tree_ok(g->coll);
+    if (a == 4 && !tree)
+        a = 0;
+    /* the deposit-bit trees need the communicator's ranks to fill a box */
+    coll_group *grp = tree || a >= 2 ? NULL : group_of(comm_ptr);
+    if (!tree && (!grp || !coll_group_hw_ok(grp)))
+        return MPIR_Bcast_impl(buffer, count, datatype, root, comm_ptr, errflag);
+
     void *buf = (char *) buffer + true_lb, *tmp = NULL;
     MPI_Aint done;
     if (!dt_contig && data_sz > 0) {
@@ -103,8 +245,12 @@ int MPIDI_BGL_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int
     /* the three-route trees are deeper (an extra hop, one more stage): with
      * less than a packet per route one tree is sooner */
     int routes = a == 0 && data_sz >= 3 * TSIM_PAYLOAD_MAX ? 3 : 1;
-    if (coll_bcast_in(g->coll, grp, buf, (size_t) data_sz, root, routes) != 0)
+    if (tree) {
+        if (coll_tree_bcast(g->coll, buf, (size_t) data_sz, MPIDIU_rank_to_lpid(root, comm_ptr)))
+            MPIDI_BGL_job_aborted("broadcast");
+    } else if (coll_bcast_in(g->coll, grp, buf, (size_t) data_sz, root, routes) != 0) {
         MPIDI_BGL_job_aborted("broadcast");
+    }
     MPIDI_BGL_clock_leave();
     if (tmp) {
         if (comm_ptr->rank != root)

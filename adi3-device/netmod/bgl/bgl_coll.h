@@ -1,4 +1,6 @@
-/* bglemu CH4 netmod "bgl": MPI_Bcast, MPI_Alltoall and MPI_Alltoallv on the torus.
+/* bglemu CH4 netmod "bgl": MPI_Bcast, MPI_Alltoall and MPI_Alltoallv on the torus,
+ * MPI_Barrier, MPI_Allreduce and MPI_Reduce (and MPI_Bcast, BGLMPI_BCAST=tree)
+ * on the collective network and the global interrupt.
  * CH4 reaches these through the collective selection file mpirun points
  * MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE at (share/bglemu/ch4-coll.json);
  * bgl_coll.c decides per call between bglemu's collectives and MPICH's
@@ -35,6 +37,26 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_alltoallv(const void *sendbuf,
 {
     return MPIDI_BGL_mpi_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                                    rdispls, recvtype, comm_ptr, errflag);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_barrier(MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag)
+{
+    return MPIDI_BGL_mpi_barrier(comm_ptr, errflag);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_allreduce(const void *sendbuf, void *recvbuf,
+                                                    MPI_Aint count, MPI_Datatype datatype,
+                                                    MPI_Op op, MPIR_Comm * comm_ptr,
+                                                    MPIR_Errflag_t * errflag)
+{
+    return MPIDI_BGL_mpi_allreduce(sendbuf, recvbuf, count, datatype, op, comm_ptr, errflag);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_reduce(const void *sendbuf, void *recvbuf, MPI_Aint count,
+                                                 MPI_Datatype datatype, MPI_Op op, int root,
+                                                 MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag)
+{
+    return MPIDI_BGL_mpi_reduce(sendbuf, recvbuf, count, datatype, op, root, comm_ptr, errflag);
 }
 
 #endif /* BGL_COLL_H_INCLUDED */

@@ -43,6 +43,13 @@ int MPIDI_BGL_mpi_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
                             const MPI_Aint * recvcounts, const MPI_Aint * rdispls,
                             MPI_Datatype recvtype, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag);
 /* a communicator's collectives group goes with it; all go at finalize */
+int MPIDI_BGL_mpi_barrier(MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag);
+int MPIDI_BGL_mpi_allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count,
+                            MPI_Datatype datatype, MPI_Op op, MPIR_Comm * comm_ptr,
+                            MPIR_Errflag_t * errflag);
+int MPIDI_BGL_mpi_reduce(const void *sendbuf, void *recvbuf, MPI_Aint count,
+                         MPI_Datatype datatype, MPI_Op op, int root, MPIR_Comm * comm_ptr,
+                         MPIR_Errflag_t * errflag);
 void MPIDI_BGL_coll_comm_free(MPIR_Comm * comm);
 void MPIDI_BGL_coll_finalize(void);
 

@@ -10,7 +10,9 @@
 #define NETMOD_INLINE_H_INCLUDED
 
 /* MPICH's fallbacks send everything through MPIDIG, except broadcast,
- * alltoall and alltoallv, which bgl_coll.h takes (torus collectives). */
+ * alltoall and alltoallv (torus collectives), barrier, allreduce and
+ * reduce (collective network and global interrupt), which bgl_coll.h
+ * takes. */
 #include "netmod_am_fallback_send.h"
 #include "netmod_am_fallback_recv.h"
 #include "netmod_am_fallback_probe.h"
@@ -20,10 +22,16 @@
 #define MPIDI_NM_mpi_bcast MPIDI_BGL_fallback_bcast
 #define MPIDI_NM_mpi_alltoall MPIDI_BGL_fallback_alltoall
 #define MPIDI_NM_mpi_alltoallv MPIDI_BGL_fallback_alltoallv
+#define MPIDI_NM_mpi_barrier MPIDI_BGL_fallback_barrier
+#define MPIDI_NM_mpi_allreduce MPIDI_BGL_fallback_allreduce
+#define MPIDI_NM_mpi_reduce MPIDI_BGL_fallback_reduce
 #include "netmod_am_fallback_coll.h"
 #undef MPIDI_NM_mpi_bcast
 #undef MPIDI_NM_mpi_alltoall
 #undef MPIDI_NM_mpi_alltoallv
+#undef MPIDI_NM_mpi_barrier
+#undef MPIDI_NM_mpi_allreduce
+#undef MPIDI_NM_mpi_reduce
 #include "bgl_coll.h"
 
 #include "bgl_am.h"
