@@ -377,6 +377,7 @@ Suite *routing_suite(void)
     tcase_add_test(tc, adaptive_stays_minimal);
     suite_add_tcase(s, tc);
     TCase *tt = tcase_create("traffic");
+    tcase_set_timeout(tt, 60); /* 120,000 generated arrivals: seconds under a sanitizer on a loaded host */
     tcase_add_test(tt, traffic_prng_vectors);
     tcase_add_test(tt, traffic_pattern_destinations);
     tcase_add_test(tt, traffic_offered_load);
