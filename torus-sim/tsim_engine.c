@@ -509,7 +509,8 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
             atomic_store(&s->engine_idle, 1);
             int r2, b2;
             if (horizon(e, &r2, &b2) == h0)
-                tsim_wait_change(&s->engine_bell, bell, 100, tsim_spins());
+                tsim_wait_change(&s->engine_bell, bell, 100,
+                                 r2 <= e->ncpu ? tsim_engine_spins() : 0);
             atomic_store(&s->engine_idle, 0);
             atomic_store(&s->engine_wait, 0);
         }
@@ -569,6 +570,8 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
     atomic_store(&e->violation_proc, -1);
     const char *px = getenv("BGLEMU_PROXY");
     e->prx_off = px && strcmp(px, "0") == 0;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    e->ncpu = ncpu > 1 ? (int)ncpu - 1 : 0; /* cores left beside the engine */
     const char *qt = getenv("BGLEMU_QUIET");
     e->quiet_off = qt && strcmp(qt, "0") == 0;
     if (!e->rt || !e->ep || evq_init(&e->q) != 0 || tree_new(e) != 0) {

@@ -178,6 +178,7 @@ struct tsim_engine {
     char violation[160];
     uint64_t published; /* the last horizon published as done, kept here */
     int prx_off;           /* BGLEMU_PROXY=0: every blocked processor is woken */
+    int ncpu;              /* host cores beside the engine's: it spins while fewer run */
     int quiet_off;         /* BGLEMU_QUIET=0: no promises (tsim_quiet.c) */
     char *deadlock_report; /* snapshot taken when the deadlock was found */
     pthread_t thread;

@@ -32,6 +32,25 @@ static inline int tsim_spins(void)
     return s;
 }
 
+/* The engine's spin before it sleeps: BGLEMU_ENGINE_SPIN, default 2000
+ * pauses (about 100 us) on multi-core hosts, 0 on one core. Only taken
+ * while a core is left for it (tsim_engine.c): a rank that runs alone
+ * answers within microseconds (it blocks or syncs), and a futex hand-off
+ * costs as much as the rank's whole turn; with more running ranks than
+ * spare cores the spin would take a core from one of them. */
+static inline int tsim_engine_spins(void)
+{
+    static _Atomic int spins = -1;
+    int s = atomic_load_explicit(&spins, memory_order_relaxed);
+    if (s < 0) {
+        const char *v = getenv("BGLEMU_ENGINE_SPIN");
+        s = v ? atoi(v) : (sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2000 : 0);
+        if (s < 0) s = 0;
+        atomic_store_explicit(&spins, s, memory_order_relaxed);
+    }
+    return s;
+}
+
 /* Spins briefly (the waker is often just about to answer on the other
  * core), then sleeps. Host-time tuning only: simulated time is unaffected. */
 static inline void tsim_wait_change(_Atomic uint32_t *w, uint32_t expect, int timeout_ms, int spins)
