@@ -18,37 +18,38 @@ static inline void tsim_futex_wait(_Atomic uint32_t *w, uint32_t expect, int tim
 
 #include <stdlib.h>
 
-/* Spin iterations before sleeping: BGLEMU_SPIN, default 0 on one core. */
-static inline int tsim_spins(void)
+/* A spin count from the environment variable `name`, read once into
+ * *cache: `dflt` pauses on multi-core hosts, 0 on one core (nobody could
+ * answer while we spin). Racing first calls compute the same value. */
+static inline int tsim_spin_setting(_Atomic int *cache, const char *name, int dflt)
 {
-    static _Atomic int spins = -1; /* racing first calls compute the same value */
-    int s = atomic_load_explicit(&spins, memory_order_relaxed);
+    int s = atomic_load_explicit(cache, memory_order_relaxed);
     if (s < 0) {
-        const char *v = getenv("BGLEMU_SPIN");
-        s = v ? atoi(v) : (sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 300 : 0);
+        const char *v = getenv(name);
+        s = v ? atoi(v) : (sysconf(_SC_NPROCESSORS_ONLN) > 1 ? dflt : 0);
         if (s < 0) s = 0;
-        atomic_store_explicit(&spins, s, memory_order_relaxed);
+        atomic_store_explicit(cache, s, memory_order_relaxed);
     }
     return s;
 }
 
+/* A rank's spin before it sleeps: BGLEMU_SPIN, default 300 pauses. */
+static inline int tsim_spins(void)
+{
+    static _Atomic int spins = -1;
+    return tsim_spin_setting(&spins, "BGLEMU_SPIN", 300);
+}
+
 /* The engine's spin before it sleeps: BGLEMU_ENGINE_SPIN, default 2000
- * pauses (about 100 us) on multi-core hosts, 0 on one core. Only taken
- * while a core is left for it (tsim_engine.c): a rank that runs alone
- * answers within microseconds (it blocks or syncs), and a futex hand-off
- * costs as much as the rank's whole turn; with more running ranks than
- * spare cores the spin would take a core from one of them. */
+ * pauses (about 100 us). Only taken while a core is left for it
+ * (tsim_engine.c): a rank that runs alone answers within microseconds (it
+ * blocks or syncs), and a futex hand-off costs as much as the rank's whole
+ * turn; with more running ranks than spare cores the spin would take a
+ * core from one of them. */
 static inline int tsim_engine_spins(void)
 {
     static _Atomic int spins = -1;
-    int s = atomic_load_explicit(&spins, memory_order_relaxed);
-    if (s < 0) {
-        const char *v = getenv("BGLEMU_ENGINE_SPIN");
-        s = v ? atoi(v) : (sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2000 : 0);
-        if (s < 0) s = 0;
-        atomic_store_explicit(&spins, s, memory_order_relaxed);
-    }
-    return s;
+    return tsim_spin_setting(&spins, "BGLEMU_ENGINE_SPIN", 2000);
 }
 
 /* Spins briefly (the waker is often just about to answer on the other
