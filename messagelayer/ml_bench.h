@@ -26,4 +26,7 @@ int ml_bench_recv(ml_ctx *ml, ml_bench *b, int n);
 uint64_t ml_pingpong(ml_ctx *ml, ml_bench *b, int peer, int initiator, ml_proto proto, size_t size,
                      int iters);
 
+/* "4096", "4K", "64k", "1M" -> bytes in *out: 0, or -1 if malformed. */
+int ml_parse_size(const char *s, size_t *out);
+
 #endif

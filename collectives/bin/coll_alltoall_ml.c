@@ -10,6 +10,7 @@
 
 #include "collectives/coll.h"
 #include "collectives/coll_bounds.h"
+#include "messagelayer/ml_bench.h"
 
 #define MAXPP (1u << 20)
 
@@ -33,18 +34,6 @@ static void usage(FILE *f)
             "         most W outstanding (--window, default 8; 0: all at once)\n"
             "Both when --algo is not given.\n"
             "Example: mpirun -np 64 -shape 4x4x4 coll_alltoall_ml\n");
-}
-
-static int parse_size(const char *s, size_t *out)
-{
-    char *e;
-    unsigned long long v = strtoull(s, &e, 0);
-    if (e == s) return -1;
-    if (*e == 'k' || *e == 'K') v <<= 10, e++;
-    else if (*e == 'm' || *e == 'M') v <<= 20, e++;
-    if (*e) return -1;
-    *out = (size_t)v;
-    return 0;
 }
 
 static uint8_t byte_of(int src, int dst, size_t i, unsigned seed)
@@ -118,14 +107,14 @@ int main(int argc, char **argv)
             }
         } else if (!strcmp(a, "--min") || !strcmp(a, "--max")) {
             size_t s;
-            if (parse_size(v, &s) != 0 || s < 1 || s > MAXPP) {
+            if (ml_parse_size(v, &s) != 0 || s < 1 || s > MAXPP) {
                 fprintf(stderr, "coll_alltoall_ml: %s must be 1..%u bytes (K, M suffixes), not '%s'\n",
                         a, MAXPP, v);
                 return 2;
             }
             *(!strcmp(a, "--min") ? &min : &max) = s;
         } else if (!strcmp(a, "--step")) {
-            if (parse_size(v, &step) != 0 || step < 2) {
+            if (ml_parse_size(v, &step) != 0 || step < 2) {
                 fprintf(stderr, "coll_alltoall_ml: --step must be >= 2\n");
                 return 2;
             }

@@ -10,6 +10,7 @@
 
 #include "collectives/coll.h"
 #include "collectives/coll_bounds.h"
+#include "messagelayer/ml_bench.h"
 
 #define MAXSZ (64u << 20)
 
@@ -29,18 +30,6 @@ static void usage(FILE *f)
             "All three when --algo is not given. Also prints the bandwidth in links'\n"
             "worth of payload (one link carries 0.25 x 240/270 B/cycle of payload).\n"
             "Example: mpirun -np 32 -shape 4x4x2 -connect MESH coll_bcast_ml\n");
-}
-
-static int parse_size(const char *s, size_t *out)
-{
-    char *e;
-    unsigned long long v = strtoull(s, &e, 0);
-    if (e == s) return -1;
-    if (*e == 'k' || *e == 'K') v <<= 10, e++;
-    else if (*e == 'm' || *e == 'M') v <<= 20, e++;
-    if (*e) return -1;
-    *out = (size_t)v;
-    return 0;
 }
 
 static void fill(uint8_t *b, size_t n, unsigned seed)
@@ -73,7 +62,7 @@ int main(int argc, char **argv)
             }
         } else if (!strcmp(a, "--min") || !strcmp(a, "--max")) {
             size_t s;
-            if (parse_size(v, &s) != 0 || s < 1 || s > MAXSZ) {
+            if (ml_parse_size(v, &s) != 0 || s < 1 || s > MAXSZ) {
                 fprintf(stderr, "coll_bcast_ml: %s must be 1..%u bytes (K, M suffixes), not '%s'\n", a,
                         MAXSZ, v);
                 return 2;
@@ -88,7 +77,7 @@ int main(int argc, char **argv)
                 return 2;
             }
         } else if (!strcmp(a, "--step")) {
-            if (parse_size(v, &step) != 0 || step < 2) {
+            if (ml_parse_size(v, &step) != 0 || step < 2) {
                 fprintf(stderr, "coll_bcast_ml: --step must be >= 2\n");
                 return 2;
             }

@@ -13,6 +13,7 @@
 
 #include "collectives/coll_tree.h"
 #include "torus-sim/tsim_tree.h"
+#include "messagelayer/ml_bench.h"
 
 static void usage(FILE *f)
 {
@@ -25,18 +26,6 @@ static void usage(FILE *f)
             "microseconds, MB/s. Results are checked (exact for integers, identical on every rank\n"
             "for doubles).\n"
             "Example: mpirun -np 64 -shape 4x4x4 coll_tree_ml\n");
-}
-
-static int parse_size(const char *s, size_t *out)
-{
-    char *e;
-    unsigned long long v = strtoull(s, &e, 0);
-    if (e == s) return -1;
-    if (*e == 'k' || *e == 'K') v <<= 10, e++;
-    else if (*e == 'm' || *e == 'M') v <<= 20, e++;
-    if (*e) return -1;
-    *out = (size_t)v;
-    return 0;
 }
 
 typedef struct bench {
@@ -183,7 +172,7 @@ int main(int argc, char **argv)
             what = v;
         } else if (!strcmp(a, "--min") || !strcmp(a, "--max") || !strcmp(a, "--step")) {
             size_t s;
-            if (parse_size(v, &s) != 0 || s < 1 || s > (64u << 20) || (!strcmp(a, "--step") && s < 2)) {
+            if (ml_parse_size(v, &s) != 0 || s < 1 || s > (64u << 20) || (!strcmp(a, "--step") && s < 2)) {
                 fprintf(stderr, "coll_tree_ml: bad value '%s' for %s\n", v, a);
                 return 2;
             }
