@@ -63,62 +63,108 @@ struct pass {
 
 /* Injects this rank's packets while the FIFO has room and takes the
  * results as they come, packet by packet; while neither moves, the
- * message layer's progress runs, then it blocks. */
+ * message layer's progress runs, then it blocks. Every packet's payload
+ * is made before the first goes out and every result is kept whole
+ * before it is taken (the conversions cost no simulated time), so that
+ * the engine can run the loop of a blocked rank (tree_wait). */
 static int run_pass_vn(pass *ps);
+
+/* Blocks as tree_block, handing the loop to the engine when the message
+ * layer lets it (torus-sim/tsim_proxy_tree.c). Returns -1 if the job
+ * aborts, 1 if the loop picks up in its message-layer advance (the
+ * engine stopped at a torus packet), else 0 (the loop's next iteration),
+ * with the packets the engine sent and took. */
+static int tree_wait(pass *ps, const uint8_t *out, uint8_t *in, uint16_t seq, uint32_t *sent,
+                     uint32_t *got, unsigned mask, const char *note)
+{
+    coll_ctx *c = ps->c;
+    tsim_prx *d = ml_prx_begin(c->ml);
+    if (!d) return tree_block(c, mask, note) != 0 ? -1 : 0;
+    d->tree = (tsim_prx_tree){.out = (uint64_t)(uintptr_t)out,
+                              .in = (uint64_t)(uintptr_t)in,
+                              .h = ps->h,
+                              .npk = ps->npk,
+                              .sent = *sent,
+                              .got = *got,
+                              .seq = seq,
+                              .type = COLL_T_TREE};
+    d->prog = TSIM_PRX_PROG_TREE;
+    int rc = ml_prx_block(c->ml, note, mask & ~TSIM_WAKE_REC_ALL);
+    if (rc < 0) return -1;
+    if (rc == TSIM_PRX_NONE) return 0; /* the engine did not take it */
+    if (d->tree.sent > *sent) c->pp->qvoid = 1; /* as pl_tree_inject says */
+    c->tree_sent += d->tree.sent - *sent;
+    c->tree_recv += d->tree.got - *got;
+    *sent = d->tree.sent;
+    *got = d->tree.got;
+    return rc == TSIM_PRX_POLL;
+}
 
 static int run_pass(pass *ps)
 {
     if (ps->c->cpus == 2) return run_pass_vn(ps);
     coll_ctx *c = ps->c;
     pl_proc *pp = c->pp;
-    uint32_t sent = ps->fill ? 0 : ps->npk, got = ps->take ? 0 : ps->npk;
+    uint32_t npk = ps->npk, sent = ps->fill ? 0 : npk, got = ps->take ? 0 : npk;
     uint16_t seq = c->tree_seq++;
-    uint8_t buf[TSIM_TREE_PAYLOAD];
-    int filled = 0;
+    size_t bytes = (size_t)npk * TSIM_TREE_PAYLOAD;
+    uint8_t *out = ps->fill ? calloc(1, bytes) : NULL, *in = ps->take ? malloc(bytes) : NULL;
     char note[112];
-    while (sent < ps->npk || got < ps->npk) {
-        int moved = 0;
-        while (sent < ps->npk) {
-            if (!filled) {
-                memset(buf, 0, sizeof buf);
-                ps->fill(ps, sent, buf);
-                filled = 1;
+    int rc = -1, resumed = 0;
+    if ((ps->fill && !out) || (ps->take && !in)) goto done;
+    for (uint32_t w = 0; ps->fill && w < npk; w++) ps->fill(ps, w, out + (size_t)w * TSIM_TREE_PAYLOAD);
+    while (sent < npk || got < npk) {
+        if (!resumed) {
+            int moved = 0;
+            while (sent < npk) {
+                coll_sw sw = coll_sw_make(COLL_T_TREE, sent, seq, 0);
+                memcpy(ps->h.sw, &sw, sizeof sw);
+                if (pl_tree_inject(pp, &ps->h, out + (size_t)sent * TSIM_TREE_PAYLOAD,
+                                   TSIM_TREE_PAYLOAD) != 0)
+                    break;
+                sent++;
+                c->tree_sent++;
+                moved = 1;
             }
-            coll_sw sw = coll_sw_make(COLL_T_TREE, sent, seq, 0);
-            memcpy(ps->h.sw, &sw, sizeof sw);
-            if (pl_tree_inject(pp, &ps->h, buf, sizeof buf) != 0) break;
-            filled = 0;
-            sent++;
-            c->tree_sent++;
-            moved = 1;
-        }
-        while (got < ps->npk && pl_tree_poll(pp)) {
-            const tsim_tslot *s = pl_tree_peek(pp);
-            coll_sw sw;
-            memcpy(&sw, s->h.sw, sizeof sw);
-            if (sw.type != COLL_T_TREE || sw.seq != seq || coll_sw_w(&sw) != got % COLL_MAXPK) {
-                fprintf(stderr, "bglemu: rank %d: collective network packet %u of collective %u where "
-                        "packet %u of collective %u was due (ranks disagree on the order of "
-                        "collectives)\n", c->rank, coll_sw_w(&sw), sw.seq, got, seq);
-                return -1;
+            while (got < npk && pl_tree_poll(pp)) {
+                const tsim_tslot *s = pl_tree_peek(pp);
+                coll_sw sw;
+                memcpy(&sw, s->h.sw, sizeof sw);
+                if (sw.type != COLL_T_TREE || sw.seq != seq || coll_sw_w(&sw) != got % COLL_MAXPK) {
+                    fprintf(stderr, "bglemu: rank %d: collective network packet %u of collective %u where "
+                            "packet %u of collective %u was due (ranks disagree on the order of "
+                            "collectives)\n", c->rank, coll_sw_w(&sw), sw.seq, got, seq);
+                    goto done;
+                }
+                uint8_t *r = in + (size_t)got * TSIM_TREE_PAYLOAD;
+                memcpy(r, s->payload, TSIM_TREE_PAYLOAD);
+                ps->take(ps, got, r);
+                pl_tree_consume(pp);
+                got++;
+                c->tree_recv++;
+                moved = 1;
             }
-            ps->take(ps, got, s->payload);
-            pl_tree_consume(pp);
-            got++;
-            c->tree_recv++;
-            moved = 1;
+            if (moved) continue;
+            if (pl_aborting(pp)) goto done;
         }
-        if (moved) continue;
-        if (pl_aborting(pp)) return -1;
+        resumed = 0;
         if (ml_advance(c->ml)) continue;
         snprintf(note, sizeof note, "rank %d: collective network, packet %u of %u", c->rank, got,
                  ps->npk);
         unsigned mask = TSIM_WAKE_REC_ALL | ml_inj_wait(c->ml) |
                         (got < ps->npk ? TSIM_WAKE_TREE_REC : 0) |
                         (sent < ps->npk ? TSIM_WAKE_TREE_INJ : 0);
-        if (tree_block(c, mask, note) != 0) return -1;
+        uint32_t got0 = got;
+        int k = tree_wait(ps, out, in, seq, &sent, &got, mask, note);
+        if (k < 0) goto done;
+        for (uint32_t w = got0; w < got; w++) ps->take(ps, w, in + (size_t)w * TSIM_TREE_PAYLOAD);
+        resumed = k;
     }
-    return 0;
+    rc = 0;
+done:
+    free(out);
+    free(in);
+    return rc;
 }
 
 /* ---- VN mode: the node's two processors combine first ------------------ *

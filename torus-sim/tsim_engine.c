@@ -92,7 +92,7 @@ static void wake_if_ready(tsim_engine *e, int proc, uint64_t t)
             if (!prx_trigger(e, proc, t, -1 - f)) eng_wake(e, proc, t);
             return;
         }
-    if (tree_ready(e, proc, mask)) eng_wake(e, proc, t);
+    if (tree_ready(e, proc, mask) && !prx_tree_trigger(e, proc, t, 0)) eng_wake(e, proc, t);
 }
 
 static void src_pull(tsim_engine *e, int proc);

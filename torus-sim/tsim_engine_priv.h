@@ -95,6 +95,7 @@ typedef struct router {
 
 /* The engine's copy of a blocked processor's loop (tsim_proxy.c). */
 struct prx_a2a;
+struct prx_tree;
 typedef struct prx_state {
     uint32_t gen;      /* description adopted */
     int on;            /* the engine runs this processor's loop */
@@ -119,6 +120,7 @@ typedef struct prx_state {
     uint8_t *txbuf[TSIM_PRX_TX];
     uint64_t txbuf_off[TSIM_PRX_TX], txbuf_len[TSIM_PRX_TX];
     struct prx_a2a *a2a; /* the alltoall's loop (tsim_proxy_a2a.c) */
+    struct prx_tree *tree; /* a tree collective's loop (tsim_proxy_tree.c) */
 } prx_state;
 
 typedef struct eproc {
@@ -206,6 +208,11 @@ int prx_active(const tsim_engine *e, int proc);
  * or refuses it (-1: wake the processor), 0 if there is none. */
 int prx_start(tsim_engine *e, int proc);
 void prx_free(tsim_engine *e);
+/* The processor is BLOCKED and its collective-network wait may be over at
+ * t (bits: TSIM_WAKE_TREE_REC/INJ that happened, 0: something is there
+ * already): 1 if the engine runs its tree loop (tsim_proxy_tree.c: no
+ * wake), 0 to wake it as its mask says. */
+int prx_tree_trigger(tsim_engine *e, int proc, uint64_t t, uint32_t bits);
 
 /* tsim_quiet.c: tells each running processor how far its own empty polls
  * need no round trip to the engine (tsim_proc.quiet). */
