@@ -98,48 +98,87 @@ static int spans_partition(MPIR_Comm * comm)
         comm->local_size == ml_nranks(g->ml);
 }
 
-/* The ALU's name for a predefined MPI type, -1 for the others. */
-static int tree_type(MPI_Datatype t)
+/* What MPI lets each operation take (MPI 4.0, 6.9.2): the groups of the
+ * predefined types the ALU serves. MPI_CHAR, MPI_WCHAR and the Fortran and
+ * complex types go to MPICH (with its checks). */
+enum { K_INT, K_BYTE, K_BOOL, K_FLOAT, K_PAIR };
+
+/* The ALU's name for a predefined MPI type and its group, -1 for the others. */
+static int tree_type(MPI_Datatype t, int *kind)
 {
-    MPI_Aint sz;
+    MPI_Aint sz, ext;
+    *kind = K_FLOAT;
     if (t == MPI_FLOAT)
         return COLL_F32;
     if (t == MPI_DOUBLE)
         return COLL_F64;
-    int sgn = t == MPI_INT || t == MPI_LONG || t == MPI_LONG_LONG || t == MPI_INT32_T ||
-        t == MPI_INT64_T;
+    int pair = t == MPI_2INT ? COLL_2I32 : t == MPI_FLOAT_INT ? COLL_F32_I32 :
+        t == MPI_DOUBLE_INT ? COLL_F64_I32 : t == MPI_SHORT_INT ? COLL_I16_I32 :
+        t == MPI_LONG_INT && sizeof(long) == 8 ? COLL_I64_I32 : -1;
+    if (pair >= 0) {
+        /* the struct {value; int} as coll_tree.h lays it out */
+        *kind = K_PAIR;
+        MPIR_Datatype_get_extent_macro(t, ext);
+        return (size_t) ext == coll_type_size(pair) ? pair : -1;
+    }
+    int sgn = t == MPI_INT || t == MPI_LONG || t == MPI_LONG_LONG || t == MPI_SHORT ||
+        t == MPI_SIGNED_CHAR || t == MPI_INT8_T || t == MPI_INT16_T || t == MPI_INT32_T ||
+        t == MPI_INT64_T || t == MPI_AINT || t == MPI_OFFSET || t == MPI_COUNT;
     int uns = t == MPI_UNSIGNED || t == MPI_UNSIGNED_LONG || t == MPI_UNSIGNED_LONG_LONG ||
-        t == MPI_UINT32_T || t == MPI_UINT64_T;
+        t == MPI_UNSIGNED_SHORT || t == MPI_UNSIGNED_CHAR || t == MPI_UINT8_T ||
+        t == MPI_UINT16_T || t == MPI_UINT32_T || t == MPI_UINT64_T || t == MPI_BYTE ||
+        t == MPI_C_BOOL;
     if (!sgn && !uns)
         return -1;
+    *kind = t == MPI_BYTE ? K_BYTE : t == MPI_C_BOOL ? K_BOOL : K_INT;
     MPIR_Datatype_get_size_macro(t, sz);
-    if (sz == 4)
-        return sgn ? COLL_I32 : COLL_U32;
-    if (sz == 8)
-        return sgn ? COLL_I64 : COLL_U64;
-    return -1;
+    switch (sz) {
+        case 1:
+            return sgn ? COLL_I8 : COLL_U8;
+        case 2:
+            return sgn ? COLL_I16 : COLL_U16;
+        case 4:
+            return sgn ? COLL_I32 : COLL_U32;
+        case 8:
+            return sgn ? COLL_I64 : COLL_U64;
+        default:
+            return -1;
+    }
 }
 
-static int tree_op(MPI_Op op)
+/* The ALU's name for a predefined operation on a type of group kind, -1
+ * where MPI does not define the pair (MPICH then reports it). */
+static int tree_op(MPI_Op op, int kind)
 {
-    if (op == MPI_SUM)
-        return COLL_SUM;
-    if (op == MPI_MAX)
-        return COLL_MAX;
-    if (op == MPI_MIN)
-        return COLL_MIN;
-    if (op == MPI_BAND)
-        return COLL_BAND;
-    if (op == MPI_BOR)
-        return COLL_BOR;
-    if (op == MPI_BXOR)
-        return COLL_BXOR;
-    return -1;
+    static const MPI_Op ops[] = { MPI_SUM, MPI_MAX, MPI_MIN, MPI_BAND, MPI_BOR, MPI_BXOR,
+        MPI_LAND, MPI_LOR, MPI_LXOR, MPI_MAXLOC, MPI_MINLOC
+    };
+    static const int names[] = { COLL_SUM, COLL_MAX, COLL_MIN, COLL_BAND, COLL_BOR, COLL_BXOR,
+        COLL_LAND, COLL_LOR, COLL_LXOR, COLL_MAXLOC, COLL_MINLOC
+    };
+    int o = -1;
+    for (int i = 0; i < (int) (sizeof ops / sizeof ops[0]); i++)
+        if (op == ops[i])
+            o = names[i];
+    if (o < 0)
+        return -1;
+    switch (kind) {
+        case K_INT:
+            return o <= COLL_LXOR ? o : -1;
+        case K_BYTE:
+            return o >= COLL_BAND && o <= COLL_BXOR ? o : -1;
+        case K_BOOL:
+            return o >= COLL_LAND && o <= COLL_LXOR ? o : -1;
+        case K_FLOAT:
+            return o <= COLL_MIN ? o : -1;
+        default:
+            return o == COLL_MAXLOC || o == COLL_MINLOC ? o : -1;
+    }
 }
 
 /* 1 if the collective network can do this reduction: BGLMPI_ALLREDUCE=tree,
  * the whole partition with every processor slot populated, a type and an operation the ALU takes
- * (MPI_PROD, user-defined operations and derived types go to MPICH). */
+ * (MPI_PROD, MPI_REPLACE/NO_OP, user-defined operations and derived types go to MPICH). */
 static int tree_reduction(MPIR_Comm * comm, MPI_Datatype type, MPI_Op op, int *t, int *o,
                           int *mpi_errno)
 {
@@ -151,8 +190,9 @@ static int tree_reduction(MPIR_Comm * comm, MPI_Datatype type, MPI_Op op, int *t
                       "BGLMPI_ALLREDUCE=mpich|tree");
         return 0;
     }
-    *t = tree_type(type);
-    *o = tree_op(op);
+    int kind;
+    *t = tree_type(type, &kind);
+    *o = *t >= 0 ? tree_op(op, kind) : -1;
     return a == 1 && spans_partition(comm) && coll_tree_ok(MPIDI_BGL_global.coll) && *t >= 0 &&
         *o >= 0 && coll_tree_takes(*t, *o);
 }
