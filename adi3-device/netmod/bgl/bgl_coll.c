@@ -8,16 +8,17 @@
  * on communicators that hold the whole partition go to the collective
  * network and the global interrupt (collectives/coll_tree.h).
  *
- * BGLMPI_BCAST = torus3 (default: three edge-disjoint routes from 720
- * bytes up, one below) | torus1 | mpich | tree | auto (the tree where
- * it serves, up to MPIDI_BGL_TREE_BCAST_MAX bytes, torus3 otherwise), BGLMPI_ALLTOALL = torus
- * (default) | mpich, BGLMPI_ALLREDUCE = mpich (default) | tree (allreduce
- * and reduce), BGLMPI_BARRIER = mpich (default) | gi choose per call, so a
- * program can compare both (setenv between calls). Every rank must see the
- * same choice, as with any collective algorithm parameter. The hardware is
- * not the default yet: it would change every MPI job's simulated result
- * (they all call MPI_Barrier), so the references of tests/regress move
- * with that switch (docs/collectives.md). Nonblocking collectives
+ * BGLMPI_BCAST = auto (default: the collective network on communicators
+ * holding the whole partition, up to MPIDI_BGL_TREE_BCAST_MAX bytes, torus3
+ * otherwise) | torus3 (three edge-disjoint routes from 720 bytes up, one
+ * below) | torus1 | mpich | tree, BGLMPI_ALLTOALL = torus (default) |
+ * mpich, BGLMPI_ALLREDUCE = tree (default; allreduce and reduce) | mpich,
+ * BGLMPI_BARRIER = gi (default) | mpich choose per call, so a program can
+ * compare both (setenv between calls). Every rank must see the same
+ * choice, as with any collective algorithm parameter. The hardware is the
+ * default where it serves (the whole partition, every processor slot
+ * populated, a type and operation the ALU takes); MPICH's algorithms
+ * everywhere else (docs/collectives.md). Nonblocking collectives
  * (MPI_Ibarrier, MPI_Iallreduce, MPI_Ireduce, ...) are MPICH's. */
 #include "mpidimpl.h"
 #include "bgl_impl.h"
@@ -70,7 +71,8 @@ void MPIDI_BGL_coll_finalize(void)
     groups = NULL;
 }
 
-/* The value of env var name among choices (index), or -1 if unknown. */
+/* The value of env var name among choices (index; choices[0] when unset),
+ * or -1 if unknown. */
 static int choice(const char *name, const char *const *choices, int n)
 {
     const char *v = getenv(name);
@@ -182,18 +184,18 @@ static int tree_op(MPI_Op op, int kind)
 static int tree_reduction(MPIR_Comm * comm, MPI_Datatype type, MPI_Op op, int *t, int *o,
                           int *mpi_errno)
 {
-    static const char *const algos[] = { "mpich", "tree" };
+    static const char *const algos[] = { "tree", "mpich" };
     int a = choice("BGLMPI_ALLREDUCE", algos, 2);
     *mpi_errno = MPI_SUCCESS;
     if (a < 0) {
         MPIR_ERR_SET1(*mpi_errno, MPI_ERR_OTHER, "**bgl_collalgo", "**bgl_collalgo %s",
-                      "BGLMPI_ALLREDUCE=mpich|tree");
+                      "BGLMPI_ALLREDUCE=tree|mpich");
         return 0;
     }
     int kind;
     *t = tree_type(type, &kind);
     *o = *t >= 0 ? tree_op(op, kind) : -1;
-    return a == 1 && spans_partition(comm) && coll_tree_ok(MPIDI_BGL_global.coll) && *t >= 0 &&
+    return a == 0 && spans_partition(comm) && coll_tree_ok(MPIDI_BGL_global.coll) && *t >= 0 &&
         *o >= 0 && coll_tree_takes(*t, *o);
 }
 
@@ -233,12 +235,12 @@ int MPIDI_BGL_mpi_reduce(const void *sendbuf, void *recvbuf, MPI_Aint count,
 
 int MPIDI_BGL_mpi_barrier(MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag)
 {
-    static const char *const algos[] = { "mpich", "gi" };
+    static const char *const algos[] = { "gi", "mpich" };
     int mpi_errno = MPI_SUCCESS;
     int a = choice("BGLMPI_BARRIER", algos, 2);
     MPIR_ERR_CHKANDJUMP1(a < 0, mpi_errno, MPI_ERR_OTHER, "**bgl_collalgo",
-                         "**bgl_collalgo %s", "BGLMPI_BARRIER=mpich|gi");
-    if (a != 1 || !spans_partition(comm_ptr))
+                         "**bgl_collalgo %s", "BGLMPI_BARRIER=gi|mpich");
+    if (a != 0 || !spans_partition(comm_ptr))
         return MPIR_Barrier_impl(comm_ptr, errflag);
     MPIDI_BGL_clock_enter();
     if (coll_gi_barrier(MPIDI_BGL_global.coll) != 0)
@@ -251,24 +253,24 @@ int MPIDI_BGL_mpi_barrier(MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag)
 int MPIDI_BGL_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
                         MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag)
 {
-    static const char *const algos[] = { "torus3", "torus1", "mpich", "tree", "auto" };
+    static const char *const algos[] = { "auto", "torus3", "torus1", "mpich", "tree" };
     int mpi_errno = MPI_SUCCESS;
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
     int a = choice("BGLMPI_BCAST", algos, 5);
     MPIR_ERR_CHKANDJUMP1(a < 0, mpi_errno, MPI_ERR_OTHER, "**bgl_collalgo",
-                         "**bgl_collalgo %s", "BGLMPI_BCAST=torus3|torus1|mpich|tree|auto");
+                         "**bgl_collalgo %s", "BGLMPI_BCAST=auto|torus3|torus1|mpich|tree");
     int dt_contig;
     MPI_Aint data_sz, true_lb;
     MPIR_Datatype *dt_ptr;
     MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, true_lb);
     /* the collective network for the whole partition (auto: up to the
      * crossover where the torus's links overtake its one) */
-    int tree = (a == 3 || (a == 4 && data_sz <= MPIDI_BGL_TREE_BCAST_MAX)) &&
+    int tree = (a == 4 || (a == 0 && data_sz <= MPIDI_BGL_TREE_BCAST_MAX)) &&
         spans_partition(comm_ptr) && coll_tree_ok(g->coll);
-    if (a == 4 && !tree)
-        a = 0;
+    if (a == 0 && !tree)
+        a = 1;
     /* the deposit-bit trees need the communicator's ranks to fill a box */
-    coll_group *grp = tree || a >= 2 ? NULL : group_of(comm_ptr);
+    coll_group *grp = tree || a >= 3 ? NULL : group_of(comm_ptr);
     if (!tree && (!grp || !coll_group_hw_ok(grp)))
         return MPIR_Bcast_impl(buffer, count, datatype, root, comm_ptr, errflag);
 
@@ -284,7 +286,7 @@ int MPIDI_BGL_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int
     MPIDI_BGL_clock_enter();
     /* the three-route trees are deeper (an extra hop, one more stage): with
      * less than a packet per route one tree is sooner */
-    int routes = a == 0 && data_sz >= 3 * TSIM_PAYLOAD_MAX ? 3 : 1;
+    int routes = a == 1 && data_sz >= 3 * TSIM_PAYLOAD_MAX ? 3 : 1;
     if (tree) {
         if (coll_tree_bcast(g->coll, buf, (size_t) data_sz, MPIDIU_rank_to_lpid(root, comm_ptr)))
             MPIDI_BGL_job_aborted("broadcast");
