@@ -65,6 +65,8 @@ void tree_prx_answer(tsim_engine *e, int proc, tsim_prx *d);
 int tree_prx_wants(const tsim_engine *e, int proc, uint32_t bits);
 void tree_prx_free(prx_state *x);
 /* tsim_tree.c: the processor's tree FIFOs as the engine sees them */
+/* Has the engine taken everything the processor wrote into them? */
+int tree_prx_synced(const tsim_engine *e, int proc);
 /* Free slots in its injection FIFO. */
 unsigned tree_inj_room(const tsim_engine *e, int proc);
 /* What pl_tree_inject does at clock t (the caller checked the room). */

@@ -53,7 +53,8 @@ int tree_prx_adopt(tsim_engine *e, int proc, const tsim_prx *d)
     const tsim_prx_tree *t = &d->tree;
     if (t->npk == 0 || t->npk >= MAX_W || t->sent > t->npk || t->got > t->npk ||
         (t->sent < t->npk && !t->out) || (t->got < t->npk && !t->in) ||
-        (t->sent == t->npk && t->got == t->npk) || !tree_hdr_ok(&t->h))
+        (t->sent == t->npk && t->got == t->npk) || !tree_hdr_ok(&t->h) ||
+        !tree_prx_synced(e, proc))
         return 0;
     if (!x->tree && !(x->tree = malloc(sizeof *x->tree))) return 0;
     struct prx_tree *a = x->tree;

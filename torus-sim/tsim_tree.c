@@ -658,6 +658,15 @@ int tree_hdr_ok(const tsim_thdr *h)
            h->vc < TSIM_TREE_VCS && h->group < TSIM_CPUS && !h->resv[0] && !h->resv[1];
 }
 
+int tree_prx_synced(const tsim_engine *e, int proc)
+{
+    const tree_state *ts = e->tree;
+    const tsim_proc *p = &e->seg->procs[proc];
+    return atomic_load(&p->tinj.head) == ts->inj_seen[proc] &&
+           atomic_load(&p->trec.tail) == ts->rec_seen[proc] &&
+           ts->rec_head[proc] - ts->rec_seen[proc] <= TSIM_TREE_SLOTS;
+}
+
 unsigned tree_inj_room(const tsim_engine *e, int proc)
 {
     const tree_state *ts = e->tree;

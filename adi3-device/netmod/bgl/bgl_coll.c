@@ -87,7 +87,7 @@ static int choice(const char *name, const char *const *choices, int n)
 /* ---- the collective network and the global interrupt ------------------- */
 /* Broadcasts up to this many bytes take the collective network under
  * BGLMPI_BCAST=auto: every size, since torus3 does not overtake the tree up
- * to 1 MiB on 4x4x4 (docs/collectives.md, "Broadcast crossover"). */
+ * to 4 MiB on 4x4x4 (docs/collectives.md, "Broadcast crossover"). */
 #define MPIDI_BGL_TREE_BCAST_MAX MPIR_AINT_MAX
 
 /* Does comm hold every rank of the partition (MPI_COMM_WORLD, its
