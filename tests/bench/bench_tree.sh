@@ -60,6 +60,7 @@ if [ -x "$PREFIX/bin/mpicc" ] && command -v coll_reduce >/dev/null; then
   run "MPI, 8 ranks, 2x2x2, CO" -np 8 -shape 2x2x2 -clock none coll_reduce --max 64K
   run "MPI, 64 ranks, 4x4x4, CO" -np 64 -shape 4x4x4 -clock none coll_reduce --max 8K
   run "MPI, 128 ranks, 4x4x4, VN" -np 128 -mode VN -shape 4x4x4 -clock none coll_reduce --max 8K
+  run "MPI, 256 ranks, 8x8x4, CO" -np 256 -shape 8x8x4 -clock none coll_reduce --max 512
 else
   echo "  MPI level skipped: MPICH not built (make mpich)"
 fi
