@@ -133,11 +133,11 @@ typedef struct eproc {
     int32_t inj_used[TSIM_NINJ];  /* modelled injection occupancy */
     /* engine-side source */
     int src_live;     /* the source may produce more */
-    int src_has;      /* pending generated packet in src_pkt */
+    int src_has;      /* pending generated packet in src_pk */
     int src_fifo;
     uint64_t src_t;
     uint64_t src_armed; /* time of the EV_SRC already queued, or 0 */
-    tsim_pkt src_pkt;
+    uint32_t src_pk;  /* the pool packet the source generated it into */
     prx_state prx;
     /* tsim_quiet.c: BLOCKED and looked at since its last wake (only an
      * event can wake it now), and what it was last promised */
