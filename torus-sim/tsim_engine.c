@@ -18,23 +18,11 @@
 
 /* Keys order events of one time: the engine's steps for blocked processors
  * first (what a processor sees at vt is everything before vt, and nothing
- * of vt itself), then the engine's own events in processing order, then
- * the processors' in (processor, FIFO, slot) order. */
+ * of vt itself), then the engine's own events in processing order
+ * (KEY_ENGINE, tsim_engine_priv.h), then the processors' in (processor,
+ * FIFO, slot) order. */
 #define KEY_PROXY 0ull
-#define KEY_ENGINE (1ull << 48)
 #define KEY_PROC (1ull << 62)
-
-void ev_push_key(tsim_engine *e, uint64_t t, uint64_t key, uint32_t type, int a, int b,
-                 uint32_t pkt)
-{
-    ev v = {t, key, type, a, b, pkt};
-    evq_push(&e->q, &v);
-}
-
-void ev_push(tsim_engine *e, uint64_t t, uint32_t type, int a, int b, uint32_t pkt)
-{
-    ev_push_key(e, t, KEY_ENGINE | e->next_key++, type, a, b, pkt);
-}
 
 static uint64_t proc_key(int proc, int ring, uint32_t seq)
 {

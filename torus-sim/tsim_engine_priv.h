@@ -232,9 +232,20 @@ void tsim_trace_free(tsim_engine *e);
 void report_snapshot_deadlock(tsim_engine *e);
 
 /* tsim_engine.c */
-void ev_push(tsim_engine *e, uint64_t t, uint32_t type, int a, int b, uint32_t pkt);
-void ev_push_key(tsim_engine *e, uint64_t t, uint64_t key, uint32_t type, int a, int b,
-                 uint32_t pkt);
+/* Inline: the network pushes about one event per hop. */
+static inline void ev_push_key(tsim_engine *e, uint64_t t, uint64_t key, uint32_t type, int a,
+                               int b, uint32_t pkt)
+{
+    ev v = {t, key, type, a, b, pkt};
+    evq_push(&e->q, &v);
+}
+
+/* The engine's own events, keyed in processing order (tsim_engine.c). */
+#define KEY_ENGINE (1ull << 48)
+static inline void ev_push(tsim_engine *e, uint64_t t, uint32_t type, int a, int b, uint32_t pkt)
+{
+    ev_push_key(e, t, KEY_ENGINE | e->next_key++, type, a, b, pkt);
+}
 void eng_wake(tsim_engine *e, int proc, uint64_t t);
 void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t);
 void eng_inj_freed(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t);
