@@ -118,8 +118,13 @@ int tsim_params_set(tsim_params *p, const char *assignment, char *err, size_t er
 int tsim_params_load(tsim_params *p, const char *path, char *err, size_t errlen);
 void tsim_params_print(const tsim_params *p, FILE *f);
 void tsim_params_json(const tsim_params *p, FILE *f);
-/* all 0: without the collective networks' parameters left at their defaults */
-void tsim_params_json_all(const tsim_params *p, FILE *f, int all);
+/* Groups of parameters a report lists only when the job used them (or they
+ * were set away from their defaults): a report of a job that used neither
+ * stays what it was before they existed. */
+#define TSIM_PARAMS_TREE 1u /* tree_*, gi_*: the collective networks */
+#define TSIM_PARAMS_DDT  2u /* ddt_*: derived datatypes */
+/* show: the TSIM_PARAMS_* groups to list even at their defaults */
+void tsim_params_json_all(const tsim_params *p, FILE *f, unsigned show);
 
 /* ---- FIFOs in the segment (single producer, single consumer) ---------- */
 typedef struct tsim_ring {
@@ -359,6 +364,8 @@ typedef struct tsim_proc {
     _Atomic uint64_t msgs_sent[TSIM_NSW_KINDS]; /* messages per kind, counted by the
                                                    software above (the message layer's
                                                    protocols), for reports */
+    _Atomic uint64_t ddt_cycles;  /* cycles the software charged for derived-datatype
+                                     work (packing, translation, gather/scatter) */
     char waiting_on[112];         /* software's note, shown in deadlock reports */
     tsim_prx prx;                 /* work the engine may do while it is blocked */
     tsim_ring inj[TSIM_NINJ];

@@ -135,11 +135,11 @@ typedef struct eproc {
     int32_t inj_used[TSIM_NINJ];  /* modelled injection occupancy */
     /* engine-side source */
     int src_live;     /* the source may produce more */
-    int src_has;      /* pending generated packet in src_pkt */
+    int src_has;      /* pending generated packet in src_pk */
     int src_fifo;
     uint64_t src_t;
     uint64_t src_armed; /* time of the EV_SRC already queued, or 0 */
-    tsim_pkt src_pkt;
+    uint32_t src_pk;  /* the pool packet the source generated it into */
     prx_state prx;
     /* tsim_quiet.c: BLOCKED and looked at since its last wake (only an
      * event can wake it now), and what it was last promised */
@@ -245,9 +245,20 @@ void tsim_trace_free(tsim_engine *e);
 void report_snapshot_deadlock(tsim_engine *e);
 
 /* tsim_engine.c */
-void ev_push(tsim_engine *e, uint64_t t, uint32_t type, int a, int b, uint32_t pkt);
-void ev_push_key(tsim_engine *e, uint64_t t, uint64_t key, uint32_t type, int a, int b,
-                 uint32_t pkt);
+/* Inline: the network pushes about one event per hop. */
+static inline void ev_push_key(tsim_engine *e, uint64_t t, uint64_t key, uint32_t type, int a,
+                               int b, uint32_t pkt)
+{
+    ev v = {t, key, type, a, b, pkt};
+    evq_push(&e->q, &v);
+}
+
+/* The engine's own events, keyed in processing order (tsim_engine.c). */
+#define KEY_ENGINE (1ull << 48)
+static inline void ev_push(tsim_engine *e, uint64_t t, uint32_t type, int a, int b, uint32_t pkt)
+{
+    ev_push_key(e, t, KEY_ENGINE | e->next_key++, type, a, b, pkt);
+}
 void eng_wake(tsim_engine *e, int proc, uint64_t t);
 void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t);
 void eng_inj_freed(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t);

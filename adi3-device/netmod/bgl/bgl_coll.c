@@ -279,8 +279,10 @@ int MPIDI_BGL_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int
     if (!dt_contig && data_sz > 0) {
         tmp = MPL_malloc(data_sz, MPL_MEM_BUFFER);
         MPIR_ERR_CHKANDJUMP(!tmp, mpi_errno, MPI_ERR_NO_MEM, "**nomem");
-        if (comm_ptr->rank == root)
+        if (comm_ptr->rank == root) {   /* staging is charged (bgl_dt.c) */
             MPIR_Typerep_pack(buffer, count, datatype, 0, tmp, data_sz, &done);
+            MPIDI_BGL_dt_charge_copy(count, datatype, data_sz);
+        }
         buf = tmp;
     }
     MPIDI_BGL_clock_enter();
@@ -295,8 +297,10 @@ int MPIDI_BGL_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int
     }
     MPIDI_BGL_clock_leave();
     if (tmp) {
-        if (comm_ptr->rank != root)
+        if (comm_ptr->rank != root) {
             MPIR_Typerep_unpack(tmp, data_sz, buffer, count, datatype, 0, &done);
+            MPIDI_BGL_dt_charge_copy(count, datatype, data_sz);
+        }
         MPL_free(tmp);
     }
   fn_exit:
@@ -358,6 +362,7 @@ int MPIDI_BGL_mpi_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype
         stmp = MPL_malloc(sbytes * n, MPL_MEM_BUFFER);
         MPIR_ERR_CHKANDJUMP(!stmp, mpi_errno, MPI_ERR_NO_MEM, "**nomem");
         MPIR_Typerep_pack(sendbuf, sendcount * n, sendtype, 0, stmp, sbytes * n, &done);
+        MPIDI_BGL_dt_charge_copy(sendcount * n, sendtype, sbytes * n);
         sb = stmp;
     }
     if (!rcontig && rbytes > 0) {
@@ -369,8 +374,10 @@ int MPIDI_BGL_mpi_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype
     if (coll_alltoall_in(g->coll, grp, sb, rb, (size_t) sbytes) != 0)
         MPIDI_BGL_job_aborted("alltoall");
     MPIDI_BGL_clock_leave();
-    if (rtmp)
+    if (rtmp) {
         MPIR_Typerep_unpack(rtmp, rbytes * n, recvbuf, recvcount * n, recvtype, 0, &done);
+        MPIDI_BGL_dt_charge_copy(recvcount * n, recvtype, rbytes * n);
+    }
   fn_exit:
     MPL_free(stmp);
     MPL_free(rtmp);
