@@ -103,7 +103,12 @@ unsigned pl_inj_room(const pl_proc *pp, int f)
  * core the next rank to wake needs. */
 static int spins(const pl_proc *pp)
 {
-    return atomic_load_explicit(&pp->seg->ranks_no_spin, memory_order_relaxed) ? 0 : tsim_spins();
+    static _Atomic int chosen = -1; /* BGLEMU_SPIN given: the user's choice stands */
+    if (atomic_load_explicit(&chosen, memory_order_relaxed) < 0) atomic_store(&chosen, getenv("BGLEMU_SPIN") != NULL);
+    if (!atomic_load_explicit(&chosen, memory_order_relaxed) &&
+        atomic_load_explicit(&pp->seg->ranks_no_spin, memory_order_relaxed))
+        return 0;
+    return tsim_spins();
 }
 
 int pl_sync(pl_proc *pp)
