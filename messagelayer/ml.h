@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "../packetlayer/pl.h"
 #include "ml_map.h"
@@ -42,6 +43,12 @@ typedef enum ml_mode { ML_MODE_CO, ML_MODE_VN, ML_MODE_HEATER } ml_mode;
 typedef struct ml_ctx ml_ctx;
 typedef void (*ml_done_fn)(ml_ctx *ml, void *arg);
 
+/* Where in a layout the last packet ended: a segment and the message
+ * offset at which it begins (ml_layout.c). */
+typedef struct ml_cursor {
+    size_t i, base;
+} ml_cursor;
+
 /* A message being sent. Fill the public fields (or use ml_send), keep it
  * alive and unchanged until done runs. */
 typedef struct ml_msg {
@@ -50,12 +57,19 @@ typedef struct ml_msg {
     size_t hdrlen;
     const void *buf;         /* data, any alignment */
     size_t len;
+    /* or a layout (niov > 0, buf unused): the data is the niov segments one
+     * after the other, len their total; each packet is gathered straight
+     * from them (zero-copy), the VN protocol passes the list itself */
+    const struct iovec *iov;
+    size_t niov;
     ml_proto proto;          /* ML_AUTO or a forced protocol */
     ml_done_fn done;         /* the buffer may be reused */
     void *arg;
     /* private */
     struct ml_msg *next;
     size_t off;              /* bytes packetized so far */
+    ml_cursor cur;           /* layout: where the last packet was gathered */
+    size_t charged;          /* layout: 1 + the offset whose gather was charged */
     uint16_t seq, id;
     uint8_t state, used;
 } ml_msg;
@@ -65,6 +79,10 @@ typedef struct ml_msg {
 typedef struct ml_recv {
     void *buf;
     size_t cap;
+    /* or a layout (niov > 0: buf and cap unused, the capacity is the
+     * segments' total): each packet is scattered straight into it */
+    const struct iovec *iov;
+    size_t niov;
     ml_done_fn done;
     void *arg;
     /* rendezvous and VN only: set defer to 1 to answer later (e.g. when a
@@ -86,6 +104,9 @@ typedef void (*ml_upcall_fn)(ml_ctx *ml, int src, const void *hdr, size_t hdrlen
  * goes to buf (cap bytes), done runs when it is there. Returns 0, or -1 for
  * a token that is not a deferred message. */
 int ml_accept(ml_ctx *ml, unsigned token, void *buf, size_t cap, ml_done_fn done, void *arg);
+/* The same into a layout of niov segments. */
+int ml_accept_iov(ml_ctx *ml, unsigned token, const struct iovec *iov, size_t niov, ml_done_fn done,
+                  void *arg);
 
 /* Opens the message layer on an open processor of seg (rank `rank`).
  * mode CO starts the coprocessor thread on cpu 1 of the node. */
@@ -151,7 +172,8 @@ int ml_wait_delegate(ml_ctx *ml, const char *why, unsigned polls, unsigned empti
  * to complete, or NULL when the wait can't be handed over (proxy off, an
  * advance to resume, messages or control packets going out). ml_prx_block
  * then blocks as ml_idle would, waiting also for room in the injection
- * FIFOs inj_wait (TSIM_WAKE_INJ bits), with `note` for deadlock reports.
+ * FIFOs inj_wait (TSIM_WAKE_INJ bits; the collective network's
+ * TSIM_WAKE_TREE_* bits too), with `note` for deadlock reports.
  * Returns where the rank picks up: TSIM_PRX_NONE (the loop's next
  * iteration), TSIM_PRX_POLL (the next ml_advance goes on with its polls)
  * or TSIM_PRX_DONE; -1 if the job aborts. */

@@ -43,7 +43,10 @@ static int co_idle(ml_ctx *ml)
 {
     pl_proc *co = &ml->co;
     tsim_prx *d = &co->p->prx;
-    if (!ml->proxy || !ml->co_nact) return pl_block(co, TSIM_WAKE_REC_ALL, "coprocessor idle");
+    int layout = 0; /* layouts are the coprocessor's own work (ml_proxy.c) */
+    for (int i = 0; i < ml->co_nact; i++) layout |= ml->co_act[i]->r.niov != 0;
+    if (!ml->proxy || !ml->co_nact || layout)
+        return pl_block(co, TSIM_WAKE_REC_ALL, "coprocessor idle");
     d->prog = TSIM_PRX_PROG_ML;
     d->polls = 1;
     d->flat = 1;
@@ -97,8 +100,9 @@ static void *co_main(void *arg)
         } else if (sw.type == T_RZV_DATA) {
             /* the slot was set up by the main processor before its grant */
             ml_rx *rx = &ml->slots[sw.id];
-            ml_rx_write(rx, &ml->co_reordered, sw.w, s.p.payload,
+            unsigned segs = ml_rx_write(rx, &ml->co_reordered, sw.w, s.p.payload,
                         rx->len - sw.w < TSIM_PAYLOAD_MAX ? rx->len - sw.w : TSIM_PAYLOAD_MAX);
+            ml_charge_ddt(co, (uint64_t)segs * ml->prm->ddt_seg_cycles);
             co_track(ml, rx, sw.id);
             if (rx->got >= rx->len) co_send(ml, T_CO_RZV_DONE, sw.id);
         }

@@ -20,6 +20,7 @@ enum ml_type {
     T_SCOUT, T_GRANT, T_RZV_DATA,
     T_VN_ADDR, T_VN_ACK, T_VN_NACK, T_VN_DATA,
     T_CO_WORK, T_CO_DONE, T_CO_RZV_DONE, T_CO_STOP,
+    T_VN_LAYOUT, /* a VN address packet naming the sender's layout (ml_vn_layout) */
 };
 
 typedef struct ml_sw {
@@ -35,6 +36,13 @@ typedef struct ml_vn_addr {
     uint16_t pad;
     uint64_t addr;
 } ml_vn_addr;
+
+/* What a VN layout packet carries after the user header: addr is the
+ * sender's segment list, niov its length. */
+typedef struct ml_vn_layout {
+    ml_vn_addr a;
+    uint64_t niov;
+} ml_vn_layout;
 
 enum ml_state {
     S_QUEUED,    /* waiting for its turn to this peer */
@@ -54,6 +62,8 @@ typedef struct ml_rx {
     uint16_t sender_id;    /* rendezvous, VN: the sender's message id, for the grant / ack */
     int32_t vn_pid;        /* VN: the sender's process and buffer, to copy from */
     uint64_t vn_addr;
+    uint64_t vn_niov;      /* VN: 0, or vn_addr is the sender's layout of this many segments */
+    ml_cursor cur;         /* layout: where the last packet was scattered */
     uint8_t used, cpu;
     /* receptions whose data packets are still to come (the engine may read
      * them while this processor is blocked: ml_proxy.c) */
@@ -140,8 +150,16 @@ void ml_msg_finished(ml_ctx *ml, ml_msg *m);
 int ml_fifo_for(const ml_ctx *ml, int dst_rank); /* injection FIFO by direction */
 /* ml_recv.c */
 void ml_dispatch(ml_ctx *ml, const tsim_slot *s);
-/* Places data of a reception; counts an offset below one already seen. */
-void ml_rx_write(ml_rx *rx, uint64_t *reordered, size_t off, const void *data, size_t n);
+/* Places data of a reception; counts an offset below one already seen.
+ * Returns the layout segments it touched (0 for a buffer), to be charged. */
+unsigned ml_rx_write(ml_rx *rx, uint64_t *reordered, size_t off, const void *data, size_t n);
+/* ml_layout.c: copies n bytes at message offset off between a layout and
+ * flat (gather: into flat); returns the segments touched. */
+unsigned ml_layout_copy(const struct iovec *iov, size_t niov, ml_cursor *c, size_t off,
+                        void *flat, size_t n, int gather);
+size_t ml_layout_bytes(const struct iovec *iov, size_t niov);
+/* Charges datatype work (also counted in the processor's ddt_cycles). */
+void ml_charge_ddt(pl_proc *pp, uint64_t cycles);
 #define ML_ADVANCE_BATCH 64 /* packets one advance reads at most */
 
 /* ml_core.c: blocks until a packet arrives or a full FIFO has room. */

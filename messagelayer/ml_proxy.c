@@ -9,7 +9,10 @@
  * with the progress it made and where the loop picks up. Anything the
  * engine can't follow exactly (control packets queued, several messages
  * going out, a first packet waiting for room) is simply not described: the
- * processor then wakes for every packet as before. */
+ * processor then wakes for every packet as before. So are messages with a
+ * layout on either side (ml_layout.c): the engine knows buffers only, so
+ * the rank gathers and scatters those packets itself — at the same
+ * simulated times, only with more host wake-ups. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,13 +54,13 @@ static int tx_streams(ml_ctx *ml, ml_msg **out)
             out[n++] = NULL;
             continue;
         }
-        if (!m || m->state != S_SENDING || !m->used ||
+        if (!m || m->state != S_SENDING || !m->used || m->niov ||
             (m->proto != ML_EAGER && m->proto != ML_ADAPTIVE))
             return -1; /* its first packet is still to go: the software's */
         out[n++] = m;
     }
     for (ml_msg *m = ml->data_head; m; m = m->next) {
-        if (n == TSIM_PRX_TX) return -1;
+        if (n == TSIM_PRX_TX || m->niov) return -1;
         out[n++] = m;
     }
     return n;
@@ -101,6 +104,8 @@ static int describe(ml_ctx *ml, tsim_prx *d, unsigned polls)
     d->nring = (uint32_t)ml->nring;
     d->ring_pos = (uint32_t)ml->ring_pos;
     uint32_t n = 0;
+    for (ml_rx *rx = ml->act_head; rx; rx = rx->act_next)
+        if (rx->r.niov) return 0;
     for (ml_rx *rx = ml->act_head; rx && n < TSIM_PRX_RX; rx = rx->act_next) {
         tsim_prx_rx *r = &d->rx[n];
         r->buf = (uint64_t)(uintptr_t)rx->r.buf;
@@ -201,7 +206,7 @@ int ml_prx_block(ml_ctx *ml, const char *note, unsigned inj_wait)
 {
     tsim_prx *d = &ml->pp->p->prx;
     atomic_fetch_add_explicit(&d->gen, 1, memory_order_release);
-    int rc = pl_block_need(ml->pp, TSIM_WAKE_REC_ALL | (inj_wait & 0xff00u), TSIM_MAX_CHUNKS, note);
+    int rc = pl_block_need(ml->pp, TSIM_WAKE_REC_ALL | (inj_wait & ~TSIM_WAKE_REC_ALL), TSIM_MAX_CHUNKS, note);
     d->polls = 0;
     d->prog = TSIM_PRX_PROG_ML;
     if (rc != 0) return -1;

@@ -26,17 +26,33 @@ static size_t payload_of(const tsim_slot *s)
     return (size_t)s->p.hw.chunks * TSIM_CHUNK - TSIM_HDR_BYTES;
 }
 
-void ml_rx_write(ml_rx *rx, uint64_t *reordered, size_t off, const void *data, size_t n)
+unsigned ml_rx_write(ml_rx *rx, uint64_t *reordered, size_t off, const void *data, size_t n)
 {
+    unsigned segs = 0;
     if (off < rx->hi) (*reordered)++;
     else rx->hi = off;
-    if (off < rx->r.cap) memcpy((char *)rx->r.buf + off, data, off + n <= rx->r.cap ? n : rx->r.cap - off);
+    if (off < rx->r.cap) {
+        size_t k = off + n <= rx->r.cap ? n : rx->r.cap - off;
+        if (rx->r.niov) segs = ml_layout_copy(rx->r.iov, rx->r.niov, &rx->cur, off, (void *)data, k, 0);
+        else memcpy((char *)rx->r.buf + off, data, k);
+    }
     rx->got += n;
+    return segs;
 }
 
 static void rx_write(ml_ctx *ml, ml_rx *rx, size_t off, const void *data, size_t n)
 {
-    ml_rx_write(rx, &ml->st.reordered, off, data, n);
+    unsigned segs = ml_rx_write(rx, &ml->st.reordered, off, data, n);
+    if (segs) ml_charge_ddt(ml->pp, (uint64_t)segs * ml->prm->ddt_seg_cycles);
+}
+
+/* A layout's capacity is its segments' total. */
+static void rx_set_cap(ml_rx *rx)
+{
+    if (rx->r.niov) {
+        rx->r.cap = ml_layout_bytes(rx->r.iov, rx->r.niov);
+        rx->r.buf = NULL;
+    }
 }
 
 static void rx_complete(ml_ctx *ml, ml_rx *rx)
@@ -58,6 +74,7 @@ static void upcall(ml_ctx *ml, int src, const uint8_t *hdr, size_t hl, size_t le
     uint64_t t0 = pl_now(ml->pp);
     ml_charge(ml, ml->prm->ml_callback_cycles);
     ml->upcall(ml, src, hdr, hl, len, &rx->r, ml->uarg);
+    rx_set_cap(rx);
     if (pl_tracing()) pl_trace_msg(ml->pp, PLT_RECV, proto, t0, pl_now(ml->pp), src, len);
     rx->len = len;
     rx->src = src;
@@ -93,13 +110,103 @@ static void send_ctl(ml_ctx *ml, int src, int fifo, uint8_t type, uint8_t b, uin
 static void grant(ml_ctx *ml, uint16_t k)
 {
     ml_rx *rx = &ml->slots[k];
-    /* cache-line-aligned contiguous data is received by the coprocessor */
+    /* data whose buffer (or a layout's first segment) is cache-line aligned is
+     * received by the coprocessor */
+    uintptr_t at = rx->r.niov ? (uintptr_t)rx->r.iov[0].iov_base : (uintptr_t)rx->r.buf;
     uint8_t cpu = ml->co_running && ml->prm->ml_coproc_align &&
-                  (uintptr_t)rx->r.buf % ml->prm->ml_coproc_align == 0 && rx->r.cap >= rx->len;
+                  at % ml->prm->ml_coproc_align == 0 && rx->r.cap >= rx->len;
     rx->cpu = cpu;
     send_ctl(ml, rx->src, ml_fifo_for(ml, rx->src), T_GRANT, cpu, rx->sender_id, k);
     if (rx->len == 0) rx_complete(ml, rx);
     else if (!cpu) ml_act_add(ml, rx, T_RZV_DATA, k);
+}
+
+/* VN with a layout on either side: the sender's segment list is read from
+ * its memory (the layout exchange: its bytes at the copy rate), then the
+ * data is copied piece by piece, a piece being where a segment of one side
+ * meets a segment of the other (each costs ddt_seg_cycles). Returns 0, or
+ * -1 if the sender's memory can't be read (the scratchpad fallback). */
+static int vn_copy_layout(ml_ctx *ml, ml_rx *rx, size_t n)
+{
+    int self = rx->vn_pid == (int32_t)getpid();
+    struct iovec one_r = {(void *)(uintptr_t)rx->vn_addr, n}, one_l = {rx->r.buf, n};
+    const struct iovec *rv = &one_r, *lv = rx->r.niov ? rx->r.iov : &one_l;
+    size_t rn = 1, ln = rx->r.niov ? rx->r.niov : 1;
+    struct iovec *rlist = NULL;
+    if (rx->vn_niov) {
+        rn = (size_t)rx->vn_niov;
+        size_t lb = rn * sizeof *rlist;
+        if (self) {
+            rv = (const struct iovec *)(uintptr_t)rx->vn_addr;
+        } else {
+            if (!(rlist = malloc(lb))) abort();
+            struct iovec l = {rlist, lb}, r = {(void *)(uintptr_t)rx->vn_addr, lb};
+            if (process_vm_readv(rx->vn_pid, &l, 1, &r, 1, 0) != (ssize_t)lb) {
+                free(rlist);
+                return -1;
+            }
+            rv = rlist;
+        }
+        ml_charge_ddt(ml->pp, (uint64_t)lb * ml->prm->ml_copy_cycles_per_kb / 1024);
+    }
+    /* Host speed only: the kernel pins pages per remote segment, so many
+     * small ones are read faster as the one span they lie in (when it is
+     * not much larger than the data), then copied out locally. */
+    char *span = NULL;
+    uintptr_t s_lo = UINTPTR_MAX, s_hi = 0;
+    if (!self && rn > 64) {
+        for (size_t i = 0; i < rn; i++) {
+            if (!rv[i].iov_len) continue;
+            uintptr_t a = (uintptr_t)rv[i].iov_base;
+            if (a < s_lo) s_lo = a;
+            if (a + rv[i].iov_len > s_hi) s_hi = a + rv[i].iov_len;
+        }
+        if (s_hi > s_lo && s_hi - s_lo <= 4 * n + (1u << 20) && (span = malloc(s_hi - s_lo))) {
+            struct iovec l = {span, s_hi - s_lo}, r = {(void *)s_lo, s_hi - s_lo};
+            if (process_vm_readv(rx->vn_pid, &l, 1, &r, 1, 0) != (ssize_t)(s_hi - s_lo)) {
+                free(span);
+                span = NULL;
+            }
+        }
+    }
+    enum { BATCH = 512 };
+    struct iovec bl[BATCH], br[BATCH];
+    size_t li = 0, lo = 0, ri = 0, ro = 0, done = 0, nb = 0, batch_bytes = 0;
+    uint64_t pieces = 0;
+    int rc = 0;
+    while (done < n && rc == 0) {
+        while (li < ln && lo == lv[li].iov_len) li++, lo = 0;
+        while (ri < rn && ro == rv[ri].iov_len) ri++, ro = 0;
+        if (li == ln || ri == rn) break;
+        size_t k = lv[li].iov_len - lo;
+        if (rv[ri].iov_len - ro < k) k = rv[ri].iov_len - ro;
+        if (n - done < k) k = n - done;
+        bl[nb] = (struct iovec){(char *)lv[li].iov_base + lo, k};
+        br[nb] = (struct iovec){(char *)rv[ri].iov_base + ro, k};
+        nb++;
+        batch_bytes += k;
+        lo += k;
+        ro += k;
+        done += k;
+        pieces++;
+        if (nb == BATCH || done == n) {
+            if (self) {
+                for (size_t j = 0; j < nb; j++) memcpy(bl[j].iov_base, br[j].iov_base, bl[j].iov_len);
+            } else if (span) {
+                for (size_t j = 0; j < nb; j++)
+                    memcpy(bl[j].iov_base, span + ((uintptr_t)br[j].iov_base - s_lo), bl[j].iov_len);
+            } else if (process_vm_readv(rx->vn_pid, bl, nb, br, nb, 0) != (ssize_t)batch_bytes) {
+                rc = -1;
+            }
+            nb = 0;
+            batch_bytes = 0;
+        }
+    }
+    free(rlist);
+    free(span);
+    if (rc == 0)
+        ml_charge_ddt(ml->pp, pieces * ml->prm->ddt_seg_cycles);
+    return rc;
 }
 
 /* VN: copies the message from the sender's memory and acknowledges it (now
@@ -113,6 +220,8 @@ static void vn_copy(ml_ctx *ml, uint16_t k)
     if (n) {
         if (!ml->vn_copy_ok) {
             ok = 0;
+        } else if (rx->vn_niov || rx->r.niov) {
+            ok = vn_copy_layout(ml, rx, n) == 0;
         } else if (rx->vn_pid == (int32_t)getpid()) {
             memcpy(rx->r.buf, (const void *)(uintptr_t)rx->vn_addr, n);
         } else {
@@ -131,19 +240,36 @@ static void vn_copy(ml_ctx *ml, uint16_t k)
     }
 }
 
-int ml_accept(ml_ctx *ml, unsigned token, void *buf, size_t cap, ml_done_fn done, void *arg)
+static int accept(ml_ctx *ml, unsigned token, const ml_recv *where)
 {
     if (token >= ML_MAX_IDS || !ml->slots[token].used || !ml->slots[token].r.defer) return -1;
     ml_rx *rx = &ml->slots[token];
-    rx->r.buf = buf;
-    rx->r.cap = cap;
-    rx->r.done = done;
-    rx->r.arg = arg;
+    rx->r.buf = where->buf;
+    rx->r.cap = where->cap;
+    rx->r.iov = where->iov;
+    rx->r.niov = where->niov;
+    rx->r.done = where->done;
+    rx->r.arg = where->arg;
     rx->r.defer = 0;
+    rx->cur = (ml_cursor){0, 0};
+    rx_set_cap(rx);
     ml_charge(ml, ml->prm->ml_callback_cycles);
     if (rx->r.proto == ML_VN) vn_copy(ml, (uint16_t)token);
     else grant(ml, (uint16_t)token);
     return 0;
+}
+
+int ml_accept(ml_ctx *ml, unsigned token, void *buf, size_t cap, ml_done_fn done, void *arg)
+{
+    ml_recv w = {.buf = buf, .cap = cap, .done = done, .arg = arg};
+    return accept(ml, token, &w);
+}
+
+int ml_accept_iov(ml_ctx *ml, unsigned token, const struct iovec *iov, size_t niov, ml_done_fn done,
+                  void *arg)
+{
+    ml_recv w = {.iov = iov, .niov = niov, .done = done, .arg = arg};
+    return accept(ml, token, &w);
 }
 
 /* The first packet of a message, in per-pair order. */
@@ -209,9 +335,11 @@ static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
         if (!rx->r.defer) grant(ml, k);
         break;
     }
-    case T_VN_ADDR: {
-        ml_vn_addr a;
-        memcpy(&a, pl + hl, sizeof a);
+    case T_VN_ADDR:
+    case T_VN_LAYOUT: {
+        ml_vn_layout l = {0};
+        memcpy(&l, pl + hl, sw.type == T_VN_LAYOUT ? sizeof l : sizeof l.a);
+        ml_vn_addr a = l.a;
         ml_charge(ml, ml->prm->ml_vn_cycles);
         uint16_t k = slot_alloc(ml);
         ml_rx *rx = &ml->slots[k];
@@ -219,6 +347,7 @@ static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
         rx->sender_id = a.id;
         rx->vn_pid = a.pid;
         rx->vn_addr = a.addr;
+        rx->vn_niov = l.niov;
         if (!rx->r.defer) vn_copy(ml, k);
         break;
     }
@@ -229,7 +358,8 @@ static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
 
 static int is_first(uint8_t t)
 {
-    return t == T_ONE || t == T_EAGER || t == T_AE || t == T_SCOUT || t == T_VN_ADDR;
+    return t == T_ONE || t == T_EAGER || t == T_AE || t == T_SCOUT || t == T_VN_ADDR ||
+           t == T_VN_LAYOUT;
 }
 
 static void dispatch(ml_ctx *ml, const tsim_slot *s, int replay);

@@ -115,6 +115,20 @@ static void pop_head(ml_peer *p)
     if (!p->head) p->tail = NULL;
 }
 
+/* The n bytes at offset off of m's data: in place, or gathered from its
+ * layout into tmp. The gather is charged once per packet, however often a
+ * full FIFO makes the packet be tried again. */
+static const void *msg_bytes(ml_ctx *ml, ml_msg *m, size_t off, size_t n, uint8_t *tmp)
+{
+    if (!m->niov) return (const uint8_t *)m->buf + off;
+    unsigned segs = ml_layout_copy(m->iov, m->niov, &m->cur, off, tmp, n, 1);
+    if (m->charged != off + 1) {
+        m->charged = off + 1;
+        ml_charge_ddt(ml->pp, (uint64_t)segs * ml->prm->ddt_seg_cycles);
+    }
+    return tmp;
+}
+
 /* The one packet of a message that then waits for the receiver's answer:
  * the header, then the id the answer will name (alone, or inside the VN
  * address block `extra`). */
@@ -142,7 +156,7 @@ static int step(ml_ctx *ml, int dst)
     if (!m || (m->state == S_QUEUED && p->ae_wait)) return 0;
     int dproc = ml->map.proc[dst], fifo = ml_fifo_for(ml, dst);
     size_t hl = m->hdrlen;
-    const uint8_t *data = m->buf;
+    uint8_t tmp[TSIM_PAYLOAD_MAX];
     if (m->state == S_QUEUED) {
         m->seq = p->tx_seq++;
         m->state = S_SENDING;
@@ -156,7 +170,9 @@ static int step(ml_ctx *ml, int dst)
     switch (m->proto) {
     case ML_ONEPKT:
         sw.type = T_ONE;
-        if (try_inject(ml, dproc, fifo, 0, 0, &sw, m->hdr, hl, data, m->len)) return 0;
+        if (try_inject(ml, dproc, fifo, 0, 0, &sw, m->hdr, hl, msg_bytes(ml, m, 0, m->len, tmp),
+                       m->len))
+            return 0;
         pop_head(p);
         ml_msg_finished(ml, m);
         return 1;
@@ -167,14 +183,16 @@ static int step(ml_ctx *ml, int dst)
         if (m->off == 0 && m->used == 0) { /* first packet: header + data */
             size_t n = m->len < TSIM_PAYLOAD_MAX - hl ? m->len : TSIM_PAYLOAD_MAX - hl;
             sw.type = ae ? T_AE : T_EAGER;
-            if (try_inject(ml, dproc, fifo, fl, 0, &sw, m->hdr, hl, data, n)) return 0;
+            if (try_inject(ml, dproc, fifo, fl, 0, &sw, m->hdr, hl, msg_bytes(ml, m, 0, n, tmp), n))
+                return 0;
             m->off = n;
             m->used = 1;
             if (ae) p->ae_wait++; /* the confirmation may come before the last packet leaves */
         } else {
             size_t n = m->len - m->off < TSIM_PAYLOAD_MAX ? m->len - m->off : TSIM_PAYLOAD_MAX;
             ml_sw d = {ae ? T_AE_DATA : T_EAGER_DATA, 0, m->seq, (uint32_t)m->off};
-            if (try_inject(ml, dproc, fifo, fl, 0, &d, data + m->off, n, NULL, 0)) return 0;
+            if (try_inject(ml, dproc, fifo, fl, 0, &d, msg_bytes(ml, m, m->off, n, tmp), n, NULL, 0))
+                return 0;
             m->off += n;
         }
         if (m->off >= m->len) {
@@ -187,7 +205,12 @@ static int step(ml_ctx *ml, int dst)
         sw.type = T_SCOUT;
         return send_with_id(ml, p, m, dproc, fifo, &sw, NULL, 0);
     }
-    case ML_VN: { /* our buffer's address, for the receiver to copy from */
+    case ML_VN: { /* our buffer's address (or layout), for the receiver to copy from */
+        if (m->niov) {
+            ml_vn_layout l = {{(int32_t)getpid(), 0, 0, (uint64_t)(uintptr_t)m->iov}, m->niov};
+            sw.type = T_VN_LAYOUT;
+            return send_with_id(ml, p, m, dproc, TSIM_INJ_SP, &sw, &l, sizeof l);
+        }
         ml_vn_addr a = {(int32_t)getpid(), 0, 0, (uint64_t)(uintptr_t)m->buf};
         sw.type = T_VN_ADDR;
         return send_with_id(ml, p, m, dproc, TSIM_INJ_SP, &sw, &a, sizeof a);
@@ -204,9 +227,10 @@ static int data_step(ml_ctx *ml, ml_msg *m)
     ml_sw d = {m->proto == ML_VN ? T_VN_DATA : T_RZV_DATA, 0, m->seq, (uint32_t)m->off};
     int vn = m->proto == ML_VN;
     int dproc = ml->map.proc[m->dst];
+    uint8_t tmp[TSIM_PAYLOAD_MAX];
     /* m->seq holds the receiver's slot, m->used the receiving cpu */
     if (try_inject(ml, dproc, vn ? TSIM_INJ_SP : ml_fifo_for(ml, m->dst), vn ? 0 : TSIM_F_DYNAMIC,
-                   vn ? (unsigned)dproc % TSIM_CPUS : m->used, &d, (const uint8_t *)m->buf + m->off,
+                   vn ? (unsigned)dproc % TSIM_CPUS : m->used, &d, msg_bytes(ml, m, m->off, n, tmp),
                    n, NULL, 0))
         return 0;
     m->off += n;
@@ -250,7 +274,8 @@ int ml_send_progress(ml_ctx *ml)
 int ml_send(ml_ctx *ml, ml_msg *m)
 {
     if (m->dst < 0 || m->dst >= ml->map.nranks || m->hdrlen > ML_HDR_MAX ||
-        m->len > UINT32_MAX || (unsigned)m->proto >= ML_NPROTO)
+        m->len > UINT32_MAX || (unsigned)m->proto >= ML_NPROTO ||
+        (m->niov && ml_layout_bytes(m->iov, m->niov) != m->len))
         return -1;
     uint64_t t0 = pl_now(ml->pp);
     ml_charge(ml, ml->prm->ml_post_cycles);
@@ -262,6 +287,8 @@ int ml_send(ml_ctx *ml, ml_msg *m)
     m->state = S_QUEUED;
     m->used = 0;
     m->off = 0;
+    m->cur = (ml_cursor){0, 0};
+    m->charged = 0;
     m->next = NULL;
     ml->outstanding++;
     ml_peer *p = &ml->peer[m->dst];

@@ -118,8 +118,13 @@ int tsim_params_set(tsim_params *p, const char *assignment, char *err, size_t er
 int tsim_params_load(tsim_params *p, const char *path, char *err, size_t errlen);
 void tsim_params_print(const tsim_params *p, FILE *f);
 void tsim_params_json(const tsim_params *p, FILE *f);
-/* all 0: without the collective networks' parameters left at their defaults */
-void tsim_params_json_all(const tsim_params *p, FILE *f, int all);
+/* Groups of parameters a report lists only when the job used them (or they
+ * were set away from their defaults): a report of a job that used neither
+ * stays what it was before they existed. */
+#define TSIM_PARAMS_TREE 1u /* tree_*, gi_*: the collective networks */
+#define TSIM_PARAMS_DDT  2u /* ddt_*: derived datatypes */
+/* show: the TSIM_PARAMS_* groups to list even at their defaults */
+void tsim_params_json_all(const tsim_params *p, FILE *f, unsigned show);
 
 /* ---- FIFOs in the segment (single producer, single consumer) ---------- */
 typedef struct tsim_ring {
@@ -252,7 +257,7 @@ enum { TSIM_PRX_NONE, TSIM_PRX_ADVANCE, TSIM_PRX_POLL, TSIM_PRX_TAIL, TSIM_PRX_D
 
 /* Which loop is described: the message layer's wait loop, or the
  * packet-scheduled alltoall's (collectives/coll_a2a.c, coll_run). */
-enum { TSIM_PRX_PROG_ML, TSIM_PRX_PROG_A2A };
+enum { TSIM_PRX_PROG_ML, TSIM_PRX_PROG_A2A, TSIM_PRX_PROG_TREE };
 
 /* One member of an alltoall, by group rank, in the processor's memory: its
  * block to send and where its block to us goes; order is the destination
@@ -282,6 +287,21 @@ typedef struct tsim_prx_a2a {
     uint64_t pkts_sent, pkts_recv;
 } tsim_prx_a2a;
 
+/* A pass through the collective network (collectives/coll_tree.c,
+ * run_pass in CO mode): npk packets with header h, whose software header
+ * is {type, w (24 bits), seq, 0} for packet w, payload w at out + 256 w;
+ * result packet w goes to in + 256 w. sent and got: packets injected and
+ * taken so far. out is 0 when the rank sends nothing, in when it takes
+ * nothing (sent, got = npk then). */
+typedef struct tsim_prx_tree {
+    uint64_t out, in;
+    tsim_thdr h;
+    uint32_t npk, sent, got;
+    uint16_t seq;
+    uint8_t type;
+    uint8_t resv;
+} tsim_prx_tree;
+
 typedef struct tsim_prx {
     _Atomic uint32_t gen;     /* bumped for every description (0: none given) */
     uint32_t prog;            /* TSIM_PRX_PROG_* */
@@ -300,6 +320,7 @@ typedef struct tsim_prx {
     tsim_prx_tx tx[TSIM_PRX_TX];
     tsim_prx_rx rx[TSIM_PRX_RX];
     tsim_prx_a2a a2a;         /* prog TSIM_PRX_PROG_A2A */
+    tsim_prx_tree tree;       /* prog TSIM_PRX_PROG_TREE; the answer: sent, got */
     /* the engine's answer */
     uint32_t resume;          /* TSIM_PRX_* */
     uint32_t moved;           /* packets the resumed advance has moved already */
@@ -343,6 +364,8 @@ typedef struct tsim_proc {
     _Atomic uint64_t msgs_sent[TSIM_NSW_KINDS]; /* messages per kind, counted by the
                                                    software above (the message layer's
                                                    protocols), for reports */
+    _Atomic uint64_t ddt_cycles;  /* cycles the software charged for derived-datatype
+                                     work (packing, translation, gather/scatter) */
     char waiting_on[112];         /* software's note, shown in deadlock reports */
     tsim_prx prx;                 /* work the engine may do while it is blocked */
     tsim_ring inj[TSIM_NINJ];

@@ -97,21 +97,28 @@ void tsim_params_print(const tsim_params *p, FILE *f)
                 descs[i].unit, descs[i].help);
 }
 
-/* The collective networks' parameters (tree_*, gi_*): listed only when
- * asked for or set away from their defaults, so that a report of a job
- * that never used those networks stays what it was before they existed. */
-static int quiet(const param_desc *d, const tsim_params *p)
+/* The groups of parameters listed only when asked for or set away from
+ * their defaults (TSIM_PARAMS_*), so that a report of a job that never used
+ * them stays what it was before they existed. */
+static unsigned group_of(const param_desc *d)
 {
-    return (strncmp(d->name, "tree_", 5) == 0 || strncmp(d->name, "gi_", 3) == 0) &&
-           *(const uint64_t *)((const char *)p + d->off) == d->def;
+    if (strncmp(d->name, "tree_", 5) == 0 || strncmp(d->name, "gi_", 3) == 0) return TSIM_PARAMS_TREE;
+    if (strncmp(d->name, "ddt_", 4) == 0) return TSIM_PARAMS_DDT;
+    return 0;
 }
 
-void tsim_params_json_all(const tsim_params *p, FILE *f, int all)
+static int quiet(const param_desc *d, const tsim_params *p, unsigned show)
+{
+    unsigned g = group_of(d);
+    return g && !(g & show) && *(const uint64_t *)((const char *)p + d->off) == d->def;
+}
+
+void tsim_params_json_all(const tsim_params *p, FILE *f, unsigned show)
 {
     fputc('{', f);
     int n = 0;
     for (size_t i = 0; i < NDESC; i++) {
-        if (!all && quiet(&descs[i], p)) continue;
+        if (quiet(&descs[i], p, show)) continue;
         fprintf(f, "%s\"%s\": %llu", n++ ? ", " : "", descs[i].name,
                 (unsigned long long)*(const uint64_t *)((const char *)p + descs[i].off));
     }

@@ -16,7 +16,7 @@ const tsim_link_stats *tsim_engine_link(tsim_engine *e, int node, int port)
 
 /* The collective networks, only for a job that used them (a report of
  * one that did not stays what it was before they existed). */
-static void tree_report_json(tsim_engine *e, uint64_t span, FILE *f)
+static void tree_report_json(tsim_engine *e, uint64_t span, unsigned show, FILE *f)
 {
     tsim_tree_stats st;
     tsim_engine_tree_stats(e, &st);
@@ -26,7 +26,7 @@ static void tree_report_json(tsim_engine *e, uint64_t span, FILE *f)
                "\"delivered\": %llu, \"barriers\": %llu, \"params\": ",
             tsim_tree_depth(g), (unsigned long long)st.injected, (unsigned long long)st.combined,
             (unsigned long long)st.delivered, (unsigned long long)st.barriers);
-    tsim_params_json_all(&e->prm, f, 1);
+    tsim_params_json_all(&e->prm, f, show | TSIM_PARAMS_TREE);
     fprintf(f, ",\n    \"tree_links\": [");
     for (int n = 1; n < g->nnodes; n++) {
         int c[3], pc[3];
@@ -161,8 +161,13 @@ void tsim_engine_report_json_job(tsim_engine *e, const tsim_result *r, const cha
             g->nranks);
     json_str(f, s->mapping);
     fprintf(f, "\"},\n");
+    /* derived-datatype work: its parameters and per-processor cycles appear
+     * only for a job that did some */
+    unsigned show = 0;
+    for (int i = 0; i < e->nprocs; i++)
+        if (atomic_load(&s->procs[i].ddt_cycles)) show = TSIM_PARAMS_DDT;
     fprintf(f, "  \"params\": ");
-    tsim_params_json(&e->prm, f);
+    tsim_params_json_all(&e->prm, f, show);
     fprintf(f, ",\n  \"result\": {\"end_cycles\": %llu, \"end_us\": %.3f, \"deadlock\": %d, "
                "\"events\": %llu, \"packet_hops\": %llu, \"packets_delivered\": %llu},\n",
             (unsigned long long)res->end_time, (double)res->end_time / (double)e->prm.clock_mhz,
@@ -188,7 +193,10 @@ void tsim_engine_report_json_job(tsim_engine *e, const tsim_result *r, const cha
                 (unsigned long long)atomic_load(&p->bytes_received));
         for (int k = 0; k < TSIM_NSW_KINDS; k++)
             fprintf(f, "%s%llu", k ? ", " : "", (unsigned long long)atomic_load(&p->msgs_sent[k]));
-        fprintf(f, "]}");
+        fprintf(f, "]");
+        if (show & TSIM_PARAMS_DDT)
+            fprintf(f, ", \"ddt_cycles\": %llu", (unsigned long long)atomic_load(&p->ddt_cycles));
+        fprintf(f, "}");
         first = 0;
     }
     fprintf(f, "\n  ],\n  \"links\": [");
@@ -209,7 +217,7 @@ void tsim_engine_report_json_job(tsim_engine *e, const tsim_result *r, const cha
         }
     }
     fprintf(f, "\n  ]");
-    tree_report_json(e, span, f);
+    tree_report_json(e, span, show, f);
     fprintf(f, "\n}\n");
 }
 

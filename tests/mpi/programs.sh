@@ -161,6 +161,10 @@ passed rma-vn "VN, 4 ranks on 2x1x1 (node mates 0,2 and 1,3): MPI_COMM_TYPE_SHAR
 
 run dtypes -np 2 -clock none "$out/dtypes"
 passed dtypes "derived datatypes (vector, indexed, struct, unaligned) at one-packet, eager and rendezvous sizes"
+run ddt-co -np 2 -shape 2x1x1 -clock none "$out/ddt_modes"
+passed ddt-co "BGLMPI_DATATYPE=pack|zerocopy|memo, CO over a link: vector, indexed, struct, subarray, resized, different layouts of one signature, 12 B..160 kB, posted and unexpected, zero bytes, truncated, type-handle reuse"
+run ddt-vn -np 2 -mode VN -shape 1x1x1 -clock none "$out/ddt_modes"
+passed ddt-vn "the same in VN mode (the VN protocol's layout copy)"
 run large -np 2 -shape 2x1x1 -clock none "$out/large" 64
 passed large "64 MiB each way, every word checked"
 grep '^large:' "$tmp/large.out" | sed 's/^/    /'

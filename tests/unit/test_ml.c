@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "messagelayer/ml_bench.h"
+#include "messagelayer/ml_internal.h" /* ml_layout_copy */
 
 #define MAXR 16
 #define NSLOT 3000
@@ -674,6 +675,188 @@ START_TEST(fifo_by_direction)
 }
 END_TEST
 
+/* ---- layouts: packets gathered from and scattered into segments -------- */
+#define LAY_N 6
+static const size_t lay_sizes[LAY_N] = {0, 100, 239, 4095, 20000, 300000};
+#define LAY_TRUNC 4 /* this message's receive layout holds half of it */
+#define LAY_SB 13   /* sender: blocks of 13 bytes, stride 26 */
+#define LAY_RB 7    /* receiver: blocks of 7 bytes, stride 21 (a different layout, same bytes) */
+static struct iovec *g_siov[LAY_N], *g_riov[LAY_N];
+static size_t g_sn[LAY_N], g_rn[LAY_N];
+static int g_lay_defer;
+
+/* Blocks of b bytes every stride bytes from base, len bytes in all. */
+static struct iovec *blocks(uint8_t *base, size_t len, size_t b, size_t stride, size_t *n)
+{
+    *n = (len + b - 1) / b;
+    struct iovec *v = calloc(*n ? *n : 1, sizeof *v);
+    for (size_t k = 0; k < *n; k++)
+        v[k] = (struct iovec){base + k * stride, len - k * b < b ? len - k * b : b};
+    return v;
+}
+
+static void lay_up(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t len, ml_recv *out,
+                   void *uarg)
+{
+    rk *r = uarg;
+    int k = r->nup;
+    on_up(ml, src, hdr, hdrlen, len, out, uarg);
+    size_t cap = k == LAY_TRUNC ? len / 2 : len;
+    g_riov[k] = blocks(r->rbuf + (size_t)k * r->stride, cap, LAY_RB, 3 * LAY_RB, &g_rn[k]);
+    out->buf = NULL;
+    out->iov = g_riov[k];
+    out->niov = g_rn[k];
+    if (g_lay_defer && out->proto == ML_VN) {
+        g_token[k] = out->token;
+        out->defer = 1;
+    }
+}
+
+static void lay_sender(rk *r)
+{
+    if (r->rank == 1) {
+        if (g_lay_defer) {
+            while (r->nup < LAY_N)
+                if (!ml_advance(r->ml) && ml_idle(r->ml, "test: layouts") != 0) return;
+            for (int i = LAY_N - 1; i >= 0; i--)
+                ck_assert_int_eq(ml_accept_iov(r->ml, g_token[i], g_riov[i], g_rn[i], on_done,
+                                               &r->rx[i]), 0);
+        }
+        wait_rx(r, LAY_N);
+        return;
+    }
+    if (r->rank != 0) return;
+    ml_msg m[LAY_N];
+    uint32_t h[LAY_N];
+    volatile int nsent = 0;
+    for (int i = 0; i < LAY_N; i++) {
+        h[i] = (uint32_t)i;
+        g_siov[i] = blocks(g_src + 1, lay_sizes[i], LAY_SB, 2 * LAY_SB, &g_sn[i]);
+        ml_proto p = g_proto;
+        if (p == ML_ONEPKT && lay_sizes[i] + sizeof h[i] > TSIM_PAYLOAD_MAX) p = ML_EAGER;
+        m[i] = (ml_msg){.dst = 1, .hdr = &h[i], .hdrlen = sizeof h[i], .iov = g_siov[i],
+                        .niov = g_sn[i], .len = lay_sizes[i], .proto = p, .done = sent,
+                        .arg = (void *)&nsent};
+        ck_assert_int_eq(ml_send(r->ml, &m[i]), 0);
+    }
+    while (nsent < LAY_N)
+        if (!ml_advance(r->ml) && ml_idle(r->ml, "test: layout sends") != 0) return;
+}
+
+static void check_layouts(ml_proto proto, ml_mode mode, int defer)
+{
+    g_proto = proto;
+    g_lay_defer = defer;
+    size_t srclen = 2 * 300000 + 64;
+    g_src = malloc(srclen);
+    for (size_t i = 0; i < srclen; i++) g_src[i] = (uint8_t)(i * 31 % 255 + 1); /* never 0 */
+    world *w = proto == ML_VN ? world_new(1, 1, 1, 2, ML_MODE_VN) : world_new(2, 1, 1, 2, mode);
+    w->up = lay_up;
+    size_t stride = 3 * 300000 + 64;
+    world_run(w, lay_sender, stride);
+    rk *r = &w->r[1];
+    ck_assert_int_eq(r->nup, LAY_N);
+    uint8_t *want = malloc(300000), *got = malloc(300000);
+    for (int i = 0; i < LAY_N; i++) {
+        size_t len = lay_sizes[i], cap = i == LAY_TRUNC ? len / 2 : len;
+        ck_assert_uint_eq(r->rx[i].len, len);
+        ck_assert_int_eq(r->rx[i].done, 1);
+        ml_cursor c = {0, 0};
+        ml_layout_copy(g_siov[i], g_sn[i], &c, 0, want, len, 1);
+        c = (ml_cursor){0, 0};
+        ml_layout_copy(g_riov[i], g_rn[i], &c, 0, got, cap, 1);
+        ck_assert_int_eq(memcmp(want, got, cap), 0);
+        const uint8_t *slot = r->rbuf + (size_t)i * r->stride; /* the gaps stay untouched */
+        for (size_t k = 0; k < 3 * cap; k++)
+            if (k % (3 * LAY_RB) >= LAY_RB) ck_assert_uint_eq(slot[k], 0);
+        free(g_siov[i]);
+        free(g_riov[i]);
+    }
+    const tsim_proc *snd = &w->seg->procs[w->seg->rank_proc[0]];
+    const tsim_proc *rcv = &w->seg->procs[w->seg->rank_proc[1]];
+    const tsim_proc *co1 = &w->seg->procs[w->seg->rank_proc[1] + 1];
+    printf("  %s: datatype work %llu cycles at the sender, %llu at the receiver (+%llu its "
+           "coprocessor)\n", ml_proto_name(proto), (unsigned long long)snd->ddt_cycles,
+           (unsigned long long)rcv->ddt_cycles, (unsigned long long)(mode == ML_MODE_CO ? co1->ddt_cycles : 0));
+    if (proto != ML_VN || !getenv("BGLEMU_VN_NOCOPY")) /* segments cost where they are walked */
+        ck_assert_uint_gt(rcv->ddt_cycles + (mode == ML_MODE_CO ? co1->ddt_cycles : 0), 0);
+    if (proto == ML_RZV && mode == ML_MODE_CO) /* scattered by the coprocessor */
+        ck_assert_uint_gt(co1->ddt_cycles, 0);
+    free(want);
+    free(got);
+    world_free(w);
+    free(g_src);
+}
+
+START_TEST(layout_protocols)
+{
+    printf("ml: layouts (13-byte blocks, stride 26) into a different layout (7-byte blocks, "
+           "stride 21), 0 B..300 kB, one truncated: byte for byte, gaps untouched, per protocol\n");
+    const ml_proto ps[] = {ML_ONEPKT, ML_EAGER, ML_ADAPTIVE, ML_RZV};
+    for (int i = 0; i < 4; i++) check_layouts(ps[i], ML_MODE_HEATER, 0);
+}
+END_TEST
+
+START_TEST(layout_rzv_coproc)
+{
+    printf("ml: layouts by rendezvous in CO mode: scattered by the coprocessor\n");
+    check_layouts(ML_RZV, ML_MODE_CO, 0);
+}
+END_TEST
+
+START_TEST(layout_vn)
+{
+    printf("ml: layouts by the VN protocol: the receiver copies from the sender's layout into its "
+           "own, now, deferred (ml_accept_iov) and without direct copy (scratchpad)\n");
+    check_layouts(ML_VN, ML_MODE_VN, 0);
+    check_layouts(ML_VN, ML_MODE_VN, 1);
+    setenv("BGLEMU_VN_NOCOPY", "1", 1);
+    check_layouts(ML_VN, ML_MODE_VN, 0);
+    unsetenv("BGLEMU_VN_NOCOPY");
+}
+END_TEST
+
+/* The gather's cost, exactly: a one-packet message of 4 segments. */
+static void four_segs(rk *r)
+{
+    if (r->rank == 1) {
+        wait_rx(r, 2);
+        return;
+    }
+    static struct iovec v[4];
+    for (int k = 0; k < 4; k++) v[k] = (struct iovec){g_src + 100 * k, 50};
+    uint32_t h = 1;
+    volatile int nsent = 0;
+    ml_msg a = {.dst = 1, .hdr = &h, .hdrlen = 4, .iov = v, .niov = 4, .len = 200,
+                .proto = ML_ONEPKT, .done = sent, .arg = (void *)&nsent};
+    ml_msg b = {.dst = 1, .hdr = &h, .hdrlen = 4, .buf = g_src, .len = 200, .proto = ML_ONEPKT,
+                .done = sent, .arg = (void *)&nsent};
+    ml_msg bad = a;
+    bad.len = 199; /* not the segments' total */
+    ck_assert_int_eq(ml_send(r->ml, &bad), -1);
+    ck_assert_int_eq(ml_send(r->ml, &a), 0);
+    ck_assert_int_eq(ml_send(r->ml, &b), 0);
+    while (nsent < 2)
+        if (!ml_advance(r->ml) && ml_idle(r->ml, "test: sends") != 0) return;
+}
+
+START_TEST(layout_cost)
+{
+    printf("ml: a one-packet message gathered from 4 segments costs its sender 4 x ddt_seg_cycles; "
+           "a contiguous one and a contiguous receive cost nothing more\n");
+    g_src = malloc(400);
+    memset(g_src, 9, 400);
+    world *w = world_new(2, 1, 1, 2, ML_MODE_HEATER);
+    world_run(w, four_segs, 256);
+    tsim_params p;
+    tsim_params_default(&p);
+    ck_assert_uint_eq(w->seg->procs[w->seg->rank_proc[0]].ddt_cycles, 4 * p.ddt_seg_cycles);
+    ck_assert_uint_eq(w->seg->procs[w->seg->rank_proc[1]].ddt_cycles, 0);
+    world_free(w);
+    free(g_src);
+}
+END_TEST
+
 Suite *ml_suite(void)
 {
     Suite *s = suite_create("ml");
@@ -696,5 +879,12 @@ Suite *ml_suite(void)
     tcase_add_test(tc, thousands_outstanding);
     tcase_add_test(tc, fifo_by_direction);
     suite_add_tcase(s, tc);
+    TCase *tl = tcase_create("layouts");
+    tcase_set_timeout(tl, 120);
+    tcase_add_test(tl, layout_protocols);
+    tcase_add_test(tl, layout_rzv_coproc);
+    tcase_add_test(tl, layout_vn);
+    tcase_add_test(tl, layout_cost);
+    suite_add_tcase(s, tl);
     return s;
 }

@@ -27,6 +27,7 @@ mpi_core_sources += src/mpid/ch4/netmod/bgl/func_table.c \
                     src/mpid/ch4/netmod/bgl/bgl_am.c \
                     src/mpid/ch4/netmod/bgl/bgl_clock.c \
                     src/mpid/ch4/netmod/bgl/bgl_coll.c \
+                    src/mpid/ch4/netmod/bgl/bgl_dt.c \
                     src/mpid/ch4/netmod/bgl/bgl_comm.c \
                     src/mpid/ch4/netmod/bgl/bgl_trace.c \
                     src/mpid/ch4/netmod/bgl/bgl_win.c \

@@ -7,8 +7,10 @@
  * size, so am_check_eager always says "eager": MPIDIG's own RTS/CTS is never
  * used, and a rendezvous scout's arrival is the upcall in which MPIDIG
  * matches. The upcall hands back the receive buffer: the user's buffer when
- * it is contiguous (data lands there directly), a bounce buffer that MPIDIG
- * unpacks otherwise. */
+ * it is contiguous (data lands there directly). Non-contiguous data goes as
+ * BGLMPI_DATATYPE says (bgl_dt.c): packed into a buffer and received into a
+ * bounce buffer that MPIDIG unpacks (pack), or as layouts the message layer
+ * gathers packets from and scatters them into (zerocopy, memo). */
 #include "mpidimpl.h"
 #include "bgl_impl.h"
 #include "bgl_ml.h"
@@ -21,6 +23,7 @@ typedef struct {
     MPIR_Request *sreq;         /* NULL for a header-only message */
     int handler_id;
     void *pack;                 /* packed non-contiguous data, or NULL */
+    MPIDI_BGL_layout_t lay;     /* or its layout */
     union {
         uint8_t b[ML_HDR_MAX];
         uint64_t align;
@@ -31,12 +34,28 @@ typedef struct {
 typedef struct {
     MPIR_Request *rreq;
     size_t len;
+    int typed;                  /* a datatype to unpack into (charged) */
     char data[];
 } MPIDI_BGL_bounce_t;
+
+/* A non-contiguous receive straight into the user's layout. */
+typedef struct {
+    MPIR_Request *rreq;
+    size_t len;
+    MPIDI_BGL_layout_t lay;
+} MPIDI_BGL_scatter_t;
+
+static void send_free(MPIDI_BGL_send_t * s)
+{
+    MPL_free(s->pack);
+    MPIDI_BGL_dt_layout_free(&s->lay);
+    MPL_free(s);
+}
 
 static void send_done(ml_ctx * ml, void *arg)
 {
     MPIDI_BGL_send_t *s = arg;
+    MPIDI_BGL_dt_layout_free(&s->lay);
     MPL_free(s->pack);
     if (s->sreq)
         MPIDIG_global.origin_cbs[s->handler_id] (s->sreq);
@@ -56,6 +75,7 @@ static int send_am(int world_rank, int handler_id, const void *am_hdr, MPI_Aint 
     s->sreq = sreq;
     s->handler_id = handler_id;
     s->pack = NULL;
+    s->lay = (MPIDI_BGL_layout_t) { 0 };
     memset(s->hdr.b, 0, MPIDI_BGL_PREFIX);
     s->hdr.b[0] = (uint8_t) handler_id;
     memcpy(s->hdr.b + MPIDI_BGL_PREFIX, am_hdr, am_hdr_sz);
@@ -70,13 +90,22 @@ static int send_am(int world_rank, int handler_id, const void *am_hdr, MPI_Aint 
         if (dt_contig) {
             buf = (const char *) data + dt_true_lb;
         } else if (data_sz > 0) {
-            MPI_Aint packed;
-            s->pack = MPL_malloc(data_sz, MPL_MEM_BUFFER);
-            MPIR_ERR_CHKANDJUMP(!s->pack, mpi_errno, MPI_ERR_NO_MEM, "**nomem");
-            mpi_errno = MPIR_Typerep_pack(data, count, datatype, 0, s->pack, data_sz, &packed);
+            int mode;
+            mpi_errno = MPIDI_BGL_dt_mode(&mode);
             MPIR_ERR_CHECK(mpi_errno);
-            MPIR_Assert(packed == data_sz);
-            buf = s->pack;
+            if (mode == MPIDI_BGL_DT_PACK) {
+                MPI_Aint packed;
+                s->pack = MPL_malloc(data_sz, MPL_MEM_BUFFER);
+                MPIR_ERR_CHKANDJUMP(!s->pack, mpi_errno, MPI_ERR_NO_MEM, "**nomem");
+                mpi_errno = MPIR_Typerep_pack(data, count, datatype, 0, s->pack, data_sz, &packed);
+                MPIR_ERR_CHECK(mpi_errno);
+                MPIR_Assert(packed == data_sz);
+                MPIDI_BGL_dt_charge_copy(count, datatype, data_sz);
+                buf = s->pack;
+            } else {
+                mpi_errno = MPIDI_BGL_dt_layout(data, count, datatype, data_sz, mode, &s->lay);
+                MPIR_ERR_CHECK(mpi_errno);
+            }
         }
     }
     MPIR_ERR_CHKANDJUMP1((uint64_t) data_sz > UINT32_MAX, mpi_errno, MPI_ERR_COUNT,
@@ -104,12 +133,11 @@ static int send_am(int world_rank, int handler_id, const void *am_hdr, MPI_Aint 
 
     s->m = (ml_msg) {
         .dst = world_rank,.hdr = s->hdr.b,.hdrlen = hdrlen,.buf = buf,.len = (size_t) data_sz,
-        .proto = p,.done = send_done,.arg = s
+        .iov = s->lay.iov,.niov = s->lay.n,.proto = p,.done = send_done,.arg = s
     };
     g->empty_polls = 0;
     if (ml_send(g->ml, &s->m) != 0) {
-        MPL_free(s->pack);
-        MPL_free(s);
+        send_free(s);
         s = NULL;
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_RANK, "**bgl_send", "**bgl_send %d", world_rank);
     }
@@ -118,10 +146,8 @@ static int send_am(int world_rank, int handler_id, const void *am_hdr, MPI_Aint 
     MPIDI_BGL_clock_leave();
     return mpi_errno;
   fn_fail:
-    if (s) {
-        MPL_free(s->pack);
-        MPL_free(s);
-    }
+    if (s)
+        send_free(s);
     goto fn_exit;
 }
 
@@ -204,9 +230,25 @@ static void bounce_done(ml_ctx * ml, void *arg)
 {
     MPIDI_BGL_bounce_t *b = arg;
     MPIDI_BGL_global.rx_inflight--;
+    if (b->typed)
+        MPIDI_BGL_dt_charge_copy(MPIDIG_REQUEST(b->rreq, count), MPIDIG_REQUEST(b->rreq, datatype),
+                                 (MPI_Aint) b->len);
     MPIDIG_recv_copy(b->data, b->rreq);     /* unpacks, or copies into an iov */
     complete_recv(b->rreq);
     MPL_free(b);
+}
+
+/* The data is in the user's layout: what MPIDIG_recv_copy would have
+ * said about it. */
+static void scatter_done(ml_ctx * ml, void *arg)
+{
+    MPIDI_BGL_scatter_t *sc = arg;
+    MPIR_Request *rreq = sc->rreq;
+    MPIDI_BGL_global.rx_inflight--;
+    MPIR_STATUS_SET_COUNT(rreq->status, (MPI_Aint) MPL_MIN(sc->len, sc->lay.bytes));
+    MPIDI_BGL_dt_layout_free(&sc->lay);
+    MPL_free(sc);
+    complete_recv(rreq);
 }
 
 static void land(MPIR_Request * rreq, size_t len, ml_recv * out);
@@ -274,14 +316,18 @@ static void land(MPIR_Request * rreq, size_t len, ml_recv * out)
     int is_contig = 0, is_gpu;
     void *p;
     MPI_Aint sz;
-    int typed_noncontig = 0;
+    int typed_noncontig = 0, mode = MPIDI_BGL_DT_PACK;
+    MPI_Aint bytes = 0;
     if (MPIDIG_REQUEST(rreq, req->recv_async).recv_type == MPIDIG_RECV_DATATYPE) {
         int contig;
-        MPI_Aint bytes, lb;
+        MPI_Aint lb;
         MPIR_Datatype *dt_ptr;
         MPIDI_Datatype_get_info(MPIDIG_REQUEST(rreq, count), MPIDIG_REQUEST(rreq, datatype),
                                 contig, bytes, dt_ptr, lb);
         typed_noncontig = !contig;
+        /* a bad value was reported by the send side; here it is only pack */
+        if (typed_noncontig && MPIDI_BGL_dt_mode(&mode) != MPI_SUCCESS)
+            mode = MPIDI_BGL_DT_PACK;
     }
     if (!typed_noncontig)
         MPIDIG_get_recv_data(&is_contig, &is_gpu, &p, &sz, rreq);
@@ -294,10 +340,25 @@ static void land(MPIR_Request * rreq, size_t len, ml_recv * out)
         out->arg = rreq;
         return;
     }
+    if (typed_noncontig && mode != MPIDI_BGL_DT_PACK && bytes > 0) {
+        MPIDI_BGL_scatter_t *sc = MPL_malloc(sizeof *sc, MPL_MEM_BUFFER);
+        MPIR_Assert(sc);
+        sc->rreq = rreq;
+        sc->len = len;
+        int rc = MPIDI_BGL_dt_layout(MPIDIG_REQUEST(rreq, buffer), MPIDIG_REQUEST(rreq, count),
+                                     MPIDIG_REQUEST(rreq, datatype), bytes, mode, &sc->lay);
+        MPIR_Assert(rc == MPI_SUCCESS);
+        out->iov = sc->lay.iov;
+        out->niov = sc->lay.n;
+        out->done = scatter_done;
+        out->arg = sc;
+        return;
+    }
     MPIDI_BGL_bounce_t *b = MPL_malloc(sizeof *b + len, MPL_MEM_BUFFER);
     MPIR_Assert(b);
     b->rreq = rreq;
     b->len = len;
+    b->typed = typed_noncontig;
     out->buf = b->data;
     out->cap = len;
     out->done = bounce_done;
@@ -317,7 +378,8 @@ static int rndv_matched(MPIR_Request * rreq)
     ml_recv r = { 0 };
     MPIDI_BGL_clock_enter();
     land(rreq, d->len, &r);
-    int rc = ml_accept(g->ml, d->token, r.buf, r.cap, r.done, r.arg);
+    int rc = r.niov ? ml_accept_iov(g->ml, d->token, r.iov, r.niov, r.done, r.arg)
+        : ml_accept(g->ml, d->token, r.buf, r.cap, r.done, r.arg);
     MPIR_Assert(rc == 0);
     MPIDI_BGL_clock_leave();
     MPL_free(d);

@@ -136,6 +136,7 @@ int MPIDI_BGL_mpi_finalize_hook(void)
     if (g->ml) {
         MPIDI_BGL_clock_enter();
         MPIDI_BGL_coll_finalize();
+        MPIDI_BGL_dt_finalize();
         if (g->coll)
             coll_finalize(g->coll);
         g->coll = NULL;
@@ -161,14 +162,15 @@ int MPIDI_BGL_mpi_free_mem(void *ptr)
     return MPIDIG_mpi_free_mem(ptr);
 }
 
+/* A datatype's identity for the layout cache (bgl_dt.c). */
 int MPIDI_BGL_mpi_type_commit_hook(MPIR_Datatype * datatype_p)
 {
-    return MPI_SUCCESS;
+    return MPIDI_BGL_dt_commit_hook(datatype_p);
 }
 
 int MPIDI_BGL_mpi_type_free_hook(MPIR_Datatype * datatype_p)
 {
-    return MPI_SUCCESS;
+    return MPIDI_BGL_dt_free_hook(datatype_p);
 }
 
 int MPIDI_BGL_mpi_op_commit_hook(MPIR_Op * op_p)

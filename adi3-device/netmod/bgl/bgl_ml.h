@@ -53,6 +53,28 @@ extern MPIDI_BGL_global_t MPIDI_BGL_global;
  * resolution. */
 #define MPIDI_BGL_GAP_SLACK_NS 100
 
+/* Derived datatypes (bgl_dt.c): BGLMPI_DATATYPE, read per call. */
+enum { MPIDI_BGL_DT_PACK, MPIDI_BGL_DT_ZEROCOPY, MPIDI_BGL_DT_MEMO };
+int MPIDI_BGL_dt_mode(int *mode);
+/* Charges cycles of datatype work to this rank (and its ddt_cycles). */
+void MPIDI_BGL_dt_charge(uint64_t cycles);
+/* Charges packing or unpacking bytes of count x dt: the walk over the type
+ * and the copy. */
+void MPIDI_BGL_dt_charge_copy(MPI_Aint count, MPI_Datatype dt, MPI_Aint bytes);
+/* A layout: count x dt at buf as segments, for the message layer. */
+typedef struct {
+    struct iovec *iov;
+    size_t n, bytes;
+} MPIDI_BGL_layout_t;
+/* Translates (zerocopy) or looks up and translates on a miss (memo),
+ * charging either. */
+int MPIDI_BGL_dt_layout(const void *buf, MPI_Aint count, MPI_Datatype dt, MPI_Aint bytes,
+                        int mode, MPIDI_BGL_layout_t * out);
+void MPIDI_BGL_dt_layout_free(MPIDI_BGL_layout_t * l);
+int MPIDI_BGL_dt_commit_hook(MPIR_Datatype * dtp);
+int MPIDI_BGL_dt_free_hook(MPIR_Datatype * dtp);
+void MPIDI_BGL_dt_finalize(void);
+
 /* Clock (bgl_clock.c): entering MPI charges the compute time spent since
  * MPI last returned (cputime mode); leaving marks the time. Called by the
  * preloaded wrappers (MPIDI_BGL_mpi_enter / _leave); the netmod's own
