@@ -147,7 +147,7 @@ int ml_send_progress(ml_ctx *ml);
 void ml_inject(ml_ctx *ml, int dst_proc, int fifo, unsigned flags, unsigned group,
                const ml_sw *sw, const void *a, size_t alen, const void *b, size_t blen);
 void ml_msg_finished(ml_ctx *ml, ml_msg *m);
-int ml_fifo_for(int dst_rank);
+int ml_fifo_for(const ml_ctx *ml, int dst_rank); /* injection FIFO by direction */
 /* ml_recv.c */
 void ml_dispatch(ml_ctx *ml, const tsim_slot *s);
 /* Places data of a reception; counts an offset below one already seen.

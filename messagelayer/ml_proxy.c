@@ -77,13 +77,13 @@ static void describe_tx(ml_ctx *ml, tsim_prx_tx *t, ml_msg *m)
     t->live = 1;
     if (m->state == S_DATA) { /* after the grant (or a VN refusal): m->seq is the slot */
         int vn = m->proto == ML_VN;
-        t->fifo = (uint8_t)(vn ? TSIM_INJ_SP : ml_fifo_for(m->dst));
+        t->fifo = (uint8_t)(vn ? TSIM_INJ_SP : ml_fifo_for(ml, m->dst));
         t->flags = vn ? 0 : TSIM_F_DYNAMIC;
         t->group = (uint8_t)(vn || !m->used ? dproc % TSIM_CPUS : m->used);
         t->type = vn ? T_VN_DATA : T_RZV_DATA;
     } else {
         int ae = m->proto == ML_ADAPTIVE;
-        t->fifo = (uint8_t)ml_fifo_for(m->dst);
+        t->fifo = (uint8_t)ml_fifo_for(ml, m->dst);
         t->flags = ae ? TSIM_F_DYNAMIC : 0;
         t->group = (uint8_t)(dproc % TSIM_CPUS);
         t->type = ae ? T_AE_DATA : T_EAGER_DATA;

@@ -116,7 +116,7 @@ static void grant(ml_ctx *ml, uint16_t k)
     uint8_t cpu = ml->co_running && ml->prm->ml_coproc_align &&
                   at % ml->prm->ml_coproc_align == 0 && rx->r.cap >= rx->len;
     rx->cpu = cpu;
-    send_ctl(ml, rx->src, ml_fifo_for(ml->rank), T_GRANT, cpu, rx->sender_id, k);
+    send_ctl(ml, rx->src, ml_fifo_for(ml, rx->src), T_GRANT, cpu, rx->sender_id, k);
     if (rx->len == 0) rx_complete(ml, rx);
     else if (!cpu) ml_act_add(ml, rx, T_RZV_DATA, k);
 }
@@ -294,7 +294,7 @@ static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
         rx->seq = sw.id;
         rx_write(ml, rx, 0, pl + hl, len < room ? len : room);
         if (sw.type == T_AE) {
-            send_ctl(ml, src, ml_fifo_for(ml->rank), T_AE_CONFIRM, 0, 0, 0);
+            send_ctl(ml, src, ml_fifo_for(ml, src), T_AE_CONFIRM, 0, 0, 0);
             for (ml_stash **pe = &p->ae_early; *pe;) { /* data that overtook this packet */
                 ml_stash *e = *pe;
                 ml_sw d = sw_of(&e->s);

@@ -10,7 +10,25 @@
 #include "ml_internal.h"
 #include "../packetlayer/pl_trace.h"
 
-int ml_fifo_for(int dst_rank) { return dst_rank % 3; } /* FIFO pinning per destination */
+/* FIFO pinning by direction, as BG/L's torus SPI chose an injection FIFO:
+ * by the direction the packet leaves in (its hint bits), the FIFOs of a
+ * group in the order x+, x-, y+ | y-, z+, z- (IBM/BlueMatter,
+ * svntrunk/src/BonB/src/spi_ts_hints.c, _ts_MakeSendHints). A processor
+ * here owns one group of 3 normal FIFOs, so direction d goes to FIFO d % 3:
+ * each FIFO serves two directions, and a packet waiting for a busy link
+ * holds back only packets for its own two. The direction is the first hop of
+ * the deterministic route (dimension order), the same for every packet to a
+ * destination, so a destination's packets keep their order. Packets to the
+ * own node (no direction) use FIFO 0. */
+int ml_fifo_for(const ml_ctx *ml, int dst_rank)
+{
+    const tsim_geom *g = &ml->pp->seg->geom;
+    int c[3];
+    tsim_coords(g, ml->map.proc[dst_rank] / TSIM_CPUS, c);
+    const uint8_t dst[3] = {(uint8_t)c[0], (uint8_t)c[1], (uint8_t)c[2]};
+    int port = tsim_route_det(g, ml->pp->node, dst);
+    return port < 0 ? 0 : port % 3;
+}
 
 static int try_inject(ml_ctx *ml, int dst_proc, int fifo, unsigned flags, unsigned group,
                       const ml_sw *sw, const void *a, size_t alen, const void *b, size_t blen)
@@ -136,7 +154,7 @@ static int step(ml_ctx *ml, int dst)
     ml_peer *p = &ml->peer[dst];
     ml_msg *m = p->head;
     if (!m || (m->state == S_QUEUED && p->ae_wait)) return 0;
-    int dproc = ml->map.proc[dst], fifo = ml_fifo_for(dst);
+    int dproc = ml->map.proc[dst], fifo = ml_fifo_for(ml, dst);
     size_t hl = m->hdrlen;
     uint8_t tmp[TSIM_PAYLOAD_MAX];
     if (m->state == S_QUEUED) {
@@ -211,7 +229,7 @@ static int data_step(ml_ctx *ml, ml_msg *m)
     int dproc = ml->map.proc[m->dst];
     uint8_t tmp[TSIM_PAYLOAD_MAX];
     /* m->seq holds the receiver's slot, m->used the receiving cpu */
-    if (try_inject(ml, dproc, vn ? TSIM_INJ_SP : ml_fifo_for(m->dst), vn ? 0 : TSIM_F_DYNAMIC,
+    if (try_inject(ml, dproc, vn ? TSIM_INJ_SP : ml_fifo_for(ml, m->dst), vn ? 0 : TSIM_F_DYNAMIC,
                    vn ? (unsigned)dproc % TSIM_CPUS : m->used, &d, msg_bytes(ml, m, m->off, n, tmp),
                    n, NULL, 0))
         return 0;
