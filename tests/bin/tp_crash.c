@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "packetlayer/pl.h"
 
@@ -21,7 +22,11 @@ int main(int argc, char **argv)
     }
     if (pp.p->rank == victim) {
         if (argc > 2 && !strcmp(argv[2], "segv")) {
-            volatile int *volatile bad = NULL;
+            /* a page it may not write, and the default action: a real
+             * SIGSEGV kill even under make check-asan (UBSan catches a
+             * store through NULL first, ASan's handler a fault) */
+            volatile int *bad = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            signal(SIGSEGV, SIG_DFL);
             *bad = 1;
         }
         raise(SIGKILL);

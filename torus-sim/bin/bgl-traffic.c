@@ -104,9 +104,9 @@ int main(int argc, char **argv)
     int heat_svg = 0;
     /* the job as reports name it: the command without its output files, so
      * equal experiments give equal reports */
-    char **jobv = calloc((size_t)argc + 1, sizeof *jobv);
+    char *jobv[argc + 1]; /* on the stack: no leak on the early exits */
+    memset(jobv, 0, sizeof jobv);
     int njob = 0;
-    if (!jobv) die("%s", "out of memory");
     jobv[njob++] = "bgl-traffic";
     int np = 0, have_shape = 0, have_pattern = 0, timing = 0;
     char err[256];
@@ -219,7 +219,6 @@ int main(int argc, char **argv)
     }
     char job[TSIM_LABEL_MAX];
     tsim_job_label(job, sizeof job, jobv);
-    free(jobv);
     tsim_seg *seg = tsim_seg_create(&g, &prm, 0, err, sizeof err);
     if (!seg) die("%s", err);
     snprintf(seg->mapping, sizeof seg->mapping, "XYZT (bgl-traffic)");
