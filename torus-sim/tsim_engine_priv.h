@@ -43,6 +43,7 @@ typedef struct npkt {
     uint64_t t_head; /* head reached the current router */
     uint32_t next;   /* queue link */
     int32_t proc;    /* source processor */
+    int32_t dstn;    /* destination node (from the header, at injection) */
     uint8_t in_port; /* port it came in on, or TSIM_NPORTS for injection */
     uint8_t vc;      /* VC it occupies at this router */
     uint8_t fifo;    /* injection FIFO it came from */

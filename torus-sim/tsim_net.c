@@ -73,6 +73,7 @@ static void q_mark(router *r, pq *q)
 }
 
 static void set_want(const tsim_engine *e, int node, npkt *p);
+static inline int dst_node(const tsim_engine *e, const tsim_hwhdr *hw);
 
 void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
 {
@@ -86,6 +87,7 @@ void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
     p->fifo = (uint8_t)fifo;
     p->dim = 3;
     p->s.m.hops = 0;
+    p->dstn = dst_node(e, &p->s.p.hw);
     set_want(e, node, p);
     e->ep[proc].inj_used[fifo] += p->s.p.hw.chunks;
     router *r = &e->rt[node];
@@ -184,8 +186,8 @@ static inline int dst_node(const tsim_engine *e, const tsim_hwhdr *hw)
     return hw->dst[0] + e->g.dim[0] * (hw->dst[1] + e->g.dim[1] * hw->dst[2]);
 }
 
-static int route_det(const tsim_engine *e, int node, const tsim_hwhdr *hw);
-static unsigned route_prof(const tsim_engine *e, int node, const tsim_hwhdr *hw);
+static int route_det(const tsim_engine *e, int node, const npkt *p);
+static unsigned route_prof(const tsim_engine *e, int node, const npkt *p);
 
 /* The routing candidates of a packet queued at node, worked out once when
  * it arrives: its dimension-order port, the profitable ports adaptive
@@ -202,14 +204,14 @@ static void set_want(const tsim_engine *e, int node, npkt *p)
         p->want = WANT_SP;
         return;
     }
-    if (dst_node(e, hw) == node) {
+    if (p->dstn == node) {
         p->want = p->in_port == TSIM_NPORTS ? WANT_LOOP : WANT_LOCAL;
         return;
     }
-    p->det = (int8_t)route_det(e, node, hw);
+    p->det = (int8_t)route_det(e, node, p);
     unsigned w = 1u << p->det;
     if ((hw->flags & TSIM_F_DYNAMIC) && !(hw->flags & TSIM_F_DEPOSIT)) {
-        unsigned prof = route_prof(e, node, hw);
+        unsigned prof = route_prof(e, node, p);
         if (hw->hints) prof &= hw->hints;
         p->prof = (uint8_t)prof;
         if (!(hw->flags & TSIM_F_HP)) w |= prof;
@@ -217,17 +219,17 @@ static void set_want(const tsim_engine *e, int node, npkt *p)
     p->want = (uint16_t)w;
 }
 
-static int route_det(const tsim_engine *e, int node, const tsim_hwhdr *hw)
+static int route_det(const tsim_engine *e, int node, const npkt *p)
 {
-    if (!e->route) return tsim_route_det(&e->g, node, hw->dst);
-    int d = e->route[(size_t)node * (size_t)e->g.nnodes + (size_t)dst_node(e, hw)] & 7;
+    if (!e->route) return tsim_route_det(&e->g, node, p->s.p.hw.dst);
+    int d = e->route[(size_t)node * (size_t)e->g.nnodes + (size_t)p->dstn] & 7;
     return d == 7 ? -1 : d;
 }
 
-static unsigned route_prof(const tsim_engine *e, int node, const tsim_hwhdr *hw)
+static unsigned route_prof(const tsim_engine *e, int node, const npkt *p)
 {
-    if (!e->route) return tsim_route_profitable(&e->g, node, hw->dst);
-    return e->route[(size_t)node * (size_t)e->g.nnodes + (size_t)dst_node(e, hw)] >> 3;
+    if (!e->route) return tsim_route_profitable(&e->g, node, p->s.p.hw.dst);
+    return e->route[(size_t)node * (size_t)e->g.nnodes + (size_t)p->dstn] >> 3;
 }
 
 /* Picks the output of packet p at node: returns port and sets *vc, or -1. */
@@ -283,8 +285,10 @@ static void send_on_link(tsim_engine *e, int node, uint32_t pk, int port, int vc
     ev_push(e, t + e->prm.hop_latency, EV_HEAD, r->nbr[port], port << 4 | vc, pk);
 }
 
-/* Tries to move packet pk (head of queue q at node) one step. */
-static int try_move(tsim_engine *e, int node, pq *q, uint64_t t)
+/* Tries to move packet pk (head of queue q at node) one step. A mover
+ * takes what it leaves by: its bit in *free (free_now's mask) is cleared,
+ * so the mask stays free_now(r, t) without recomputing it. */
+static int try_move(tsim_engine *e, int node, pq *q, uint64_t t, unsigned *free)
 {
     router *r = &e->rt[node];
     uint32_t pk = q->head;
@@ -301,6 +305,7 @@ static int try_move(tsim_engine *e, int node, pq *q, uint64_t t)
         q_mark(r, q);
         r->waiting--;
         r->sp_busy[cpu] = t + dur;
+        if (dur && r->sp_busy[other] > t) *free &= ~(unsigned)WANT_SP;
         r->rec_used[other][TSIM_REC_SP] += c;
         ev_push(e, t + dur, EV_INJ_FREE, p->proc, p->fifo, (uint32_t)c);
         ev_push(e, t + e->prm.sp_latency + dur, EV_DELIVER, tsim_proc_index(node, other),
@@ -308,8 +313,7 @@ static int try_move(tsim_engine *e, int node, pq *q, uint64_t t)
         return 1;
     }
 
-    int dst = dst_node(e, hw);
-    if (dst == node) {
+    if (p->dstn == node) {
         /* a packet to its own node streams through the loopback path at link
          * speed, one at a time: that keeps order and bounds its bandwidth */
         int loop = p->in_port == TSIM_NPORTS;
@@ -319,6 +323,7 @@ static int try_move(tsim_engine *e, int node, pq *q, uint64_t t)
         if (loop) {
             at = t + ser_cycles(&e->prm, c);
             r->loop_busy = at;
+            if (at > t) *free &= ~(unsigned)WANT_LOOP;
         }
         q_pop(e, q);
         q_mark(r, q);
@@ -339,6 +344,7 @@ static int try_move(tsim_engine *e, int node, pq *q, uint64_t t)
         to_reception(e, node, pk, 1, at < t ? t : at);
     }
     send_on_link(e, node, pk, port, vc, t);
+    if (r->busy_until[port] > t) *free &= ~(1u << port);
     return 1;
 }
 
@@ -347,16 +353,20 @@ typedef struct cand {
     pq *q;
 } cand;
 
-/* Earliest future time a busy link or scratchpad channel of r frees. */
-static uint64_t next_free(const router *r, uint64_t t)
+/* Earliest future time a busy link or scratchpad channel of r frees, or
+ * a credit returns; free is free_now(r, t): only the busy ports need a
+ * look. (Credits due by t were applied when arbitration began, so every
+ * return still pending lies after t.) */
+static uint64_t next_free(const router *r, uint64_t t, unsigned free)
 {
-    /* a time at or before t counts as never (UINT64_MAX): x - t - 1 wraps */
-#define NF(x) ((x) - t - 1 < m - t - 1 ? (x) : m)
     uint64_t m = r->nret ? r->ret_min : UINT64_MAX;
-    for (int port = 0; port < TSIM_NPORTS; port++) m = NF(r->busy_until[port]);
-    for (int c = 0; c < TSIM_CPUS; c++) m = NF(r->sp_busy[c]);
-    m = NF(r->loop_busy);
-#undef NF
+    for (unsigned b = ~free & ((1u << TSIM_NPORTS) - 1); b; b &= b - 1) {
+        uint64_t x = r->busy_until[__builtin_ctz(b)];
+        if (x < m) m = x;
+    }
+    for (int c = 0; c < TSIM_CPUS; c++)
+        if (r->sp_busy[c] > t && r->sp_busy[c] < m) m = r->sp_busy[c];
+    if (!(free & WANT_LOOP) && r->loop_busy < m) m = r->loop_busy;
     return m;
 }
 
@@ -431,9 +441,8 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
         }
         int moved = 0;
         for (int i = 0; i < n; i++) {
-            if (try_move(e, node, c[i].q, t)) {
+            if (try_move(e, node, c[i].q, t, &free)) {
                 c[moved++].q = c[i].q; /* i >= moved: nothing still to try is overwritten */
-                free = free_now(r, t); /* the mover took a port */
             } else {
                 c[i].q->fail_gen = r->gen;
                 c[i].q->fail_free = (uint16_t)free;
@@ -446,7 +455,7 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
         }
     }
     if (r->waiting) {
-        uint64_t w = next_free(r, t);
+        uint64_t w = next_free(r, t, free);
         if (w != UINT64_MAX && (r->armed <= t || w < r->armed)) {
             r->armed = w;
             ev_push(e, w, EV_LINK_FREE, node, 0, 0);
