@@ -82,6 +82,11 @@ typedef struct router {
     int32_t nbr[TSIM_NPORTS];               /* neighbour node per port, -1 at a mesh edge */
     uint64_t ret_min;                       /* earliest pending credit return */
     uint64_t armed;                         /* time of the queued EV_LINK_FREE, 0: none */
+    /* free_now()'s mask, kept while it cannot change by itself: until fu,
+     * the earliest time a busy port, scratchpad channel or the loopback
+     * path frees (tsim_net.c). Movers update both. */
+    uint64_t fu;
+    uint32_t fmask;
     uint64_t busy_until[TSIM_NPORTS];
     uint64_t sp_busy[TSIM_CPUS];            /* scratchpad channel cpu -> other */
     uint64_t loop_busy;                     /* loopback path into own reception FIFOs */

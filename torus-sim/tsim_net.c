@@ -286,8 +286,9 @@ static void send_on_link(tsim_engine *e, int node, uint32_t pk, int port, int vc
 }
 
 /* Tries to move packet pk (head of queue q at node) one step. A mover
- * takes what it leaves by: its bit in *free (free_now's mask) is cleared,
- * so the mask stays free_now(r, t) without recomputing it. */
+ * takes what it leaves by: its bit in *free (free_now's mask) is cleared
+ * and the router's fu lowered to when it frees, so the mask stays
+ * free_now(r, t) without recomputing it. */
 static int try_move(tsim_engine *e, int node, pq *q, uint64_t t, unsigned *free)
 {
     router *r = &e->rt[node];
@@ -305,7 +306,10 @@ static int try_move(tsim_engine *e, int node, pq *q, uint64_t t, unsigned *free)
         q_mark(r, q);
         r->waiting--;
         r->sp_busy[cpu] = t + dur;
-        if (dur && r->sp_busy[other] > t) *free &= ~(unsigned)WANT_SP;
+        if (dur) {
+            if (r->sp_busy[other] > t) *free &= ~(unsigned)WANT_SP;
+            if (t + dur < r->fu) r->fu = t + dur;
+        }
         r->rec_used[other][TSIM_REC_SP] += c;
         ev_push(e, t + dur, EV_INJ_FREE, p->proc, p->fifo, (uint32_t)c);
         ev_push(e, t + e->prm.sp_latency + dur, EV_DELIVER, tsim_proc_index(node, other),
@@ -323,7 +327,10 @@ static int try_move(tsim_engine *e, int node, pq *q, uint64_t t, unsigned *free)
         if (loop) {
             at = t + ser_cycles(&e->prm, c);
             r->loop_busy = at;
-            if (at > t) *free &= ~(unsigned)WANT_LOOP;
+            if (at > t) {
+                *free &= ~(unsigned)WANT_LOOP;
+                if (at < r->fu) r->fu = at;
+            }
         }
         q_pop(e, q);
         q_mark(r, q);
@@ -344,7 +351,10 @@ static int try_move(tsim_engine *e, int node, pq *q, uint64_t t, unsigned *free)
         to_reception(e, node, pk, 1, at < t ? t : at);
     }
     send_on_link(e, node, pk, port, vc, t);
-    if (r->busy_until[port] > t) *free &= ~(1u << port);
+    if (r->busy_until[port] > t) {
+        *free &= ~(1u << port);
+        if (r->busy_until[port] < r->fu) r->fu = r->busy_until[port];
+    }
     return 1;
 }
 
@@ -353,13 +363,12 @@ typedef struct cand {
     pq *q;
 } cand;
 
-/* Earliest future time a busy link or scratchpad channel of r frees, or
- * a credit returns; free is free_now(r, t): only the busy ports need a
- * look. (Credits due by t were applied when arbitration began, so every
- * return still pending lies after t.) */
-static uint64_t next_free(const router *r, uint64_t t, unsigned free)
+/* Earliest future time a busy link, scratchpad channel or the loopback
+ * path of r frees (UINT64_MAX: none busy); free is free_now(r, t): only
+ * the busy ports need a look. */
+static uint64_t busy_min(const router *r, uint64_t t, unsigned free)
 {
-    uint64_t m = r->nret ? r->ret_min : UINT64_MAX;
+    uint64_t m = UINT64_MAX;
     for (unsigned b = ~free & ((1u << TSIM_NPORTS) - 1); b; b &= b - 1) {
         uint64_t x = r->busy_until[__builtin_ctz(b)];
         if (x < m) m = x;
@@ -419,7 +428,11 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
      * (ports, credits and reception room are only taken, gen stays), so a
      * head that failed fails again: later rounds need only the heads that
      * movers uncovered. */
-    unsigned free = free_now(r, t);
+    unsigned free = r->fmask;
+    if (t >= r->fu) { /* something busy has freed since the mask was made */
+        free = free_now(r, t);
+        r->fu = busy_min(r, t, free);
+    }
     int n = 0;
     for (uint32_t m = r->inmask; m; m &= m - 1) {
         pq *q = &r->inq[0][0] + __builtin_ctz(m);
@@ -454,8 +467,12 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
             if (q->head != NIL && want_new(r, q, free)) c[n++] = (cand){q->t_head, q->seq, q};
         }
     }
+    r->fmask = free;
     if (r->waiting) {
-        uint64_t w = next_free(r, t, free);
+        /* the earliest of a busy resource freeing and a credit returning
+         * (credits due by t were applied above: every pending one lies
+         * after t) */
+        uint64_t w = r->nret && r->ret_min < r->fu ? r->ret_min : r->fu;
         if (w != UINT64_MAX && (r->armed <= t || w < r->armed)) {
             r->armed = w;
             ev_push(e, w, EV_LINK_FREE, node, 0, 0);
