@@ -76,8 +76,9 @@ typedef struct router {
     /* hot: read by every arbitration */
     uint32_t waiting;                       /* packets queued here */
     uint32_t gen;                           /* bumped when tokens or reception room return */
-    uint32_t inmask;                        /* nonempty inq, bit port * NVC + vc */
-    uint32_t injmask;                       /* nonempty injq, bit cpu * NINJ + fifo */
+    /* nonempty queues: bit port * NVC + vc an input queue, bit
+     * NPORTS * NVC + cpu * NINJ + fifo an injection queue (QBIT_INJ) */
+    uint64_t qmask;
     uint32_t nret;
     int32_t nbr[TSIM_NPORTS];               /* neighbour node per port, -1 at a mesh edge */
     uint64_t ret_min;                       /* earliest pending credit return */

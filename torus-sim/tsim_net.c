@@ -58,18 +58,20 @@ static uint32_t q_pop(tsim_engine *e, pq *q)
     return pk;
 }
 
-/* Bit of queue q in its router's masks (input queues first). */
-static void q_mark(router *r, pq *q)
+/* Bit of a queue in its router's qmask: the input queues, then the
+ * injection queues, in one word. */
+#define QBIT_INJ (TSIM_NPORTS * TSIM_NVC)
+_Static_assert(QBIT_INJ + TSIM_CPUS * TSIM_NINJ <= 64, "qmask: one bit per queue");
+
+static inline pq *q_of_bit(router *r, unsigned b)
 {
-    if (q >= &r->inq[0][0] && q < &r->inq[0][0] + TSIM_NPORTS * TSIM_NVC) {
-        unsigned b = (unsigned)(q - &r->inq[0][0]);
-        if (q->head != NIL) r->inmask |= 1u << b;
-        else r->inmask &= ~(1u << b);
-    } else {
-        unsigned b = (unsigned)(q - &r->injq[0][0]);
-        if (q->head != NIL) r->injmask |= 1u << b;
-        else r->injmask &= ~(1u << b);
-    }
+    return b < QBIT_INJ ? &r->inq[0][0] + b : &r->injq[0][0] + (b - QBIT_INJ);
+}
+
+/* A mover left queue q (bit b) empty or not. */
+static inline void q_mark(router *r, const pq *q, unsigned b)
+{
+    if (q->head == NIL) r->qmask &= ~(1ull << b);
 }
 
 static void set_want(const tsim_engine *e, int node, npkt *p);
@@ -93,7 +95,7 @@ void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
     router *r = &e->rt[node];
     r->waiting++;
     q_push(e, &r->injq[cpu][fifo], pk);
-    r->injmask |= 1u << (cpu * TSIM_NINJ + fifo);
+    r->qmask |= 1ull << (QBIT_INJ + cpu * TSIM_NINJ + fifo);
     net_arbitrate(e, node, t);
 }
 
@@ -289,7 +291,7 @@ static void send_on_link(tsim_engine *e, int node, uint32_t pk, int port, int vc
  * takes what it leaves by: its bit in *free (free_now's mask) is cleared
  * and the router's fu lowered to when it frees, so the mask stays
  * free_now(r, t) without recomputing it. */
-static int try_move(tsim_engine *e, int node, pq *q, uint64_t t, unsigned *free)
+static int try_move(tsim_engine *e, int node, pq *q, unsigned qb, uint64_t t, unsigned *free)
 {
     router *r = &e->rt[node];
     uint32_t pk = q->head;
@@ -303,7 +305,7 @@ static int try_move(tsim_engine *e, int node, pq *q, uint64_t t, unsigned *free)
             return 0;
         uint64_t dur = e->prm.sp_cycles_per_byte * (uint64_t)c * TSIM_CHUNK;
         q_pop(e, q);
-        q_mark(r, q);
+        q_mark(r, q, qb);
         r->waiting--;
         r->sp_busy[cpu] = t + dur;
         if (dur) {
@@ -333,7 +335,7 @@ static int try_move(tsim_engine *e, int node, pq *q, uint64_t t, unsigned *free)
             }
         }
         q_pop(e, q);
-        q_mark(r, q);
+        q_mark(r, q, qb);
         r->waiting--;
         release_source(e, node, p, at);
         to_reception(e, node, pk, 0, at);
@@ -344,7 +346,7 @@ static int try_move(tsim_engine *e, int node, pq *q, uint64_t t, unsigned *free)
     int vc, port = choose_output(e, node, p, t, &vc);
     if (port < 0) return 0;
     q_pop(e, q);
-    q_mark(r, q);
+    q_mark(r, q, qb);
     r->waiting--;
     if (deposit) {
         uint64_t at = p->t_head + ser_cycles(&e->prm, c);
@@ -361,6 +363,7 @@ static int try_move(tsim_engine *e, int node, pq *q, uint64_t t, unsigned *free)
 typedef struct cand {
     uint64_t t, seq;
     pq *q;
+    unsigned bit; /* its bit in qmask */
 } cand;
 
 /* Earliest future time a busy link, scratchpad channel or the loopback
@@ -434,13 +437,10 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
         r->fu = busy_min(r, t, free);
     }
     int n = 0;
-    for (uint32_t m = r->inmask; m; m &= m - 1) {
-        pq *q = &r->inq[0][0] + __builtin_ctz(m);
-        if (want_new(r, q, free)) c[n++] = (cand){q->t_head, q->seq, q};
-    }
-    for (uint32_t m = r->injmask; m; m &= m - 1) {
-        pq *q = &r->injq[0][0] + __builtin_ctz(m);
-        if (want_new(r, q, free)) c[n++] = (cand){q->t_head, q->seq, q};
+    for (uint64_t m = r->qmask; m; m &= m - 1) {
+        unsigned b = (unsigned)__builtin_ctzll(m);
+        pq *q = q_of_bit(r, b);
+        if (want_new(r, q, free)) c[n++] = (cand){q->t_head, q->seq, q, b};
     }
     while (n) {
         for (int i = 1; i < n; i++) { /* insertion sort: n is small */
@@ -454,8 +454,9 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
         }
         int moved = 0;
         for (int i = 0; i < n; i++) {
-            if (try_move(e, node, c[i].q, t, &free)) {
-                c[moved++].q = c[i].q; /* i >= moved: nothing still to try is overwritten */
+            if (try_move(e, node, c[i].q, c[i].bit, t, &free)) {
+                c[moved] = c[i]; /* i >= moved: nothing still to try is overwritten */
+                moved++;
             } else {
                 c[i].q->fail_gen = r->gen;
                 c[i].q->fail_free = (uint16_t)free;
@@ -464,7 +465,8 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
         n = 0;
         for (int i = 0; i < moved; i++) {
             pq *q = c[i].q;
-            if (q->head != NIL && want_new(r, q, free)) c[n++] = (cand){q->t_head, q->seq, q};
+            if (q->head != NIL && want_new(r, q, free))
+                c[n++] = (cand){q->t_head, q->seq, q, c[i].bit};
         }
     }
     r->fmask = free;
@@ -498,7 +500,7 @@ void net_event(tsim_engine *e, const ev *v)
         set_want(e, v->a, p);
         r->waiting++;
         q_push(e, &r->inq[v->b >> 4][v->b & 15], v->pkt);
-        r->inmask |= 1u << ((v->b >> 4) * TSIM_NVC + (v->b & 15));
+        r->qmask |= 1ull << ((v->b >> 4) * TSIM_NVC + (v->b & 15));
         net_arbitrate(e, v->a, v->t);
         break;
     }
