@@ -38,8 +38,10 @@ typedef struct proc {
 static void send1(proc *p, int dst, uint32_t k)
 {
     tsim_hwhdr hw;
+    uint8_t sw[8] = {0}; /* pl_inject reads a whole software header */
+    memcpy(sw, &k, sizeof k);
     pl_header(&p->pp, &hw, dst, 8, 0);
-    pl_inject_wait(&p->pp, 0, &hw, &k, &k, sizeof k);
+    pl_inject_wait(&p->pp, 0, &hw, sw, &k, sizeof k);
 }
 
 /* Waits for one packet the way the message layer does: a few empty polls
