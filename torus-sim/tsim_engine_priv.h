@@ -43,6 +43,7 @@ typedef struct npkt {
     uint64_t t_head; /* head reached the current router */
     uint32_t next;   /* queue link */
     int32_t proc;    /* source processor */
+    int32_t dstn;    /* destination node (from the header, at injection) */
     uint8_t in_port; /* port it came in on, or TSIM_NPORTS for injection */
     uint8_t vc;      /* VC it occupies at this router */
     uint8_t fifo;    /* injection FIFO it came from */
@@ -75,12 +76,18 @@ typedef struct router {
     /* hot: read by every arbitration */
     uint32_t waiting;                       /* packets queued here */
     uint32_t gen;                           /* bumped when tokens or reception room return */
-    uint32_t inmask;                        /* nonempty inq, bit port * NVC + vc */
-    uint32_t injmask;                       /* nonempty injq, bit cpu * NINJ + fifo */
+    /* nonempty queues: bit port * NVC + vc an input queue, bit
+     * NPORTS * NVC + cpu * NINJ + fifo an injection queue (QBIT_INJ) */
+    uint64_t qmask;
     uint32_t nret;
     int32_t nbr[TSIM_NPORTS];               /* neighbour node per port, -1 at a mesh edge */
     uint64_t ret_min;                       /* earliest pending credit return */
     uint64_t armed;                         /* time of the queued EV_LINK_FREE, 0: none */
+    /* free_now()'s mask, kept while it cannot change by itself: until fu,
+     * the earliest time a busy port, scratchpad channel or the loopback
+     * path frees (tsim_net.c). Movers update both. */
+    uint64_t fu;
+    uint32_t fmask;
     uint64_t busy_until[TSIM_NPORTS];
     uint64_t sp_busy[TSIM_CPUS];            /* scratchpad channel cpu -> other */
     uint64_t loop_busy;                     /* loopback path into own reception FIFOs */

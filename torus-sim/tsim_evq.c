@@ -14,15 +14,17 @@ static inline int less(const ev *a, const ev *b)
 int evq_init(evq *q)
 {
     memset(q, 0, sizeof *q);
-    q->bk = calloc(TSIM_EVQ_SPAN, sizeof *q->bk);
-    return q->bk ? 0 : -1;
+    q->freel = EVQ_NIL;
+    q->bk = malloc(TSIM_EVQ_SPAN * sizeof *q->bk);
+    if (!q->bk) return -1;
+    for (unsigned i = 0; i < TSIM_EVQ_SPAN; i++) q->bk[i].head = q->bk[i].tail = EVQ_NIL;
+    return 0;
 }
 
 void evq_free(evq *q)
 {
-    if (q->bk)
-        for (unsigned i = 0; i < TSIM_EVQ_SPAN; i++) free(q->bk[i].v);
     free(q->bk);
+    free(q->nd);
     free(q->far);
     memset(q, 0, sizeof *q);
 }
@@ -61,28 +63,38 @@ static ev far_pop(evq *q)
     return top;
 }
 
+static uint32_t node_alloc(evq *q)
+{
+    if (q->freel != EVQ_NIL) {
+        uint32_t n = q->freel;
+        q->freel = q->nd[n].next;
+        return n;
+    }
+    if (q->nnd == q->capnd) {
+        q->capnd = q->capnd ? q->capnd * 2 : 1024;
+        q->nd = realloc(q->nd, q->capnd * sizeof *q->nd);
+        if (!q->nd) abort();
+    }
+    return q->nnd++;
+}
+
+/* Into its bucket after every key not above its own (keys are unique
+ * in practice; equal ones keep their push order). */
 static void cal_insert(evq *q, const ev *v)
 {
     unsigned idx = (unsigned)(v->t & MASK);
+    uint32_t n = node_alloc(q);
     evq_bucket *b = &q->bk[idx];
-    if (b->n == b->cap) {
-        if (b->pos > 0) { /* reclaim consumed room first */
-            memmove(b->v, b->v + b->pos, (b->n - b->pos) * sizeof *b->v);
-            b->n -= b->pos;
-            b->pos = 0;
-        }
-        if (b->n == b->cap) {
-            b->cap = b->cap ? b->cap * 2 : 8;
-            b->v = realloc(b->v, b->cap * sizeof *b->v);
-            if (!b->v) abort();
-        }
+    q->nd[n] = (evq_node){v->key, v->type, v->a, v->b, v->pkt, EVQ_NIL};
+    uint32_t prev = EVQ_NIL, at = b->head;
+    while (at != EVQ_NIL && q->nd[at].key <= v->key) {
+        prev = at;
+        at = q->nd[at].next;
     }
-    uint32_t i = b->n++; /* keys mostly arrive in order: insert from the end */
-    while (i > b->pos && b->v[i - 1].key > v->key) {
-        b->v[i] = b->v[i - 1];
-        i--;
-    }
-    b->v[i] = *v;
+    q->nd[n].next = at;
+    if (prev == EVQ_NIL) b->head = n;
+    else q->nd[prev].next = n;
+    if (at == EVQ_NIL) b->tail = n;
     q->bits[idx / 64] |= 1ull << (idx % 64);
     q->ncal++;
 }
@@ -132,14 +144,7 @@ int evq_pop_below_slow(evq *q, uint64_t h, ev *out)
         q->cur = t;
         if (q->nfar && q->far[0].t - q->cur < TSIM_EVQ_SPAN) migrate(q);
     }
-    unsigned idx = (unsigned)(t & MASK);
-    evq_bucket *b = &q->bk[idx];
-    *out = b->v[b->pos++];
-    if (b->pos == b->n) {
-        b->pos = b->n = 0;
-        q->bits[idx / 64] &= ~(1ull << (idx % 64));
-    }
-    q->ncal--;
+    evq_take(q, (unsigned)(t & MASK), t, out);
     return 1;
 }
 

@@ -23,13 +23,27 @@ typedef struct ev {
     uint32_t pkt;
 } ev;
 
+/* A calendar event: its time is its bucket's. Nodes come from one pool
+ * and go back to a LIFO free list, so the few in use stay in cache (an
+ * array per bucket spread the calendar over a megabyte). */
+typedef struct evq_node {
+    uint64_t key;
+    uint32_t type;
+    int32_t a, b;
+    uint32_t pkt;
+    uint32_t next; /* next in the bucket, by key; EVQ_NIL ends it */
+} evq_node;
+
+#define EVQ_NIL UINT32_MAX
+
 typedef struct evq_bucket {
-    ev *v;
-    uint32_t n, pos, cap;
+    uint32_t head, tail; /* EVQ_NIL: empty */
 } evq_bucket;
 
 typedef struct evq {
     evq_bucket *bk;                       /* TSIM_EVQ_SPAN buckets */
+    evq_node *nd;                         /* node pool */
+    uint32_t nnd, capnd, freel;           /* used, allocated, free list */
     uint64_t bits[TSIM_EVQ_SPAN / 64];    /* nonempty buckets */
     uint64_t cur;                         /* time of the earliest calendar slot */
     size_t ncal;                          /* events in the calendar */
@@ -50,11 +64,17 @@ int evq_pop_below_slow(evq *q, uint64_t h, ev *out);
  * the general path, which keeps the same order. */
 static inline void evq_push(evq *q, const ev *v)
 {
-    if (v->t - q->cur < TSIM_EVQ_SPAN) {
+    if (v->t - q->cur < TSIM_EVQ_SPAN && q->freel != EVQ_NIL) {
         unsigned idx = (unsigned)(v->t & (TSIM_EVQ_SPAN - 1));
         evq_bucket *b = &q->bk[idx];
-        if (b->n < b->cap && (b->n == b->pos || b->v[b->n - 1].key < v->key)) {
-            b->v[b->n++] = *v;
+        if (b->head == EVQ_NIL || q->nd[b->tail].key < v->key) {
+            uint32_t n = q->freel;
+            evq_node *x = &q->nd[n];
+            q->freel = x->next;
+            *x = (evq_node){v->key, v->type, v->a, v->b, v->pkt, EVQ_NIL};
+            if (b->head == EVQ_NIL) b->head = n;
+            else q->nd[b->tail].next = n;
+            b->tail = n;
             q->bits[idx / 64] |= 1ull << (idx % 64);
             q->ncal++;
             return;
@@ -63,19 +83,30 @@ static inline void evq_push(evq *q, const ev *v)
     evq_push_slow(q, v);
 }
 
+/* Takes the head of bucket idx, whose time is t (the bucket is nonempty). */
+static inline void evq_take(evq *q, unsigned idx, uint64_t t, ev *out)
+{
+    evq_bucket *b = &q->bk[idx];
+    uint32_t n = b->head;
+    evq_node *x = &q->nd[n];
+    *out = (ev){t, x->key, x->type, x->a, x->b, x->pkt};
+    b->head = x->next;
+    if (b->head == EVQ_NIL) {
+        b->tail = EVQ_NIL;
+        q->bits[idx / 64] &= ~(1ull << (idx % 64));
+    }
+    x->next = q->freel;
+    q->freel = n;
+    q->ncal--;
+}
+
 /* Pops the earliest event if its time is below h. */
 static inline int evq_pop_below(evq *q, uint64_t h, ev *out)
 {
     if (q->cur < h) {
         unsigned idx = (unsigned)(q->cur & (TSIM_EVQ_SPAN - 1));
-        evq_bucket *b = &q->bk[idx];
-        if (b->pos < b->n) {
-            *out = b->v[b->pos++];
-            if (b->pos == b->n) {
-                b->pos = b->n = 0;
-                q->bits[idx / 64] &= ~(1ull << (idx % 64));
-            }
-            q->ncal--;
+        if (q->bk[idx].head != EVQ_NIL) {
+            evq_take(q, idx, q->cur, out);
             return 1;
         }
     }

@@ -58,21 +58,24 @@ static uint32_t q_pop(tsim_engine *e, pq *q)
     return pk;
 }
 
-/* Bit of queue q in its router's masks (input queues first). */
-static void q_mark(router *r, pq *q)
+/* Bit of a queue in its router's qmask: the input queues, then the
+ * injection queues, in one word. */
+#define QBIT_INJ (TSIM_NPORTS * TSIM_NVC)
+_Static_assert(QBIT_INJ + TSIM_CPUS * TSIM_NINJ <= 64, "qmask: one bit per queue");
+
+static inline pq *q_of_bit(router *r, unsigned b)
 {
-    if (q >= &r->inq[0][0] && q < &r->inq[0][0] + TSIM_NPORTS * TSIM_NVC) {
-        unsigned b = (unsigned)(q - &r->inq[0][0]);
-        if (q->head != NIL) r->inmask |= 1u << b;
-        else r->inmask &= ~(1u << b);
-    } else {
-        unsigned b = (unsigned)(q - &r->injq[0][0]);
-        if (q->head != NIL) r->injmask |= 1u << b;
-        else r->injmask &= ~(1u << b);
-    }
+    return b < QBIT_INJ ? &r->inq[0][0] + b : &r->injq[0][0] + (b - QBIT_INJ);
+}
+
+/* A mover left queue q (bit b) empty or not. */
+static inline void q_mark(router *r, const pq *q, unsigned b)
+{
+    if (q->head == NIL) r->qmask &= ~(1ull << b);
 }
 
 static void set_want(const tsim_engine *e, int node, npkt *p);
+static inline int dst_node(const tsim_engine *e, const tsim_hwhdr *hw);
 
 void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
 {
@@ -86,12 +89,13 @@ void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
     p->fifo = (uint8_t)fifo;
     p->dim = 3;
     p->s.m.hops = 0;
+    p->dstn = dst_node(e, &p->s.p.hw);
     set_want(e, node, p);
     e->ep[proc].inj_used[fifo] += p->s.p.hw.chunks;
     router *r = &e->rt[node];
     r->waiting++;
     q_push(e, &r->injq[cpu][fifo], pk);
-    r->injmask |= 1u << (cpu * TSIM_NINJ + fifo);
+    r->qmask |= 1ull << (QBIT_INJ + cpu * TSIM_NINJ + fifo);
     net_arbitrate(e, node, t);
 }
 
@@ -184,8 +188,8 @@ static inline int dst_node(const tsim_engine *e, const tsim_hwhdr *hw)
     return hw->dst[0] + e->g.dim[0] * (hw->dst[1] + e->g.dim[1] * hw->dst[2]);
 }
 
-static int route_det(const tsim_engine *e, int node, const tsim_hwhdr *hw);
-static unsigned route_prof(const tsim_engine *e, int node, const tsim_hwhdr *hw);
+static int route_det(const tsim_engine *e, int node, const npkt *p);
+static unsigned route_prof(const tsim_engine *e, int node, const npkt *p);
 
 /* The routing candidates of a packet queued at node, worked out once when
  * it arrives: its dimension-order port, the profitable ports adaptive
@@ -202,14 +206,14 @@ static void set_want(const tsim_engine *e, int node, npkt *p)
         p->want = WANT_SP;
         return;
     }
-    if (dst_node(e, hw) == node) {
+    if (p->dstn == node) {
         p->want = p->in_port == TSIM_NPORTS ? WANT_LOOP : WANT_LOCAL;
         return;
     }
-    p->det = (int8_t)route_det(e, node, hw);
+    p->det = (int8_t)route_det(e, node, p);
     unsigned w = 1u << p->det;
     if ((hw->flags & TSIM_F_DYNAMIC) && !(hw->flags & TSIM_F_DEPOSIT)) {
-        unsigned prof = route_prof(e, node, hw);
+        unsigned prof = route_prof(e, node, p);
         if (hw->hints) prof &= hw->hints;
         p->prof = (uint8_t)prof;
         if (!(hw->flags & TSIM_F_HP)) w |= prof;
@@ -217,17 +221,17 @@ static void set_want(const tsim_engine *e, int node, npkt *p)
     p->want = (uint16_t)w;
 }
 
-static int route_det(const tsim_engine *e, int node, const tsim_hwhdr *hw)
+static int route_det(const tsim_engine *e, int node, const npkt *p)
 {
-    if (!e->route) return tsim_route_det(&e->g, node, hw->dst);
-    int d = e->route[(size_t)node * (size_t)e->g.nnodes + (size_t)dst_node(e, hw)] & 7;
+    if (!e->route) return tsim_route_det(&e->g, node, p->s.p.hw.dst);
+    int d = e->route[(size_t)node * (size_t)e->g.nnodes + (size_t)p->dstn] & 7;
     return d == 7 ? -1 : d;
 }
 
-static unsigned route_prof(const tsim_engine *e, int node, const tsim_hwhdr *hw)
+static unsigned route_prof(const tsim_engine *e, int node, const npkt *p)
 {
-    if (!e->route) return tsim_route_profitable(&e->g, node, hw->dst);
-    return e->route[(size_t)node * (size_t)e->g.nnodes + (size_t)dst_node(e, hw)] >> 3;
+    if (!e->route) return tsim_route_profitable(&e->g, node, p->s.p.hw.dst);
+    return e->route[(size_t)node * (size_t)e->g.nnodes + (size_t)p->dstn] >> 3;
 }
 
 /* Picks the output of packet p at node: returns port and sets *vc, or -1. */
@@ -283,8 +287,11 @@ static void send_on_link(tsim_engine *e, int node, uint32_t pk, int port, int vc
     ev_push(e, t + e->prm.hop_latency, EV_HEAD, r->nbr[port], port << 4 | vc, pk);
 }
 
-/* Tries to move packet pk (head of queue q at node) one step. */
-static int try_move(tsim_engine *e, int node, pq *q, uint64_t t)
+/* Tries to move packet pk (head of queue q at node) one step. A mover
+ * takes what it leaves by: its bit in *free (free_now's mask) is cleared
+ * and the router's fu lowered to when it frees, so the mask stays
+ * free_now(r, t) without recomputing it. */
+static int try_move(tsim_engine *e, int node, pq *q, unsigned qb, uint64_t t, unsigned *free)
 {
     router *r = &e->rt[node];
     uint32_t pk = q->head;
@@ -298,9 +305,13 @@ static int try_move(tsim_engine *e, int node, pq *q, uint64_t t)
             return 0;
         uint64_t dur = e->prm.sp_cycles_per_byte * (uint64_t)c * TSIM_CHUNK;
         q_pop(e, q);
-        q_mark(r, q);
+        q_mark(r, q, qb);
         r->waiting--;
         r->sp_busy[cpu] = t + dur;
+        if (dur) {
+            if (r->sp_busy[other] > t) *free &= ~(unsigned)WANT_SP;
+            if (t + dur < r->fu) r->fu = t + dur;
+        }
         r->rec_used[other][TSIM_REC_SP] += c;
         ev_push(e, t + dur, EV_INJ_FREE, p->proc, p->fifo, (uint32_t)c);
         ev_push(e, t + e->prm.sp_latency + dur, EV_DELIVER, tsim_proc_index(node, other),
@@ -308,8 +319,7 @@ static int try_move(tsim_engine *e, int node, pq *q, uint64_t t)
         return 1;
     }
 
-    int dst = dst_node(e, hw);
-    if (dst == node) {
+    if (p->dstn == node) {
         /* a packet to its own node streams through the loopback path at link
          * speed, one at a time: that keeps order and bounds its bandwidth */
         int loop = p->in_port == TSIM_NPORTS;
@@ -319,9 +329,13 @@ static int try_move(tsim_engine *e, int node, pq *q, uint64_t t)
         if (loop) {
             at = t + ser_cycles(&e->prm, c);
             r->loop_busy = at;
+            if (at > t) {
+                *free &= ~(unsigned)WANT_LOOP;
+                if (at < r->fu) r->fu = at;
+            }
         }
         q_pop(e, q);
-        q_mark(r, q);
+        q_mark(r, q, qb);
         r->waiting--;
         release_source(e, node, p, at);
         to_reception(e, node, pk, 0, at);
@@ -332,31 +346,39 @@ static int try_move(tsim_engine *e, int node, pq *q, uint64_t t)
     int vc, port = choose_output(e, node, p, t, &vc);
     if (port < 0) return 0;
     q_pop(e, q);
-    q_mark(r, q);
+    q_mark(r, q, qb);
     r->waiting--;
     if (deposit) {
         uint64_t at = p->t_head + ser_cycles(&e->prm, c);
         to_reception(e, node, pk, 1, at < t ? t : at);
     }
     send_on_link(e, node, pk, port, vc, t);
+    if (r->busy_until[port] > t) {
+        *free &= ~(1u << port);
+        if (r->busy_until[port] < r->fu) r->fu = r->busy_until[port];
+    }
     return 1;
 }
 
 typedef struct cand {
     uint64_t t, seq;
     pq *q;
+    unsigned bit; /* its bit in qmask */
 } cand;
 
-/* Earliest future time a busy link or scratchpad channel of r frees. */
-static uint64_t next_free(const router *r, uint64_t t)
+/* Earliest future time a busy link, scratchpad channel or the loopback
+ * path of r frees (UINT64_MAX: none busy); free is free_now(r, t): only
+ * the busy ports need a look. */
+static uint64_t busy_min(const router *r, uint64_t t, unsigned free)
 {
-    /* a time at or before t counts as never (UINT64_MAX): x - t - 1 wraps */
-#define NF(x) ((x) - t - 1 < m - t - 1 ? (x) : m)
-    uint64_t m = r->nret ? r->ret_min : UINT64_MAX;
-    for (int port = 0; port < TSIM_NPORTS; port++) m = NF(r->busy_until[port]);
-    for (int c = 0; c < TSIM_CPUS; c++) m = NF(r->sp_busy[c]);
-    m = NF(r->loop_busy);
-#undef NF
+    uint64_t m = UINT64_MAX;
+    for (unsigned b = ~free & ((1u << TSIM_NPORTS) - 1); b; b &= b - 1) {
+        uint64_t x = r->busy_until[__builtin_ctz(b)];
+        if (x < m) m = x;
+    }
+    for (int c = 0; c < TSIM_CPUS; c++)
+        if (r->sp_busy[c] > t && r->sp_busy[c] < m) m = r->sp_busy[c];
+    if (!(free & WANT_LOOP) && r->loop_busy < m) m = r->loop_busy;
     return m;
 }
 
@@ -409,15 +431,16 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
      * (ports, credits and reception room are only taken, gen stays), so a
      * head that failed fails again: later rounds need only the heads that
      * movers uncovered. */
-    unsigned free = free_now(r, t);
-    int n = 0;
-    for (uint32_t m = r->inmask; m; m &= m - 1) {
-        pq *q = &r->inq[0][0] + __builtin_ctz(m);
-        if (want_new(r, q, free)) c[n++] = (cand){q->t_head, q->seq, q};
+    unsigned free = r->fmask;
+    if (t >= r->fu) { /* something busy has freed since the mask was made */
+        free = free_now(r, t);
+        r->fu = busy_min(r, t, free);
     }
-    for (uint32_t m = r->injmask; m; m &= m - 1) {
-        pq *q = &r->injq[0][0] + __builtin_ctz(m);
-        if (want_new(r, q, free)) c[n++] = (cand){q->t_head, q->seq, q};
+    int n = 0;
+    for (uint64_t m = r->qmask; m; m &= m - 1) {
+        unsigned b = (unsigned)__builtin_ctzll(m);
+        pq *q = q_of_bit(r, b);
+        if (want_new(r, q, free)) c[n++] = (cand){q->t_head, q->seq, q, b};
     }
     while (n) {
         for (int i = 1; i < n; i++) { /* insertion sort: n is small */
@@ -431,9 +454,9 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
         }
         int moved = 0;
         for (int i = 0; i < n; i++) {
-            if (try_move(e, node, c[i].q, t)) {
-                c[moved++].q = c[i].q; /* i >= moved: nothing still to try is overwritten */
-                free = free_now(r, t); /* the mover took a port */
+            if (try_move(e, node, c[i].q, c[i].bit, t, &free)) {
+                c[moved] = c[i]; /* i >= moved: nothing still to try is overwritten */
+                moved++;
             } else {
                 c[i].q->fail_gen = r->gen;
                 c[i].q->fail_free = (uint16_t)free;
@@ -442,11 +465,16 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
         n = 0;
         for (int i = 0; i < moved; i++) {
             pq *q = c[i].q;
-            if (q->head != NIL && want_new(r, q, free)) c[n++] = (cand){q->t_head, q->seq, q};
+            if (q->head != NIL && want_new(r, q, free))
+                c[n++] = (cand){q->t_head, q->seq, q, c[i].bit};
         }
     }
+    r->fmask = free;
     if (r->waiting) {
-        uint64_t w = next_free(r, t);
+        /* the earliest of a busy resource freeing and a credit returning
+         * (credits due by t were applied above: every pending one lies
+         * after t) */
+        uint64_t w = r->nret && r->ret_min < r->fu ? r->ret_min : r->fu;
         if (w != UINT64_MAX && (r->armed <= t || w < r->armed)) {
             r->armed = w;
             ev_push(e, w, EV_LINK_FREE, node, 0, 0);
@@ -472,7 +500,7 @@ void net_event(tsim_engine *e, const ev *v)
         set_want(e, v->a, p);
         r->waiting++;
         q_push(e, &r->inq[v->b >> 4][v->b & 15], v->pkt);
-        r->inmask |= 1u << ((v->b >> 4) * TSIM_NVC + (v->b & 15));
+        r->qmask |= 1ull << ((v->b >> 4) * TSIM_NVC + (v->b & 15));
         net_arbitrate(e, v->a, v->t);
         break;
     }
