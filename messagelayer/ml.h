@@ -43,11 +43,8 @@ typedef enum ml_mode { ML_MODE_CO, ML_MODE_VN, ML_MODE_HEATER } ml_mode;
 typedef struct ml_ctx ml_ctx;
 typedef void (*ml_done_fn)(ml_ctx *ml, void *arg);
 
-/* Where in a layout the last packet ended: a segment and the message
- * offset at which it begins (ml_layout.c). */
-typedef struct ml_cursor {
-    size_t i, base;
-} ml_cursor;
+/* Where in a layout the last packet ended (ml_layout.c, tsim_layout.c). */
+typedef tsim_lcur ml_cursor;
 
 /* A message being sent. Fill the public fields (or use ml_send), keep it
  * alive and unchanged until done runs. */
