@@ -98,6 +98,19 @@ unsigned pl_inj_room(const pl_proc *pp, int f)
     return r->cap - atomic_load(&r->used);
 }
 
+/* Pauses before sleeping while waiting for the engine: none while the ranks
+ * share one core (torus-sim/tsim_cores.c), where the spin would hold the
+ * core the next rank to wake needs. */
+static int spins(const pl_proc *pp)
+{
+    static _Atomic int chosen = -1; /* BGLEMU_SPIN given: the user's choice stands */
+    if (atomic_load_explicit(&chosen, memory_order_relaxed) < 0) atomic_store(&chosen, getenv("BGLEMU_SPIN") != NULL);
+    if (!atomic_load_explicit(&chosen, memory_order_relaxed) &&
+        atomic_load_explicit(&pp->seg->ranks_no_spin, memory_order_relaxed))
+        return 0;
+    return tsim_spins();
+}
+
 int pl_sync(pl_proc *pp)
 {
     tsim_seg *s = pp->seg;
@@ -110,7 +123,7 @@ int pl_sync(pl_proc *pp)
         uint32_t b = atomic_load(&pp->p->bell);
         if (atomic_load(&s->done) >= pp->vt) break;
         if (pl_aborting(pp)) return -1;
-        tsim_wait_change(&pp->p->bell, b, WAIT_MS, tsim_spins());
+        tsim_wait_change(&pp->p->bell, b, WAIT_MS, spins(pp));
     }
     atomic_store(&pp->p->sync_target, 0);
     return 0;
@@ -221,7 +234,7 @@ static int block_on(pl_proc *pp, unsigned mask, unsigned need, const char *why)
     kick(pp);
     while (atomic_load(&p->state) == TSIM_P_BLOCKED) {
         if (pl_aborting(pp)) return -1;
-        tsim_wait_change(&p->bell, b, WAIT_MS, tsim_spins());
+        tsim_wait_change(&p->bell, b, WAIT_MS, spins(pp));
         b = atomic_load(&p->bell);
     }
     if (pl_tracing()) pl_trace_put(pp, PLT_BLOCK, !(mask & 0xffu), t0, atomic_load(&p->vt), -1, 0, 0, 0);

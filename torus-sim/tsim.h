@@ -410,6 +410,7 @@ typedef struct tsim_seg {
     _Atomic uint32_t abort;        /* nonzero: the job is failing, stop */
     _Atomic uint32_t deadlock;     /* set by the engine before aborting */
     uint32_t progress_secs;        /* nonzero: engine reports progress this often */
+    _Atomic uint32_t ranks_no_spin; /* the ranks share one core: waiting ranks sleep at once */
     int32_t rank_proc[TSIM_MAX_PROCS]; /* rank -> processor index */
     char mapping[256];             /* how ranks were mapped, for reports */
     /* The one word every rank writes (tsim_kick), on a page of its own:
@@ -501,6 +502,9 @@ void tsim_engine_set_source(tsim_engine *e, const tsim_source *src);
 int tsim_engine_run(tsim_engine *e, tsim_result *r);
 /* Same, in a new thread. */
 int tsim_engine_start(tsim_engine *e);
+/* Before tsim_engine_start, when the ranks are other processes: the engine
+ * keeps a core of its own and places the ranks (BGLEMU_CORES, tsim_cores.c). */
+void tsim_engine_plan_cores(tsim_engine *e);
 int tsim_engine_join(tsim_engine *e, tsim_result *r);
 /* A processor broke the rules of the segment (an impossible packet or
  * ring index in its injection FIFOs): its index, with what it did in buf

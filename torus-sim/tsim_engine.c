@@ -508,7 +508,9 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
             atomic_store(&s->engine_wait, sleep_until(e));
             atomic_store(&s->engine_idle, 1);
             int r2, b2;
-            if (horizon(e, &r2, &b2) == h0)
+            uint64_t h2 = horizon(e, &r2, &b2);
+            tsim_cores_note(e, r2);
+            if (h2 == h0)
                 tsim_wait_change(&s->engine_bell, bell, 100,
                                  r2 <= e->ncpu ? tsim_engine_spins() : 0);
             atomic_store(&s->engine_idle, 0);
@@ -610,6 +612,7 @@ void tsim_engine_free(tsim_engine *e)
     if (!e) return;
     prx_free(e);
     tree_free(e);
+    tsim_cores_free(e);
     tsim_trace_free(e);
     free(e->rt);
     free(e->ep);
@@ -629,6 +632,7 @@ void tsim_engine_set_source(tsim_engine *e, const tsim_source *src)
 static void *engine_thread(void *arg)
 {
     tsim_engine *e = arg;
+    tsim_cores_start(e);
     tsim_engine_run(e, NULL);
     return NULL;
 }

@@ -185,6 +185,7 @@ struct tsim_engine {
     int prx_off;           /* BGLEMU_PROXY=0: every blocked processor is woken */
     int ncpu;              /* host cores beside the engine's: it spins while fewer run */
     int quiet_off;         /* BGLEMU_QUIET=0: no promises (tsim_quiet.c) */
+    struct tsim_cores *cores; /* where it and the ranks run (tsim_cores.c), NULL: anywhere */
     char *deadlock_report; /* snapshot taken when the deadlock was found */
     pthread_t thread;
     tsim_result result;
@@ -192,6 +193,11 @@ struct tsim_engine {
     struct tsim_trace *trace; /* the link sampler (tsim_trace.c), NULL: off */
     uint64_t trace_at;        /* its next sampling time, UINT64_MAX: off */
 };
+
+/* tsim_cores.c: the host's cores for the engine and the ranks. */
+void tsim_cores_start(tsim_engine *e);
+void tsim_cores_note(tsim_engine *e, int running);
+void tsim_cores_free(tsim_engine *e);
 
 /* tsim_net.c: the routers and links. */
 void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t);

@@ -320,6 +320,7 @@ int main(int argc, char **argv)
         rc = MPIRUN_RANK_FAILED;
         goto out;
     }
+    tsim_engine_plan_cores(j.eng);
     if (tsim_engine_start(j.eng) != 0) {
         fprintf(stderr, "mpirun: cannot start the engine thread\n");
         rc = MPIRUN_RANK_FAILED;

@@ -78,16 +78,19 @@ fi
 row ml-bw-heater mpirun -np 2 -shape 2x1x1 -env BGLEMU_MODE=HEATER ml_bw --max 1048576
 row ml-alltoall-64 mpirun -np 64 -shape 4x4x4 coll_alltoall_ml --algo torus --max 16K
 # MPI 1-byte ping-pong per round trip (startup taken out: 20,000 minus 200
-# round trips), with the engine's promises to running ranks and without
-# (BGLEMU_QUIET=0: every empty poll ahead of the engine syncs with it)
+# round trips): as by default; without the engine's promises to running
+# ranks (BGLEMU_QUIET=0: every empty poll ahead of the engine syncs with
+# it); and with the ranks on every core beside the engine's
+# (BGLEMU_CORES=shared, torus-sim/tsim_cores.c)
 if [ "$have_mpi" = 1 ] && { [ -z "${BENCH_HOST_JOBS:-}" ] || [[ ",$BENCH_HOST_JOBS," == *",mpi-pingpong-rtt,"* ]]; }; then
-  for q in 1 0; do
-    a=$(measure rtt "BGLEMU_QUIET=$q" mpirun -np 2 -shape 2x1x1 -clock none "$out/pingpong" --iters 20000 1) || exit 1
-    b=$(measure rtt "BGLEMU_QUIET=$q" mpirun -np 2 -shape 2x1x1 -clock none "$out/pingpong" --iters 200 1) || exit 1
+  for cfg in "default" "BGLEMU_QUIET=0" "BGLEMU_CORES=shared"; do
+    envs=$cfg; [ "$cfg" = default ] && envs=""
+    a=$(measure rtt "$envs" mpirun -np 2 -shape 2x1x1 -clock none "$out/pingpong" --iters 20000 1) || exit 1
+    b=$(measure rtt "$envs" mpirun -np 2 -shape 2x1x1 -clock none "$out/pingpong" --iters 200 1) || exit 1
     set -- $a; wa=$1 ca=$3; set -- $b; wb=$1 cb=$3
-    awk -v q=$q -v wa=$wa -v wb=$wb -v ca=$ca -v cb=$cb 'BEGIN {
-      printf "  mpi ping-pong 1 B, promises %s: %6.1f us per round trip, %5.1f context switches per round trip (goal <= 10 us)\n",
-             q ? "on " : "off", (wa - wb) * 1e6 / 19800, (ca - cb) / 19800 }'
+    awk -v q="$cfg" -v wa=$wa -v wb=$wb -v ca=$ca -v cb=$cb 'BEGIN {
+      printf "  mpi ping-pong 1 B, %-19s: %6.1f us per round trip, %5.1f context switches per round trip (goal <= 10 us)\n",
+             q, (wa - wb) * 1e6 / 19800, (ca - cb) / 19800 }'
   done
 fi
 

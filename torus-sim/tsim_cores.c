@@ -1,0 +1,155 @@
+/* Where the engine and the ranks run on the host: host time only, the
+ * simulated result never sees it.
+ *
+ * The engine spins instead of sleeping while no more ranks run than there
+ * are cores beside it (tsim_engine.c). On a small host that spin competes
+ * with the ranks for the same cores: in an MPI ping-pong on 2 cores, a rank
+ * that blocks keeps its core for its own spin while the engine, spinning on
+ * the other, wakes the peer rank, which then finds no core free until one of
+ * the two spinners gives up. Two actors at a time would fit; three do not.
+ *
+ * The plan: the engine keeps one core of its own and, while the job is
+ * latency-bound (at the engine's sleeps, almost always fewer running ranks
+ * than the other cores), the ranks share the other cores ("split"). A rank
+ * hands its core straight to the next rank when it blocks, and with one core
+ * for the ranks they do not spin at all: a spinning rank would hold the only
+ * core its peer can run on. As soon as ranks run side by side (more running
+ * ranks than cores beside the engine, at more than a fifth of its sleeps),
+ * every core is theirs again ("shared"): a job that computes in parallel
+ * must not lose a core to an engine that mostly sleeps.
+ *
+ * BGLEMU_CORES=auto (default), shared (never split: ranks anywhere) or split
+ * (always). mpirun enables the plan (tsim_engine_plan_cores); engines that
+ * run ranks as threads of their own process (unit tests) never move anyone. */
+#include <dirent.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tsim_engine_priv.h"
+
+struct tsim_cores {
+    int mode;              /* TSIM_CORES_* requested */
+    int split;             /* ranks confined to `ranks` now */
+    int engine_cpu;
+    int nrank_cpus;
+    cpu_set_t all, ranks;
+    unsigned few, many;    /* the engine's sleeps this window, by running ranks */
+    int npids;             /* processes placed at the last change */
+    double window_end;
+};
+
+enum { TSIM_CORES_AUTO, TSIM_CORES_SHARED, TSIM_CORES_SPLIT };
+
+/* A window: long enough to see a job's phase, short enough to follow it. */
+#define CORES_WINDOW_S 0.02
+#define CORES_MIN_SLEEPS 64
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void tsim_engine_plan_cores(tsim_engine *e)
+{
+    const char *v = getenv("BGLEMU_CORES");
+    int mode = TSIM_CORES_AUTO;
+    if (v && strcmp(v, "shared") == 0) mode = TSIM_CORES_SHARED;
+    else if (v && strcmp(v, "split") == 0) mode = TSIM_CORES_SPLIT;
+    else if (v && *v && strcmp(v, "auto") != 0) {
+        fprintf(stderr, "bglemu: BGLEMU_CORES=%s: want auto, shared or split; using auto\n", v);
+    }
+    cpu_set_t all;
+    if (mode == TSIM_CORES_SHARED || sched_getaffinity(0, sizeof all, &all) != 0 || CPU_COUNT(&all) < 2)
+        return;
+    struct tsim_cores *c = calloc(1, sizeof *c);
+    if (!c) return;
+    c->mode = mode;
+    c->all = c->ranks = all;
+    for (int cpu = CPU_SETSIZE - 1; cpu >= 0; cpu--)
+        if (CPU_ISSET(cpu, &all)) {
+            c->engine_cpu = cpu;
+            break;
+        }
+    CPU_CLR(c->engine_cpu, &c->ranks);
+    c->nrank_cpus = CPU_COUNT(&c->ranks);
+    c->window_end = mono_s() + CORES_WINDOW_S;
+    e->cores = c;
+}
+
+static int known_pids(const tsim_engine *e)
+{
+    int n = 0;
+    for (int i = 0; i < e->nprocs; i++) n += e->ep[i].pid > 0;
+    return n;
+}
+
+/* Every thread of every rank process (a CO rank's coprocessor is a thread). */
+static void place_ranks(tsim_engine *e, const cpu_set_t *set)
+{
+    int self = (int)getpid();
+    for (int i = 0; i < e->nprocs; i++) {
+        int pid = e->ep[i].pid, seen = 0;
+        /* an exited rank's pid may name someone else by now */
+        if (pid <= 0 || pid == self || atomic_load(&e->seg->procs[i].state) == TSIM_P_EXITED) continue;
+        for (int j = 0; j < i && !seen; j++) seen = e->ep[j].pid == pid;
+        if (seen) continue;
+        char dir[64];
+        snprintf(dir, sizeof dir, "/proc/%d/task", pid);
+        DIR *d = opendir(dir);
+        if (!d) continue; /* gone: nothing to place */
+        struct dirent *t;
+        while ((t = readdir(d)))
+            if (t->d_name[0] != '.') sched_setaffinity(atoi(t->d_name), sizeof *set, set);
+        closedir(d);
+    }
+}
+
+static void set_split(tsim_engine *e, int split)
+{
+    struct tsim_cores *c = e->cores;
+    c->split = split;
+    c->npids = known_pids(e);
+    place_ranks(e, split ? &c->ranks : &c->all);
+    /* one core for all ranks: a spinning rank would hold its peer's core */
+    atomic_store(&e->seg->ranks_no_spin, (uint32_t)(split && c->nrank_cpus == 1));
+}
+
+void tsim_cores_start(tsim_engine *e)
+{
+    struct tsim_cores *c = e->cores;
+    if (!c) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(c->engine_cpu, &one);
+    sched_setaffinity(0, sizeof one, &one); /* this thread: the engine */
+}
+
+void tsim_cores_note(tsim_engine *e, int running)
+{
+    struct tsim_cores *c = e->cores;
+    if (!c) return;
+    if (running <= c->nrank_cpus) c->few++;
+    else c->many++;
+    if ((c->few + c->many) % CORES_MIN_SLEEPS) return;
+    double now = mono_s();
+    if (now < c->window_end) return;
+    int want = c->mode == TSIM_CORES_SPLIT ? 1
+             : c->split ? c->many * 5 <= c->few + c->many   /* stay while ranks rarely overlap */
+                        : c->many * 20 <= c->few + c->many; /* split when they almost never do */
+    /* a rank that attached since was started with every core */
+    if (want != c->split || (want && known_pids(e) != c->npids)) set_split(e, want);
+    c->few = c->many = 0;
+    c->window_end = now + CORES_WINDOW_S;
+}
+
+void tsim_cores_free(tsim_engine *e)
+{
+    free(e->cores);
+    e->cores = NULL;
+}
