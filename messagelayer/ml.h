@@ -59,6 +59,10 @@ typedef struct ml_msg {
      * from them (zero-copy), the VN protocol passes the list itself */
     const struct iovec *iov;
     size_t niov;
+    /* a layout's identity, 0 for none: equal keys promise equal segment
+     * lengths and offsets from the first segment (a memoized datatype), so
+     * a VN receiver that has seen the key skips reading the list's costs */
+    uint64_t layout_key;
     ml_proto proto;          /* ML_AUTO or a forced protocol */
     ml_done_fn done;         /* the buffer may be reused */
     void *arg;
