@@ -34,7 +34,7 @@ unsigned ml_rx_write(ml_rx *rx, uint64_t *reordered, size_t off, const void *dat
     if (off < rx->r.cap) {
         size_t k = off + n <= rx->r.cap ? n : rx->r.cap - off;
         if (rx->r.niov) segs = ml_layout_copy(rx->r.iov, rx->r.niov, &rx->cur, off, (void *)data, k, 0);
-        else memcpy((char *)rx->r.buf + off, data, k);
+        else if (k) memcpy((char *)rx->r.buf + off, data, k);
     }
     rx->got += n;
     return segs;

@@ -645,6 +645,7 @@ static void lay_up(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t l
     size_t cap = k == LAY_TRUNC ? len / 2 : len;
     g_riov[k] = blocks(r->rbuf + (size_t)k * r->stride, cap, LAY_RB, 3 * LAY_RB, &g_rn[k]);
     out->buf = NULL;
+    out->cap = 0; /* a layout of no segments is an empty buffer */
     out->iov = g_riov[k];
     out->niov = g_rn[k];
     if (g_lay_defer && out->proto == ML_VN) {
