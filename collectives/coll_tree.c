@@ -16,17 +16,25 @@ int coll_tree_ok(const coll_ctx *c) { return c->world.hw_ok; }
 size_t coll_type_size(int type)
 {
     switch (type) {
+    case COLL_I8: case COLL_U8: return 1;
+    case COLL_I16: case COLL_U16: return 2;
     case COLL_I32: case COLL_U32: case COLL_F32: return 4;
     case COLL_I64: case COLL_U64: case COLL_F64: return 8;
+    case COLL_2I32: case COLL_F32_I32: case COLL_I16_I32: return 8;
+    case COLL_F64_I32: case COLL_I64_I32: return 16;
     default: return 0;
     }
 }
 
 static int is_float(int type) { return type == COLL_F32 || type == COLL_F64; }
+static int is_pair(int type) { return type >= COLL_2I32 && type < COLL_NTYPES; }
+static int is_narrow(int type) { return type >= COLL_I8 && type <= COLL_U16; }
+static int is_loc(int op) { return op == COLL_MAXLOC || op == COLL_MINLOC; }
 
 int coll_tree_takes(int type, int op)
 {
     if (type < 0 || type >= COLL_NTYPES || op < 0 || op >= COLL_NOPS) return 0;
+    if (is_pair(type) || is_loc(op)) return is_pair(type) && is_loc(op);
     return !is_float(type) || op == COLL_SUM || op == COLL_MAX || op == COLL_MIN;
 }
 
@@ -56,69 +64,116 @@ struct pass {
     const uint8_t *src;
     uint8_t *dst; /* NULL: results dropped (reduce, not the root) */
     size_t count, esz, per;
-    int type;
+    int type, op;
+    size_t width; /* encoded operations: bytes of one ALU operand */
     int root;     /* broadcast: its message-layer rank; -1: a combine */
     uint32_t *ex; /* the two-pass sum's exponents */
 };
 
 /* Injects this rank's packets while the FIFO has room and takes the
  * results as they come, packet by packet; while neither moves, the
- * message layer's progress runs, then it blocks. */
+ * message layer's progress runs, then it blocks. Every packet's payload
+ * is made before the first goes out and every result is kept whole
+ * before it is taken (the conversions cost no simulated time), so that
+ * the engine can run the loop of a blocked rank (tree_wait). */
 static int run_pass_vn(pass *ps);
+
+/* Blocks as tree_block, handing the loop to the engine when the message
+ * layer lets it (torus-sim/tsim_proxy_tree.c). Returns -1 if the job
+ * aborts, 1 if the loop picks up in its message-layer advance (the
+ * engine stopped at a torus packet), else 0 (the loop's next iteration),
+ * with the packets the engine sent and took. */
+static int tree_wait(pass *ps, const uint8_t *out, uint8_t *in, uint16_t seq, uint32_t *sent,
+                     uint32_t *got, unsigned mask, const char *note)
+{
+    coll_ctx *c = ps->c;
+    tsim_prx *d = ml_prx_begin(c->ml);
+    if (!d) return tree_block(c, mask, note) != 0 ? -1 : 0;
+    d->tree = (tsim_prx_tree){.out = (uint64_t)(uintptr_t)out,
+                              .in = (uint64_t)(uintptr_t)in,
+                              .h = ps->h,
+                              .npk = ps->npk,
+                              .sent = *sent,
+                              .got = *got,
+                              .seq = seq,
+                              .type = COLL_T_TREE};
+    d->prog = TSIM_PRX_PROG_TREE;
+    int rc = ml_prx_block(c->ml, note, mask & ~TSIM_WAKE_REC_ALL);
+    if (rc < 0) return -1;
+    if (rc == TSIM_PRX_NONE) return 0; /* the engine did not take it */
+    if (d->tree.sent > *sent) c->pp->qvoid = 1; /* as pl_tree_inject says */
+    c->tree_sent += d->tree.sent - *sent;
+    c->tree_recv += d->tree.got - *got;
+    *sent = d->tree.sent;
+    *got = d->tree.got;
+    return rc == TSIM_PRX_POLL;
+}
 
 static int run_pass(pass *ps)
 {
     if (ps->c->cpus == 2) return run_pass_vn(ps);
     coll_ctx *c = ps->c;
     pl_proc *pp = c->pp;
-    uint32_t sent = ps->fill ? 0 : ps->npk, got = ps->take ? 0 : ps->npk;
+    uint32_t npk = ps->npk, sent = ps->fill ? 0 : npk, got = ps->take ? 0 : npk;
     uint16_t seq = c->tree_seq++;
-    uint8_t buf[TSIM_TREE_PAYLOAD];
-    int filled = 0;
+    size_t bytes = (size_t)npk * TSIM_TREE_PAYLOAD;
+    uint8_t *out = ps->fill ? calloc(1, bytes) : NULL, *in = ps->take ? malloc(bytes) : NULL;
     char note[112];
-    while (sent < ps->npk || got < ps->npk) {
-        int moved = 0;
-        while (sent < ps->npk) {
-            if (!filled) {
-                memset(buf, 0, sizeof buf);
-                ps->fill(ps, sent, buf);
-                filled = 1;
+    int rc = -1, resumed = 0;
+    if ((ps->fill && !out) || (ps->take && !in)) goto done;
+    for (uint32_t w = 0; ps->fill && w < npk; w++) ps->fill(ps, w, out + (size_t)w * TSIM_TREE_PAYLOAD);
+    while (sent < npk || got < npk) {
+        if (!resumed) {
+            int moved = 0;
+            while (sent < npk) {
+                coll_sw sw = coll_sw_make(COLL_T_TREE, sent, seq, 0);
+                memcpy(ps->h.sw, &sw, sizeof sw);
+                if (pl_tree_inject(pp, &ps->h, out + (size_t)sent * TSIM_TREE_PAYLOAD,
+                                   TSIM_TREE_PAYLOAD) != 0)
+                    break;
+                sent++;
+                c->tree_sent++;
+                moved = 1;
             }
-            coll_sw sw = coll_sw_make(COLL_T_TREE, sent, seq, 0);
-            memcpy(ps->h.sw, &sw, sizeof sw);
-            if (pl_tree_inject(pp, &ps->h, buf, sizeof buf) != 0) break;
-            filled = 0;
-            sent++;
-            c->tree_sent++;
-            moved = 1;
-        }
-        while (got < ps->npk && pl_tree_poll(pp)) {
-            const tsim_tslot *s = pl_tree_peek(pp);
-            coll_sw sw;
-            memcpy(&sw, s->h.sw, sizeof sw);
-            if (sw.type != COLL_T_TREE || sw.seq != seq || coll_sw_w(&sw) != got % COLL_MAXPK) {
-                fprintf(stderr, "bglemu: rank %d: collective network packet %u of collective %u where "
-                        "packet %u of collective %u was due (ranks disagree on the order of "
-                        "collectives)\n", c->rank, coll_sw_w(&sw), sw.seq, got, seq);
-                return -1;
+            while (got < npk && pl_tree_poll(pp)) {
+                const tsim_tslot *s = pl_tree_peek(pp);
+                coll_sw sw;
+                memcpy(&sw, s->h.sw, sizeof sw);
+                if (sw.type != COLL_T_TREE || sw.seq != seq || coll_sw_w(&sw) != got % COLL_MAXPK) {
+                    fprintf(stderr, "bglemu: rank %d: collective network packet %u of collective %u where "
+                            "packet %u of collective %u was due (ranks disagree on the order of "
+                            "collectives)\n", c->rank, coll_sw_w(&sw), sw.seq, got, seq);
+                    goto done;
+                }
+                uint8_t *r = in + (size_t)got * TSIM_TREE_PAYLOAD;
+                memcpy(r, s->payload, TSIM_TREE_PAYLOAD);
+                ps->take(ps, got, r);
+                pl_tree_consume(pp);
+                got++;
+                c->tree_recv++;
+                moved = 1;
             }
-            ps->take(ps, got, s->payload);
-            pl_tree_consume(pp);
-            got++;
-            c->tree_recv++;
-            moved = 1;
+            if (moved) continue;
+            if (pl_aborting(pp)) goto done;
         }
-        if (moved) continue;
-        if (pl_aborting(pp)) return -1;
+        resumed = 0;
         if (ml_advance(c->ml)) continue;
         snprintf(note, sizeof note, "rank %d: collective network, packet %u of %u", c->rank, got,
                  ps->npk);
         unsigned mask = TSIM_WAKE_REC_ALL | ml_inj_wait(c->ml) |
                         (got < ps->npk ? TSIM_WAKE_TREE_REC : 0) |
                         (sent < ps->npk ? TSIM_WAKE_TREE_INJ : 0);
-        if (tree_block(c, mask, note) != 0) return -1;
+        uint32_t got0 = got;
+        int k = tree_wait(ps, out, in, seq, &sent, &got, mask, note);
+        if (k < 0) goto done;
+        for (uint32_t w = got0; w < got; w++) ps->take(ps, w, in + (size_t)w * TSIM_TREE_PAYLOAD);
+        resumed = k;
     }
-    return 0;
+    rc = 0;
+done:
+    free(out);
+    free(in);
+    return rc;
 }
 
 /* ---- VN mode: the node's two processors combine first ------------------ *
@@ -552,6 +607,144 @@ static void take_fx(pass *ps, uint32_t w, const uint8_t *pl)
     }
 }
 
+/* ---- encoded operations: narrow integers, logical ops, MAXLOC/MINLOC ----- *
+ * One pass, each element turned into one ALU operand: a 1- or 2-byte
+ * integer sign- or zero-extended to 4 bytes (sums wrap to the same low
+ * bits, comparisons and bitwise operations are those of the value); a
+ * logical operation's operand is 0 or 1, combined by AND, OR or XOR; a
+ * pair {value, index} is one 8- or 16-byte unsigned operand ordered as
+ * (value, then index, reversed for MAXLOC), so that the ALU's MAX or MIN
+ * picks the extreme value with the smallest index. Values keep the
+ * order-preserving encodings above (floats: -0 < +0, NaNs beyond the
+ * infinities). */
+static int int_signed(int type)
+{
+    return type == COLL_I8 || type == COLL_I16 || type == COLL_I32 || type == COLL_I64;
+}
+
+/* An integer element, sign- or zero-extended to 64 bits. */
+static uint64_t load_int(const uint8_t *p, int type)
+{
+    switch (type) {
+    case COLL_I8: return (uint64_t)(int64_t)(int8_t)p[0];
+    case COLL_U8: return p[0];
+    case COLL_I16: { int16_t v; memcpy(&v, p, 2); return (uint64_t)(int64_t)v; }
+    case COLL_U16: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case COLL_I32: { int32_t v; memcpy(&v, p, 4); return (uint64_t)(int64_t)v; }
+    case COLL_U32: { uint32_t v; memcpy(&v, p, 4); return v; }
+    default: { uint64_t v; memcpy(&v, p, 8); return v; }
+    }
+}
+
+static void store_int(uint8_t *p, int type, uint64_t v)
+{
+    size_t n = coll_type_size(type);
+    for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* A pair's value: its type, and where the index sits. */
+static int pair_value(int type, size_t *idx_off)
+{
+    switch (type) {
+    case COLL_2I32: *idx_off = 4; return COLL_I32;
+    case COLL_F32_I32: *idx_off = 4; return COLL_F32;
+    case COLL_I16_I32: *idx_off = 4; return COLL_I16;
+    case COLL_F64_I32: *idx_off = 8; return COLL_F64;
+    default: *idx_off = 8; return COLL_I64;
+    }
+}
+
+/* The operand's width, signedness and ALU operation of an encoded (type, op). */
+static void codec(int type, int op, size_t *width, int *sign, int *alu)
+{
+    static const uint8_t logical[] = {TSIM_TOP_AND, TSIM_TOP_OR, TSIM_TOP_XOR};
+    if (is_pair(type)) {
+        size_t off;
+        int v = pair_value(type, &off);
+        *width = v == COLL_F64 || v == COLL_I64 ? 16 : 8;
+        *sign = 0;
+        *alu = op == COLL_MAXLOC ? TSIM_TOP_MAX : TSIM_TOP_MIN;
+    } else if (op >= COLL_LAND) {
+        *width = 4, *sign = 0, *alu = logical[op - COLL_LAND];
+    } else {
+        static const uint8_t arith[] = {TSIM_TOP_ADD, TSIM_TOP_MAX, TSIM_TOP_MIN,
+                                        TSIM_TOP_AND, TSIM_TOP_OR, TSIM_TOP_XOR};
+        *width = 4, *sign = int_signed(type), *alu = arith[op];
+    }
+}
+
+static void put_words(uint8_t *o, const uint32_t *w, size_t n)
+{
+    memcpy(o, w, n * 4);
+}
+
+static void enc_elem(const pass *ps, const uint8_t *e, uint8_t *o)
+{
+    if (!is_pair(ps->type)) {
+        uint64_t v = load_int(e, ps->type);
+        uint32_t w = ps->op >= COLL_LAND ? v != 0 : (uint32_t)v;
+        put_words(o, &w, 1);
+        return;
+    }
+    size_t off;
+    int vt = pair_value(ps->type, &off);
+    int32_t idx;
+    memcpy(&idx, e + off, 4);
+    uint32_t ik = (uint32_t)idx ^ 0x80000000u;
+    uint32_t w[4] = {ps->op == COLL_MAXLOC ? ~ik : ik, 0, 0, 0};
+    if (vt == COLL_F32) {
+        w[1] = (uint32_t)enc(bits_of(e, 4), 32);
+    } else if (vt == COLL_F64) {
+        uint64_t k = enc(bits_of(e, 8), 64);
+        w[2] = (uint32_t)k, w[3] = (uint32_t)(k >> 32);
+    } else if (vt == COLL_I64) {
+        uint64_t k = load_int(e, COLL_I64) ^ (1ull << 63);
+        w[2] = (uint32_t)k, w[3] = (uint32_t)(k >> 32);
+    } else {
+        w[1] = (uint32_t)load_int(e, vt) ^ 0x80000000u;
+    }
+    put_words(o, w, ps->width / 4);
+}
+
+static void dec_elem(const pass *ps, const uint8_t *o, uint8_t *e)
+{
+    uint32_t w[4] = {0};
+    memcpy(w, o, ps->width);
+    if (!is_pair(ps->type)) {
+        store_int(e, ps->type, ps->op >= COLL_LAND ? w[0] & 1 : w[0]);
+        return;
+    }
+    size_t off;
+    int vt = pair_value(ps->type, &off);
+    uint32_t ik = ps->op == COLL_MAXLOC ? ~w[0] : w[0];
+    int32_t idx = (int32_t)(ik ^ 0x80000000u);
+    memcpy(e + off, &idx, 4);
+    if (vt == COLL_F32) {
+        uint32_t b = (uint32_t)dec(w[1], 32);
+        memcpy(e, &b, 4);
+    } else if (vt == COLL_F64) {
+        uint64_t b = dec((uint64_t)w[3] << 32 | w[2], 64);
+        memcpy(e, &b, 8);
+    } else if (vt == COLL_I64) {
+        store_int(e, COLL_I64, ((uint64_t)w[3] << 32 | w[2]) ^ (1ull << 63));
+    } else {
+        store_int(e, vt, w[1] ^ 0x80000000u);
+    }
+}
+
+static void fill_codec(pass *ps, uint32_t w, uint8_t *pl)
+{
+    size_t n = elems(ps, w), base = (size_t)w * ps->per;
+    for (size_t i = 0; i < n; i++) enc_elem(ps, ps->src + (base + i) * ps->esz, pl + i * ps->width);
+}
+
+static void take_codec(pass *ps, uint32_t w, const uint8_t *pl)
+{
+    if (!ps->dst) return;
+    size_t n = elems(ps, w), base = (size_t)w * ps->per;
+    for (size_t i = 0; i < n; i++) dec_elem(ps, pl + i * ps->width, ps->dst + (base + i) * ps->esz);
+}
+
 /* ---- the operations --------------------------------------------------------- */
 static const uint8_t alu_op[COLL_NOPS] = {TSIM_TOP_ADD, TSIM_TOP_MAX, TSIM_TOP_MIN,
                                           TSIM_TOP_AND, TSIM_TOP_OR, TSIM_TOP_XOR};
@@ -563,7 +756,18 @@ static int reduce_to(coll_ctx *c, const void *sbuf, void *rbuf, size_t count, in
     if (!count) return 0;
     size_t esz = coll_type_size(type);
     if (count > (size_t)COLL_MAXPK * 16) return -1;
-    pass ps = {.c = c, .src = sbuf, .dst = rbuf, .count = count, .esz = esz, .type = type, .root = -1};
+    pass ps = {.c = c, .src = sbuf, .dst = rbuf, .count = count, .esz = esz, .type = type, .op = op,
+               .root = -1};
+    if (is_narrow(type) || is_pair(type) || op >= COLL_LAND) {
+        int sign, alu;
+        codec(type, op, &ps.width, &sign, &alu);
+        ps.per = TSIM_TREE_PAYLOAD / ps.width;
+        pl_tree_header(&ps.h, TSIM_TC_COMBINE, alu, (int)ps.width, sign, 0, 0, NULL);
+        ps.fill = fill_codec;
+        ps.take = take_codec;
+        ps.npk = npackets(count, ps.per);
+        return run_pass(&ps);
+    }
     if (!is_float(type)) {
         ps.per = TSIM_TREE_PAYLOAD / esz;
         pl_tree_header(&ps.h, TSIM_TC_COMBINE, alu_op[op], (int)esz,

@@ -23,16 +23,28 @@
 
 #define COLL_T_TREE 66 /* software header type of tree packets */
 
-enum { COLL_I32, COLL_U32, COLL_I64, COLL_U64, COLL_F32, COLL_F64, COLL_NTYPES };
-enum { COLL_SUM, COLL_MAX, COLL_MIN, COLL_BAND, COLL_BOR, COLL_BXOR, COLL_NOPS };
+/* Element types: integers of 1, 2, 4 and 8 bytes (I8..U16 go through the
+ * ALU widened to 4 bytes), float, double, and the MAXLOC/MINLOC pairs
+ * {value; int index} laid out as C lays out the struct (MPI_2INT,
+ * MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT with an 8-byte long,
+ * MPI_SHORT_INT). */
+enum { COLL_I32, COLL_U32, COLL_I64, COLL_U64, COLL_F32, COLL_F64,
+       COLL_I8, COLL_U8, COLL_I16, COLL_U16,
+       COLL_2I32, COLL_F32_I32, COLL_F64_I32, COLL_I64_I32, COLL_I16_I32, COLL_NTYPES };
+/* Operations: LAND/LOR/LXOR give 0 or 1 (any non-zero is true); MAXLOC
+ * and MINLOC take the pairs only, and give the smallest index among the
+ * elements holding the extreme value. */
+enum { COLL_SUM, COLL_MAX, COLL_MIN, COLL_BAND, COLL_BOR, COLL_BXOR,
+       COLL_LAND, COLL_LOR, COLL_LXOR, COLL_MAXLOC, COLL_MINLOC, COLL_NOPS };
 
 /* 1 if the tree serves this machine: every processor slot of the mode
  * runs a rank (in VN mode the node mates combine over the scratchpad
  * first, cpu 0 injects once). */
 int coll_tree_ok(const coll_ctx *c);
-/* 1 if the ALU does (type, op): everything but bitwise ops on floats. */
+/* 1 if the ALU does (type, op): integers with every operation but the
+ * LOC ones, floats with SUM/MAX/MIN, the pairs with MAXLOC/MINLOC. */
 int coll_tree_takes(int type, int op);
-/* Element size of a type, bytes. */
+/* Element size of a type (a pair's: the struct's, padding included), bytes. */
 size_t coll_type_size(int type);
 
 /* count elements of sbuf combined over all ranks into rbuf (sbuf may be

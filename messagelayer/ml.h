@@ -173,7 +173,8 @@ int ml_wait_delegate(ml_ctx *ml, const char *why, unsigned polls, unsigned empti
  * to complete, or NULL when the wait can't be handed over (proxy off, an
  * advance to resume, messages or control packets going out). ml_prx_block
  * then blocks as ml_idle would, waiting also for room in the injection
- * FIFOs inj_wait (TSIM_WAKE_INJ bits), with `note` for deadlock reports.
+ * FIFOs inj_wait (TSIM_WAKE_INJ bits; the collective network's
+ * TSIM_WAKE_TREE_* bits too), with `note` for deadlock reports.
  * Returns where the rank picks up: TSIM_PRX_NONE (the loop's next
  * iteration), TSIM_PRX_POLL (the next ml_advance goes on with its polls)
  * or TSIM_PRX_DONE; -1 if the job aborts. */

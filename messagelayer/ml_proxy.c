@@ -211,7 +211,7 @@ int ml_prx_block(ml_ctx *ml, const char *note, unsigned inj_wait)
 {
     tsim_prx *d = &ml->pp->p->prx;
     atomic_fetch_add_explicit(&d->gen, 1, memory_order_release);
-    int rc = pl_block_need(ml->pp, TSIM_WAKE_REC_ALL | (inj_wait & 0xff00u), TSIM_MAX_CHUNKS, note);
+    int rc = pl_block_need(ml->pp, TSIM_WAKE_REC_ALL | (inj_wait & ~TSIM_WAKE_REC_ALL), TSIM_MAX_CHUNKS, note);
     d->polls = 0;
     d->prog = TSIM_PRX_PROG_ML;
     if (rc != 0) return -1;

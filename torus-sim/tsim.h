@@ -280,7 +280,7 @@ enum { TSIM_PRX_NONE, TSIM_PRX_ADVANCE, TSIM_PRX_POLL, TSIM_PRX_TAIL, TSIM_PRX_D
 
 /* Which loop is described: the message layer's wait loop, or the
  * packet-scheduled alltoall's (collectives/coll_a2a.c, coll_run). */
-enum { TSIM_PRX_PROG_ML, TSIM_PRX_PROG_A2A };
+enum { TSIM_PRX_PROG_ML, TSIM_PRX_PROG_A2A, TSIM_PRX_PROG_TREE };
 
 /* One member of an alltoall, by group rank, in the processor's memory: its
  * block to send and where its block to us goes; order is the destination
@@ -310,6 +310,21 @@ typedef struct tsim_prx_a2a {
     uint64_t pkts_sent, pkts_recv;
 } tsim_prx_a2a;
 
+/* A pass through the collective network (collectives/coll_tree.c,
+ * run_pass in CO mode): npk packets with header h, whose software header
+ * is {type, w (24 bits), seq, 0} for packet w, payload w at out + 256 w;
+ * result packet w goes to in + 256 w. sent and got: packets injected and
+ * taken so far. out is 0 when the rank sends nothing, in when it takes
+ * nothing (sent, got = npk then). */
+typedef struct tsim_prx_tree {
+    uint64_t out, in;
+    tsim_thdr h;
+    uint32_t npk, sent, got;
+    uint16_t seq;
+    uint8_t type;
+    uint8_t resv;
+} tsim_prx_tree;
+
 typedef struct tsim_prx {
     _Atomic uint32_t gen;     /* bumped for every description (0: none given) */
     uint32_t prog;            /* TSIM_PRX_PROG_* */
@@ -328,6 +343,7 @@ typedef struct tsim_prx {
     tsim_prx_tx tx[TSIM_PRX_TX];
     tsim_prx_rx rx[TSIM_PRX_RX];
     tsim_prx_a2a a2a;         /* prog TSIM_PRX_PROG_A2A */
+    tsim_prx_tree tree;       /* prog TSIM_PRX_PROG_TREE; the answer: sent, got */
     /* the engine's answer */
     uint32_t resume;          /* TSIM_PRX_* */
     uint32_t moved;           /* packets the resumed advance has moved already */

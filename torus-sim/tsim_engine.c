@@ -18,23 +18,11 @@
 
 /* Keys order events of one time: the engine's steps for blocked processors
  * first (what a processor sees at vt is everything before vt, and nothing
- * of vt itself), then the engine's own events in processing order, then
- * the processors' in (processor, FIFO, slot) order. */
+ * of vt itself), then the engine's own events in processing order
+ * (KEY_ENGINE, tsim_engine_priv.h), then the processors' in (processor,
+ * FIFO, slot) order. */
 #define KEY_PROXY 0ull
-#define KEY_ENGINE (1ull << 48)
 #define KEY_PROC (1ull << 62)
-
-void ev_push_key(tsim_engine *e, uint64_t t, uint64_t key, uint32_t type, int a, int b,
-                 uint32_t pkt)
-{
-    ev v = {t, key, type, a, b, pkt};
-    evq_push(&e->q, &v);
-}
-
-void ev_push(tsim_engine *e, uint64_t t, uint32_t type, int a, int b, uint32_t pkt)
-{
-    ev_push_key(e, t, KEY_ENGINE | e->next_key++, type, a, b, pkt);
-}
 
 static uint64_t proc_key(int proc, int ring, uint32_t seq)
 {
@@ -92,7 +80,7 @@ static void wake_if_ready(tsim_engine *e, int proc, uint64_t t)
             if (!prx_trigger(e, proc, t, -1 - f)) eng_wake(e, proc, t);
             return;
         }
-    if (tree_ready(e, proc, mask)) eng_wake(e, proc, t);
+    if (tree_ready(e, proc, mask) && !prx_tree_trigger(e, proc, t, 0)) eng_wake(e, proc, t);
 }
 
 static void src_pull(tsim_engine *e, int proc);
@@ -155,13 +143,29 @@ void eng_inj_freed(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t)
 }
 
 /* ---- engine-side sources --------------------------------------------- */
+/* The source writes each packet straight into the pool packet that will
+ * carry it (no copy). 0 when the source has no more (nothing held). */
+static int src_gen(tsim_engine *e, int proc, uint64_t *t)
+{
+    eproc *q = &e->ep[proc];
+    uint32_t pk = pkt_alloc(e);
+    if (!e->src.next(e->src.ctx, proc, t, &e->pool[pk].s.p, &q->src_fifo)) {
+        pkt_free(e, pk);
+        return 0;
+    }
+    q->src_pk = pk;
+    return 1;
+}
+
 /* Moves the pending generated packet into its FIFO when there is room, then
  * asks the source for the next one. Latency counts from generation. */
 static void src_pull(tsim_engine *e, int proc)
 {
     eproc *q = &e->ep[proc];
     while (q->src_has) {
-        int c = q->src_pkt.hw.chunks;
+        uint32_t pk = q->src_pk;
+        npkt *n = &e->pool[pk];
+        int c = n->s.p.hw.chunks;
         if (q->inj_used[q->src_fifo] + c > (int)e->prm.fifo_chunks) return;
         if (q->src_t > e->now) { /* not generated yet: one wake-up suffices */
             if (q->src_armed != q->src_t) {
@@ -170,12 +174,9 @@ static void src_pull(tsim_engine *e, int proc)
             }
             return;
         }
-        uint32_t pk = pkt_alloc(e);
-        npkt *n = &e->pool[pk];
         memset(&n->s.m, 0, sizeof n->s.m);
         n->s.m.t_inject = q->src_t;
         n->s.m.src = (uint32_t)proc;
-        n->s.p = q->src_pkt;
         atomic_fetch_add_explicit(&e->seg->procs[proc].pkts_injected, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&e->seg->procs[proc].bytes_injected, (uint64_t)c * TSIM_CHUNK,
                                   memory_order_relaxed);
@@ -183,7 +184,7 @@ static void src_pull(tsim_engine *e, int proc)
         q->src_has = 0;
         if (q->src_live) {
             uint64_t t = q->src_t;
-            if (e->src.next(e->src.ctx, proc, &t, &q->src_pkt, &q->src_fifo)) {
+            if (src_gen(e, proc, &t)) { /* n may have moved: only pk is used below */
                 if (t < q->src_t) t = q->src_t;
                 q->src_t = t;
                 q->src_has = 1;
@@ -203,7 +204,7 @@ static void start_sources(tsim_engine *e)
         eproc *q = &e->ep[i];
         uint64_t t = 0;
         q->src_live = 1;
-        if (e->src.next(e->src.ctx, i, &t, &q->src_pkt, &q->src_fifo)) {
+        if (src_gen(e, i, &t)) {
             q->src_t = t;
             q->src_has = 1;
             ev_push_key(e, t, proc_key(i, 15, 0), EV_SRC, i, 0, 0);

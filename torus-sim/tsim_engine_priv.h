@@ -95,6 +95,7 @@ typedef struct router {
 
 /* The engine's copy of a blocked processor's loop (tsim_proxy.c). */
 struct prx_a2a;
+struct prx_tree;
 typedef struct prx_state {
     uint32_t gen;      /* description adopted */
     int on;            /* the engine runs this processor's loop */
@@ -124,6 +125,7 @@ typedef struct prx_state {
     size_t rxiov_cap[TSIM_PRX_RX], txiov_cap[TSIM_PRX_TX];
     tsim_lcur rxcur[TSIM_PRX_RX], txcur[TSIM_PRX_TX], txrcur[TSIM_PRX_TX]; /* txrcur: read-ahead */
     struct prx_a2a *a2a; /* the alltoall's loop (tsim_proxy_a2a.c) */
+    struct prx_tree *tree; /* a tree collective's loop (tsim_proxy_tree.c) */
 } prx_state;
 
 typedef struct eproc {
@@ -138,11 +140,11 @@ typedef struct eproc {
     int32_t inj_used[TSIM_NINJ];  /* modelled injection occupancy */
     /* engine-side source */
     int src_live;     /* the source may produce more */
-    int src_has;      /* pending generated packet in src_pkt */
+    int src_has;      /* pending generated packet in src_pk */
     int src_fifo;
     uint64_t src_t;
     uint64_t src_armed; /* time of the EV_SRC already queued, or 0 */
-    tsim_pkt src_pkt;
+    uint32_t src_pk;  /* the pool packet the source generated it into */
     prx_state prx;
     /* tsim_quiet.c: BLOCKED and looked at since its last wake (only an
      * event can wake it now), and what it was last promised */
@@ -217,6 +219,11 @@ int prx_active(const tsim_engine *e, int proc);
  * or refuses it (-1: wake the processor), 0 if there is none. */
 int prx_start(tsim_engine *e, int proc);
 void prx_free(tsim_engine *e);
+/* The processor is BLOCKED and its collective-network wait may be over at
+ * t (bits: TSIM_WAKE_TREE_REC/INJ that happened, 0: something is there
+ * already): 1 if the engine runs its tree loop (tsim_proxy_tree.c: no
+ * wake), 0 to wake it as its mask says. */
+int prx_tree_trigger(tsim_engine *e, int proc, uint64_t t, uint32_t bits);
 
 /* tsim_quiet.c: tells each running processor how far its own empty polls
  * need no round trip to the engine (tsim_proc.quiet). */
@@ -243,9 +250,20 @@ void tsim_trace_free(tsim_engine *e);
 void report_snapshot_deadlock(tsim_engine *e);
 
 /* tsim_engine.c */
-void ev_push(tsim_engine *e, uint64_t t, uint32_t type, int a, int b, uint32_t pkt);
-void ev_push_key(tsim_engine *e, uint64_t t, uint64_t key, uint32_t type, int a, int b,
-                 uint32_t pkt);
+/* Inline: the network pushes about one event per hop. */
+static inline void ev_push_key(tsim_engine *e, uint64_t t, uint64_t key, uint32_t type, int a,
+                               int b, uint32_t pkt)
+{
+    ev v = {t, key, type, a, b, pkt};
+    evq_push(&e->q, &v);
+}
+
+/* The engine's own events, keyed in processing order (tsim_engine.c). */
+#define KEY_ENGINE (1ull << 48)
+static inline void ev_push(tsim_engine *e, uint64_t t, uint32_t type, int a, int b, uint32_t pkt)
+{
+    ev_push_key(e, t, KEY_ENGINE | e->next_key++, type, a, b, pkt);
+}
 void eng_wake(tsim_engine *e, int proc, uint64_t t);
 void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t);
 void eng_inj_freed(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t);

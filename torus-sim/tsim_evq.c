@@ -87,7 +87,7 @@ static void cal_insert(evq *q, const ev *v)
     q->ncal++;
 }
 
-void evq_push(evq *q, const ev *v)
+void evq_push_slow(evq *q, const ev *v)
 {
     if (v->t - q->cur < TSIM_EVQ_SPAN) cal_insert(q, v);
     else far_push(q, v);
@@ -119,7 +119,7 @@ static uint64_t next_offset(const evq *q)
     return 0; /* unreachable while ncal > 0 */
 }
 
-int evq_pop_below(evq *q, uint64_t h, ev *out)
+int evq_pop_below_slow(evq *q, uint64_t h, ev *out)
 {
     if (!q->ncal) {
         if (!q->nfar || q->far[0].t >= h) return 0;
@@ -130,7 +130,7 @@ int evq_pop_below(evq *q, uint64_t h, ev *out)
     if (t >= h) return 0;
     if (t != q->cur) {
         q->cur = t;
-        if (q->nfar) migrate(q);
+        if (q->nfar && q->far[0].t - q->cur < TSIM_EVQ_SPAN) migrate(q);
     }
     unsigned idx = (unsigned)(t & MASK);
     evq_bucket *b = &q->bk[idx];

@@ -172,6 +172,7 @@ void prx_free(tsim_engine *e)
         for (int k = 0; k < TSIM_PRX_TX; k++) free(e->ep[i].prx.txbuf[k]), free(e->ep[i].prx.txiov[k]);
         for (int k = 0; k < TSIM_PRX_RX; k++) free(e->ep[i].prx.rxiov[k]);
         a2a_free(&e->ep[i].prx);
+        tree_prx_free(&e->ep[i].prx);
     }
 }
 
@@ -251,6 +252,13 @@ static int adopt(tsim_engine *e, int proc)
     x->moved = x->consumed = 0;
     x->pkts_recv = x->pkts_sent = x->reordered = 0;
     x->ntx = x->nrx = 0;
+    if (d->prog == TSIM_PRX_PROG_TREE) {
+        if (d->start || !tree_prx_adopt(e, proc, d)) return 0;
+        x->prog = TSIM_PRX_PROG_TREE;
+        x->phase = PH_BLOCKED;
+        x->on = 1;
+        return 1;
+    }
     if (d->prog == TSIM_PRX_PROG_A2A) {
         if (d->start || !a2a_adopt(e, proc, d)) return 0;
         x->prog = TSIM_PRX_PROG_A2A;
@@ -332,8 +340,26 @@ int prx_trigger(tsim_engine *e, int proc, uint64_t t, int rec_fifo)
             return 1;
     }
     if (t > x->vt) x->vt = t;
+    if (x->prog == TSIM_PRX_PROG_TREE) { /* only a torus packet gets here */
+        x->phase = PH_T_TOP;
+        prx_arm(e, proc, x->vt);
+        return 1;
+    }
     enter(x, x->prog == TSIM_PRX_PROG_A2A ? PH_A_TOP : PH_SP_HEAD);
     x->moved = 0;
+    prx_arm(e, proc, x->vt);
+    return 1;
+}
+
+int prx_tree_trigger(tsim_engine *e, int proc, uint64_t t, uint32_t bits)
+{
+    prx_state *x = &e->ep[proc].prx;
+    if (!x->on && !adopt(e, proc)) return 0;
+    /* another loop: its mask has no collective-network bits */
+    if (x->prog != TSIM_PRX_PROG_TREE || x->phase != PH_BLOCKED) return 1;
+    if (!tree_prx_wants(e, proc, bits)) return 1;
+    if (t > x->vt) x->vt = t;
+    x->phase = PH_T_TOP;
     prx_arm(e, proc, x->vt);
     return 1;
 }
@@ -346,6 +372,7 @@ void prx_handover(tsim_engine *e, int proc, int resume)
     wr_flush(e, proc);
     tsim_prx *d = &p->prx;
     if (x->prog == TSIM_PRX_PROG_A2A) a2a_answer(e, proc, d);
+    if (x->prog == TSIM_PRX_PROG_TREE) tree_prx_answer(e, proc, d);
     for (uint32_t k = 0; k < x->ntx; k++) {
         d->tx[k].off = x->tx[k].off;
         d->tx[k].charged = x->tx[k].charged;
@@ -583,6 +610,10 @@ void prx_step(tsim_engine *e, int proc)
     if (!x->on) return;
     if (x->prog == TSIM_PRX_PROG_A2A) {
         a2a_step(e, proc);
+        return;
+    }
+    if (x->prog == TSIM_PRX_PROG_TREE) {
+        tree_prx_step(e, proc);
         return;
     }
     for (;;) {

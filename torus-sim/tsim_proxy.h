@@ -4,6 +4,8 @@
 #ifndef TSIM_PROXY_H
 #define TSIM_PROXY_H
 
+#include <sys/uio.h>
+
 #include "tsim_engine_priv.h"
 
 enum {
@@ -12,6 +14,8 @@ enum {
     PH_SP_HEAD, PH_POLL, PH_SP_TAIL,
     /* the alltoall's loop (coll_run with a2a_push) */
     PH_A_TOP, PH_A_POLL, PH_A_HPUSH, PH_A_PUSH2,
+    /* a tree collective's loop (coll_tree.c, run_pass) */
+    PH_T_TOP, PH_T_INJ, PH_T_POLL, PH_T_ADV,
 };
 
 /* Can the processor's view at vt be taken as final? */
@@ -52,5 +56,27 @@ int a2a_adopt(tsim_engine *e, int proc, const tsim_prx *d);
 void a2a_step(tsim_engine *e, int proc);
 void a2a_answer(tsim_engine *e, int proc, tsim_prx *d);
 void a2a_free(prx_state *x);
+
+/* tsim_proxy_tree.c: a pass through the collective network (coll_tree.c) */
+int tree_prx_adopt(tsim_engine *e, int proc, const tsim_prx *d);
+void tree_prx_step(tsim_engine *e, int proc);
+void tree_prx_answer(tsim_engine *e, int proc, tsim_prx *d);
+/* Does the blocked loop wait for what bits say happened? */
+int tree_prx_wants(const tsim_engine *e, int proc, uint32_t bits);
+void tree_prx_free(prx_state *x);
+/* tsim_tree.c: the processor's tree FIFOs as the engine sees them */
+/* Has the engine taken everything the processor wrote into them? */
+int tree_prx_synced(const tsim_engine *e, int proc);
+/* Free slots in its injection FIFO. */
+unsigned tree_inj_room(const tsim_engine *e, int proc);
+/* What pl_tree_inject does at clock t (the caller checked the room). */
+void tree_prx_inject(tsim_engine *e, int proc, const tsim_thdr *h, const uint8_t *payload,
+                     uint64_t t);
+/* The oldest packet delivered and not yet read, or NULL. */
+const tsim_tslot *tree_rec_oldest(const tsim_engine *e, int proc);
+/* What pl_tree_consume does at clock t (the slot read frees at t). */
+void tree_prx_consume(tsim_engine *e, int proc, uint64_t t);
+/* A header tree_drain would take (tpkt_ok's rules). */
+int tree_hdr_ok(const tsim_thdr *h);
 
 #endif

@@ -26,6 +26,7 @@ struct tsim_traffic {
     int n;
     int bits;            /* log2 N for the bit patterns */
     double lambda;       /* packets per cycle per source; 0: saturate */
+    double log1m_lambda; /* log1p(-lambda): the geometric gaps' divisor, once */
     double mean_ser, mean_payload;
     uint64_t t_begin, t_end;
     tsrc *src;
@@ -179,6 +180,7 @@ tsim_traffic *tsim_traffic_new(const tsim_geom *g, const tsim_params *p,
     }
     if (c->load > 0) {
         t->lambda = c->load / t->mean_ser;
+        if (t->lambda < 1) t->log1m_lambda = log1p(-t->lambda);
         double period = (double)c->packets / t->lambda;
         t->t_begin = (uint64_t)(c->warmup * period);
         t->t_end = (uint64_t)((1 - c->warmup) * period);
@@ -267,38 +269,68 @@ static inline uint32_t get32(const uint8_t *p)
     return v;
 }
 
-/* Covers everything the sink relies on: (src, seq) in the software header,
- * destination, size, flags and the fill. Payload bytes 0..7 hold it. */
-static uint64_t checksum(const tsim_pkt *k)
+/* Covers the header fields the sink relies on: (src, seq) in the software
+ * header, destination, size and flags. Payload bytes 0..7 hold it; the
+ * fill after it is checked word by word against its regenerated value. */
+static uint64_t header_sum(const tsim_pkt *k)
 {
     uint64_t h = 0xcbf29ce484222325ull;
     h = (h ^ get32(k->sw)) * 0x100000001b3ull;
     h = (h ^ get32(k->sw + 4)) * 0x100000001b3ull;
     h = (h ^ ((uint64_t)k->hw.dst[0] | (uint64_t)k->hw.dst[1] << 8 | (uint64_t)k->hw.dst[2] << 16 |
               (uint64_t)k->hw.chunks << 24 | (uint64_t)k->hw.flags << 32)) * 0x100000001b3ull;
-    /* four independent lanes over the fill: the multiplies overlap instead
-     * of waiting on each other (this runs twice per packet) */
-    uint64_t l0 = h, l1 = h ^ 0x9e3779b97f4a7c15ull, l2 = h ^ 0xbf58476d1ce4e5b9ull,
-             l3 = h ^ 0x94d049bb133111ebull;
-#define LANE(x, off)                                  \
-    do {                                              \
-        uint64_t w_;                                  \
-        memcpy(&w_, k->payload + (off), 8);           \
-        x = (x ^ w_) * 0x100000001b3ull;              \
-        x ^= x >> 29;                                 \
-    } while (0)
-    int len = k->hw.chunks * TSIM_CHUNK - TSIM_HDR_BYTES, i = 8;
-    for (; i + 32 <= len; i += 32) {
-        LANE(l0, i);
-        LANE(l1, i + 8);
-        LANE(l2, i + 16);
-        LANE(l3, i + 24);
+    return tsim_traffic_splitmix(&h);
+}
+
+/* The fill's seed: a different one for every (seed, src, seq). */
+static inline uint64_t fill_seed(const tsim_traffic *t, uint32_t src, uint32_t seq)
+{
+    return tsim_traffic_splitmix(&(uint64_t){t->cfg.seed ^ ((uint64_t)src << 32 | seq)});
+}
+
+/* The fill: word i (a byte offset) is fs ^ i * K, a different value at
+ * every offset of every packet, so a word damaged, moved or taken from
+ * another packet shows. Add and xor only, two words per vector step:
+ * writing and checking it cost a few instructions a word (the generator
+ * is not the network, and it runs twice per packet). */
+#define FILL_K 0x9e3779b97f4a7c15ull
+typedef uint64_t fill_v __attribute__((vector_size(16)));
+
+static void fill_put(tsim_pkt *k, uint64_t fs, int len)
+{
+    fill_v x, ik = {8 * FILL_K, 16 * FILL_K};
+    const fill_v step = {16 * FILL_K, 16 * FILL_K}, f = {fs, fs};
+    int i = 8;
+    for (; i + 16 <= len; i += 16) {
+        x = f ^ ik;
+        memcpy(k->payload + i, &x, 16);
+        ik += step;
     }
-    for (; i < len; i += 8) LANE(l0, i);
-#undef LANE
-    uint64_t l[4] = {l0, l1, l2, l3};
-    uint64_t s = l[0] ^ tsim_traffic_splitmix(&l[1]) ^ (l[2] * 0xd6e8feb86659fd93ull) ^ (l[3] >> 7 | l[3] << 57);
-    return tsim_traffic_splitmix(&s);
+    if (i < len) {
+        uint64_t w = fs ^ (uint64_t)i * FILL_K;
+        memcpy(k->payload + i, &w, 8);
+    }
+}
+
+/* Nonzero if any fill word of k differs from what its source wrote. */
+static uint64_t fill_diff(const tsim_pkt *k, uint64_t fs, int len)
+{
+    fill_v d = {0, 0}, ik = {8 * FILL_K, 16 * FILL_K};
+    const fill_v step = {16 * FILL_K, 16 * FILL_K}, f = {fs, fs};
+    int i = 8;
+    for (; i + 16 <= len; i += 16) {
+        fill_v w;
+        memcpy(&w, k->payload + i, 16);
+        d |= w ^ f ^ ik;
+        ik += step;
+    }
+    uint64_t r = d[0] | d[1];
+    if (i < len) {
+        uint64_t w;
+        memcpy(&w, k->payload + i, 8);
+        r |= w ^ fs ^ (uint64_t)i * FILL_K;
+    }
+    return r;
 }
 
 static int traffic_next(void *ctx, int proc, uint64_t *tp, tsim_pkt *k, int *fifo)
@@ -317,7 +349,7 @@ static int traffic_next(void *ctx, int proc, uint64_t *tp, tsim_pkt *k, int *fif
              * geometric, drawn by inversion instead of one draw per cycle. */
             uint64_t gap = 1;
             if (t->lambda < 1)
-                gap += (uint64_t)floor(log(unit_open0(s->rng)) / log1p(-t->lambda));
+                gap += (uint64_t)floor(log(unit_open0(s->rng)) / t->log1m_lambda);
             s->t = s->seq ? s->t + gap : gap - 1;
         }
     }
@@ -341,16 +373,8 @@ static int traffic_next(void *ctx, int proc, uint64_t *tp, tsim_pkt *k, int *fif
     put32(k->sw, (uint32_t)r);
     put32(k->sw + 4, (uint32_t)j);
     int len = chunks * TSIM_CHUNK - TSIM_HDR_BYTES;
-    /* the fill: a different word at every offset of every packet, each from
-     * one multiply (a full generator per word cost as much as the engine) */
-    uint64_t fs = tsim_traffic_splitmix(&(uint64_t){t->cfg.seed ^ ((uint64_t)r << 32 | j)});
-    for (int i = 8; i < len; i += 8) {
-        uint64_t x = fs + (uint64_t)i * 0x9e3779b97f4a7c15ull;
-        uint64_t w = (x ^ (x >> 32)) * 0xd6e8feb86659fd93ull;
-        w ^= w >> 32;
-        memcpy(k->payload + i, &w, 8);
-    }
-    uint64_t sum = checksum(k);
+    fill_put(k, fill_seed(t, (uint32_t)r, (uint32_t)j), len);
+    uint64_t sum = header_sum(k);
     memcpy(k->payload, &sum, 8);
     /* one FIFO per destination class keeps each pair's packets in one queue */
     *fifo = flags & TSIM_F_HP ? TSIM_INJ_HP : d % TSIM_INJ_HP;
@@ -393,8 +417,9 @@ static uint64_t traffic_sink(void *ctx, int proc, int fifo, const tsim_meta *m, 
     uint32_t src = get32(k->sw), seq = get32(k->sw + 4);
     uint64_t sum;
     memcpy(&sum, k->payload, 8);
-    if (k->hw.chunks < 1 || k->hw.chunks > TSIM_MAX_CHUNKS || sum != checksum(k) ||
-        src >= (uint32_t)t->n || seq >= t->cfg.packets || m->src != src * TSIM_CPUS) {
+    if (k->hw.chunks < 1 || k->hw.chunks > TSIM_MAX_CHUNKS || sum != header_sum(k) ||
+        src >= (uint32_t)t->n || seq >= t->cfg.packets || m->src != src * TSIM_CPUS ||
+        fill_diff(k, fill_seed(t, src, seq), k->hw.chunks * TSIM_CHUNK - TSIM_HDR_BYTES)) {
         t->corrupted++;
         return done;
     }

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "tsim_engine_priv.h"
+#include "tsim_proxy.h"
 #include "tsim_tree.h"
 
 #define TQ 16 /* a node's own queue: both processors' injection FIFOs */
@@ -462,7 +463,8 @@ void tree_event(tsim_engine *e, const ev *v)
         ts->inj_tail[v->a]++;
         atomic_store_explicit(&p->tinj.tail, ts->inj_tail[v->a], memory_order_release);
         if (atomic_load(&p->state) == TSIM_P_BLOCKED &&
-            (atomic_load(&p->wake_mask) & TSIM_WAKE_TREE_INJ))
+            (atomic_load(&p->wake_mask) & TSIM_WAKE_TREE_INJ) &&
+            !prx_tree_trigger(e, v->a, t, TSIM_WAKE_TREE_INJ))
             eng_wake(e, v->a, t);
         break;
     }
@@ -482,7 +484,8 @@ void tree_event(tsim_engine *e, const ev *v)
         tp_free(ts, v->pkt);
         ts->st.delivered++;
         if (atomic_load(&p->state) == TSIM_P_BLOCKED &&
-            (atomic_load(&p->wake_mask) & TSIM_WAKE_TREE_REC))
+            (atomic_load(&p->wake_mask) & TSIM_WAKE_TREE_REC) &&
+            !prx_tree_trigger(e, v->a, t + 1, TSIM_WAKE_TREE_REC))
             eng_wake(e, v->a, t + 1); /* visible to a processor at vt > arrival */
         break;
     }
@@ -640,6 +643,81 @@ int tree_ready(tsim_engine *e, int proc, uint32_t mask)
         return 1;
     if ((mask & TSIM_WAKE_GI) && atomic_load(&p->gi_arm) <= e->tree->gi_fired) return 1;
     return 0;
+}
+
+/* ---- the engine running a blocked processor's tree loop ----------------- *
+ * (tsim_proxy_tree.c) What the processor's own pl_tree_inject and
+ * pl_tree_consume would write, turned at once into the events tree_drain
+ * would have made of them, with the same keys. */
+int tree_hdr_ok(const tsim_thdr *h)
+{
+    if (h->cls == TSIM_TC_COMBINE && (h->op == TSIM_TOP_NONE || h->op >= TSIM_NTOP)) return 0;
+    if (h->cls == TSIM_TC_BCAST && h->op != TSIM_TOP_NONE) return 0;
+    return (h->cls == TSIM_TC_COMBINE || h->cls == TSIM_TC_BCAST) &&
+           (h->width == 4 || h->width == 8 || h->width == 16) && h->sign <= 1 &&
+           h->vc < TSIM_TREE_VCS && h->group < TSIM_CPUS && !h->resv[0] && !h->resv[1];
+}
+
+int tree_prx_synced(const tsim_engine *e, int proc)
+{
+    const tree_state *ts = e->tree;
+    const tsim_proc *p = &e->seg->procs[proc];
+    return atomic_load(&p->tinj.head) == ts->inj_seen[proc] &&
+           atomic_load(&p->trec.tail) == ts->rec_seen[proc] &&
+           ts->rec_head[proc] - ts->rec_seen[proc] <= TSIM_TREE_SLOTS;
+}
+
+unsigned tree_inj_room(const tsim_engine *e, int proc)
+{
+    const tree_state *ts = e->tree;
+    uint32_t used = ts->inj_seen[proc] - ts->inj_tail[proc];
+    return used >= e->prm.tree_fifo_packets ? 0 : (unsigned)(e->prm.tree_fifo_packets - used);
+}
+
+void tree_prx_inject(tsim_engine *e, int proc, const tsim_thdr *h, const uint8_t *payload,
+                     uint64_t t)
+{
+    tree_state *ts = e->tree;
+    tsim_proc *p = &e->seg->procs[proc];
+    uint32_t seq = ts->inj_seen[proc];
+    tsim_tslot *s = &p->tinj.slot[seq % TSIM_TREE_SLOTS];
+    memset(&s->m, 0, sizeof s->m);
+    s->m.t_inject = t;
+    s->m.src = (uint32_t)proc;
+    s->h = *h;
+    memcpy(s->payload, payload, TSIM_TREE_PAYLOAD);
+    atomic_store(&p->vt, t);
+    atomic_store_explicit(&p->tinj.head, seq + 1, memory_order_release);
+    uint32_t pk = tp_alloc(ts);
+    tpkt *k = &ts->pool[pk];
+    k->h = *h;
+    memcpy(k->payload, payload, sizeof k->payload);
+    k->t_inject = k->t = t;
+    k->src = proc;
+    k->origin = proc / TSIM_CPUS;
+    k->hops = 0;
+    ts->st.injected++;
+    ev_push_key(e, t, eng_proc_key(proc, 16, seq), EV_TREE_INJ, proc, 0, pk);
+    ts->inj_seen[proc] = seq + 1;
+}
+
+const tsim_tslot *tree_rec_oldest(const tsim_engine *e, int proc)
+{
+    const tree_state *ts = e->tree;
+    if (ts->rec_head[proc] == ts->rec_seen[proc]) return NULL;
+    return &e->seg->procs[proc].trec.slot[ts->rec_seen[proc] % TSIM_TREE_SLOTS];
+}
+
+void tree_prx_consume(tsim_engine *e, int proc, uint64_t t)
+{
+    tree_state *ts = e->tree;
+    tsim_proc *p = &e->seg->procs[proc];
+    uint32_t seq = ts->rec_seen[proc];
+    p->trec.slot[seq % TSIM_TREE_SLOTS].m.t_done = t;
+    atomic_store(&p->vt, t);
+    atomic_store_explicit(&p->trec.tail, seq + 1, memory_order_release);
+    ev_push_key(e, t, eng_proc_key(proc, 17, seq), EV_TREE_REC_FREE, proc, 0, 0);
+    ts->rec_seen[proc] = seq + 1;
 }
 
 /* ---- lifetime and counters -------------------------------------------- */

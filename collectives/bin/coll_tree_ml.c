@@ -19,12 +19,14 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: mpirun -np N [-shape XxYxZ] [-mode CO|VN] coll_tree_ml [--what barrier|allreduce|bcast]\n"
-            "           [--min BYTES] [--max BYTES] [--step F]\n"
+            "           [--min BYTES] [--max BYTES] [--step F] [--algo all|hw|tree]\n"
             "Simulated time of barrier, allreduce (SUM of int32 and of double) and broadcast on\n"
             "the collective network and the global interrupt, against the torus: sizes min, min*F,\n"
             "... max (default 8 B .. 1 MiB, F = 8). Lines: what, algorithm, type, bytes, cycles,\n"
             "microseconds, MB/s. Results are checked (exact for integers, identical on every rank\n"
-            "for doubles).\n"
+            "for doubles). --algo tree: the collective network and the global interrupt only;\n"
+            "hw: and the torus broadcast (no p2p baselines: they take most of the host time at\n"
+            "large sizes).\n"
             "Example: mpirun -np 64 -shape 4x4x4 coll_tree_ml\n");
 }
 
@@ -32,6 +34,8 @@ typedef struct bench {
     coll_ctx *c;
     pl_proc *pp;
     int me, n, rc;
+    int base; /* the p2p baselines too */
+    int torus; /* the torus broadcast too */
     double mhz;
     uint64_t t0;
 } bench;
@@ -66,6 +70,7 @@ static void barriers(bench *b)
     start(b);
     b->rc |= coll_gi_barrier(b->c);
     stop(b, "barrier", "gi", "-", 0, 0);
+    if (!b->base) return;
     start(b);
     uint64_t t[1] = {0};
     b->rc |= coll_allreduce_max_p2p(b->c, t, 1);
@@ -112,12 +117,14 @@ static void allreduces(bench *b, size_t min, size_t max, size_t step, int tree)
                 b->rc = 1;
             }
         }
-        for (size_t i = 0; i < nd; i++) uv[i] = i + (uint64_t)b->me;
-        start(b);
-        b->rc |= coll_allreduce_max_p2p(b->c, uv, (int)nd);
-        int bad = 0;
-        for (size_t i = 0; i < nd; i++) bad |= uv[i] != i + (uint64_t)(n - 1);
-        stop(b, "allreduce", "p2p", "u64max", nd * 8, bad);
+        if (b->base) {
+            for (size_t i = 0; i < nd; i++) uv[i] = i + (uint64_t)b->me;
+            start(b);
+            b->rc |= coll_allreduce_max_p2p(b->c, uv, (int)nd);
+            int bad = 0;
+            for (size_t i = 0; i < nd; i++) bad |= uv[i] != i + (uint64_t)(n - 1);
+            stop(b, "allreduce", "p2p", "u64max", nd * 8, bad);
+        }
         free(iv);
         free(dv);
         free(dr);
@@ -134,7 +141,7 @@ static void bcasts(bench *b, size_t min, size_t max, size_t step, int tree)
         return;
     }
     for (size_t size = min; size <= max; size = size * step > max && size < max ? max : size * step) {
-        for (int k = tree ? 0 : 1; k < 3; k++) {
+        for (int k = tree ? 0 : 1; k < (b->base ? 3 : b->torus ? 2 : 1); k++) {
             for (size_t i = 0; i < size; i++) buf[i] = b->me == 0 ? (uint8_t)(i * 131 + (size_t)k) : 0;
             start(b);
             if (k == 0) b->rc |= coll_tree_bcast(b->c, buf, size, 0);
@@ -152,6 +159,7 @@ static void bcasts(bench *b, size_t min, size_t max, size_t step, int tree)
 int main(int argc, char **argv)
 {
     const char *what = "all";
+    int base = 1, torus = 1;
     size_t min = 8, max = 1u << 20, step = 8;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -170,6 +178,13 @@ int main(int argc, char **argv)
                 return 2;
             }
             what = v;
+        } else if (!strcmp(a, "--algo")) {
+            if (strcmp(v, "all") && strcmp(v, "hw") && strcmp(v, "tree")) {
+                fprintf(stderr, "coll_tree_ml: --algo must be all, hw or tree, not '%s'\n", v);
+                return 2;
+            }
+            base = !strcmp(v, "all");
+            torus = strcmp(v, "tree") != 0;
         } else if (!strcmp(a, "--min") || !strcmp(a, "--max") || !strcmp(a, "--step")) {
             size_t s;
             if (ml_parse_size(v, &s) != 0 || s < 1 || s > (64u << 20) || (!strcmp(a, "--step") && s < 2)) {
@@ -190,7 +205,8 @@ int main(int argc, char **argv)
     ml_ctx *ml;
     coll_ctx *c = coll_open_env("coll_tree_ml", &ua, &ml);
     if (!c) return 1;
-    bench b = {.c = c, .pp = ml_proc(ml), .me = ml_rank(ml), .n = ml_nranks(ml)};
+    bench b = {.c = c, .pp = ml_proc(ml), .me = ml_rank(ml), .n = ml_nranks(ml),
+               .base = base, .torus = torus};
     const tsim_geom *g = &b.pp->seg->geom;
     b.mhz = (double)b.pp->seg->params.clock_mhz;
     int tree = coll_tree_ok(c);

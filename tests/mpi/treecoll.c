@@ -2,7 +2,8 @@
  * network and the global interrupt (BGLMPI_ALLREDUCE=tree,
  * BGLMPI_BCAST=tree, BGLMPI_BARRIER=gi) against MPICH's own algorithms
  * (the same calls with =mpich, setenv between calls, the same on every
- * rank): every (type, op) pair the hardware takes, counts 0, 1, a packet's
+ * rank): every (type, op) pair the hardware takes (1- to 8-byte integers,
+ * MPI_BYTE, MPI_C_BOOL, float, double, the MAXLOC/MINLOC pairs), counts 0, 1, a packet's
  * worth +-1 and 1 MiB, MPI_IN_PLACE; integers exact, floating-point sums
  * within the documented bound and the same bits on every rank; what the
  * ALU can't do (MPI_PROD, a derived type, a sub-communicator) falls back
@@ -148,6 +149,100 @@ int main(int argc, char **argv)
             CHECK(!bad, "MPI_Allreduce on the tree, %s: %d (op, count) pairs as MPICH's (counts %s%ld, "
               "half in place%s)", types[t].name, checked, big ? "" : "0..", maxn,
               types[t].is_float ? "; sums within the bound, identical on every rank" : "");
+    }
+
+    /* 1- and 2-byte integers, MPI_BYTE (bitwise), MPI_C_BOOL and wider
+     * integers (logical), the MAXLOC/MINLOC pairs: widened or encoded into
+     * one ALU operand each, against MPICH's results (the fields; a pair's
+     * padding is not compared) */
+    if (!big) {
+        typedef struct xcase {
+            MPI_Datatype type;
+            const char *name;
+            int size;           /* bytes compared per element: the fields */
+            int ext;            /* extent */
+            int cls;            /* 0 integer, 1 byte, 2 bool, 3 pair */
+            int voff;           /* pairs: value type 0 int, 1 short, 2 float, 3 double, 4 long */
+        } xcase;
+        const xcase xs[] = {{MPI_SIGNED_CHAR, "signed char", 1, 1, 0, 0},
+                            {MPI_UNSIGNED_CHAR, "unsigned char", 1, 1, 0, 0},
+                            {MPI_SHORT, "short", 2, 2, 0, 0},
+                            {MPI_UNSIGNED_SHORT, "unsigned short", 2, 2, 0, 0},
+                            {MPI_INT8_T, "int8_t", 1, 1, 0, 0},
+                            {MPI_UINT16_T, "uint16_t", 2, 2, 0, 0},
+                            {MPI_INT, "int", 4, 4, 0, 0},
+                            {MPI_UNSIGNED_LONG, "unsigned long", 8, 8, 0, 0},
+                            {MPI_BYTE, "byte", 1, 1, 1, 0},
+                            {MPI_C_BOOL, "C bool", 1, 1, 2, 0},
+                            {MPI_2INT, "2int", 8, 8, 3, 0},
+                            {MPI_SHORT_INT, "short_int", 0, 8, 3, 1},
+                            {MPI_FLOAT_INT, "float_int", 8, 8, 3, 2},
+                            {MPI_DOUBLE_INT, "double_int", 0, 16, 3, 3},
+                            {MPI_LONG_INT, "long_int", 0, 16, 3, 4}};
+        const MPI_Op xops[] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_BAND, MPI_BOR, MPI_BXOR,
+                               MPI_LAND, MPI_LOR, MPI_LXOR, MPI_MAXLOC, MPI_MINLOC};
+        const long xcounts[] = {0, 1, 15, 16, 17, 33, 63, 64, 65, 1000};
+        for (int t = 0; t < (int)(sizeof xs / sizeof xs[0]); t++) {
+            const xcase *x = &xs[t];
+            int bad = 0, checked = 0;
+            for (int o = 0; o < 11; o++) {
+                int ok = x->cls == 0 ? o < 9 : x->cls == 1 ? o >= 3 && o < 6
+                       : x->cls == 2 ? o >= 6 && o < 9 : o >= 9;
+                if (!ok || (x->cls == 0 && x->size >= 4 && o < 6)) continue; /* those: above */
+                for (int k = 0; k < 10; k++) {
+                    long n = xcounts[k];
+                    memset(s, 0, (size_t)(n * x->ext));
+                    for (long i = 0; i < n; i++) {
+                        char *e = s + i * x->ext;
+                        long v = ((me * 37 + 11) * (i * 13 + 5)) % 1001 - 500;
+                        if (x->cls == 2) {
+                            e[0] = (i + me) % 3 != 0;
+                        } else if (x->cls < 2) {
+                            long long w = i % 3 == 2 ? 0 : v * 1237LL;
+                            memcpy(e, &w, (size_t)x->size); /* little-endian: the low bytes */
+                        } else {
+                            /* few values, so that ties pick the smallest index */
+                            int q = (me * 7 + (int)i) % 5 - 2, idx = 100 - 40 * me + (int)i;
+                            int off = x->voff == 3 || x->voff == 4 ? 8 : 4;
+                            if (x->voff == 0) { int y = q; memcpy(e, &y, 4); }
+                            else if (x->voff == 1) { short y = (short)q; memcpy(e, &y, 2); }
+                            else if (x->voff == 2) { float y = (float)q * 0.5f; memcpy(e, &y, 4); }
+                            else if (x->voff == 3) { double y = q * 0.25; memcpy(e, &y, 8); }
+                            else { long y = q * 1000000007L; memcpy(e, &y, 8); }
+                            memcpy(e + off, &idx, 4);
+                        }
+                    }
+                    memset(a, 0, (size_t)(n * x->ext));
+                    memset(b, 0, (size_t)(n * x->ext));
+                    use("BGLMPI_ALLREDUCE", "tree");
+                    if (k % 2) {
+                        memcpy(a, s, (size_t)(n * x->ext));
+                        MPI_Allreduce(MPI_IN_PLACE, a, (int)n, x->type, xops[o], MPI_COMM_WORLD);
+                    } else {
+                        MPI_Allreduce(s, a, (int)n, x->type, xops[o], MPI_COMM_WORLD);
+                    }
+                    use("BGLMPI_ALLREDUCE", "mpich");
+                    MPI_Allreduce(s, b, (int)n, x->type, xops[o], MPI_COMM_WORLD);
+                    for (long i = 0; i < n && !bad; i++) {
+                        const char *p = a + i * x->ext, *q = b + i * x->ext;
+                        int vsz = x->voff == 1 ? 2 : x->voff >= 3 ? 8 : 4;
+                        int off = x->voff == 3 || x->voff == 4 ? 8 : 4;
+                        int diff = x->cls < 3 ? memcmp(p, q, (size_t)x->size)
+                                              : memcmp(p, q, (size_t)vsz) || memcmp(p + off, q + off, 4);
+                        if (diff) {
+                            CHECK(0, "allreduce %s op %d count %ld: element %ld differs from MPICH's",
+                                  x->name, o, n, i);
+                            bad = 1;
+                        }
+                    }
+                    checked++;
+                }
+            }
+            CHECK(!bad, "MPI_Allreduce on the tree, %s: %d (op, count) pairs (%s) as MPICH's (counts "
+                  "0..1000, half in place)", x->name, checked,
+                  x->cls == 0 ? (x->size < 4 ? "sum max min band bor bxor land lor lxor" : "land lor lxor")
+                  : x->cls == 1 ? "band bor bxor" : x->cls == 2 ? "land lor lxor" : "maxloc minloc");
+        }
     }
 
     /* reduce to a root in the middle, in place there */

@@ -203,8 +203,10 @@ static const size_t counts[] = {0, 1, 15, 16, 17, 63, 64, 65, 200};
 static void all_pairs_body(trk *r)
 {
     int n = r->w->n;
-    for (int type = 0; type < COLL_NTYPES; type++)
-        for (int op = 0; op < COLL_NOPS; op++) {
+    /* the 4- and 8-byte types and the arithmetic and bitwise operations;
+     * the narrow types, logical and LOC operations: all_encoded_body */
+    for (int type = 0; type <= COLL_F64; type++)
+        for (int op = 0; op <= COLL_BXOR; op++) {
             if (!coll_tree_takes(type, op)) {
                 if (coll_tree_allreduce(r->c, r->out, r->out, 1, type, op) != COLL_ENOTSUP)
                     trk_fail(r, "type %d op %d: not refused", type, op);
@@ -247,6 +249,131 @@ START_TEST(allreduce_all_pairs)
            "floats refused (COLL_ENOTSUP)\n");
     tworld *w = tw_run(2, 2, 2, 1, NULL, all_pairs_body);
     ck_assert_uint_gt(w->st.injected, 0);
+    ck_assert_uint_gt(w->st.combined, 0);
+    tw_free(w);
+}
+END_TEST
+
+/* ---- narrow integers, logical operations, MAXLOC/MINLOC ----------------- */
+/* Rank r's element i of an integer type, as a 64-bit value (narrow types
+ * wrap it; every third is 0, for the logical operations). */
+static int64_t nval(int r, size_t i) { return i % 3 == 2 ? 0 : ival(r, i) * 1237; }
+
+static int64_t wrap(int type, int64_t v)
+{
+    switch (type) {
+    case COLL_I8: return (int8_t)v;
+    case COLL_U8: return (uint8_t)v;
+    case COLL_I16: return (int16_t)v;
+    case COLL_U16: return (uint16_t)v;
+    case COLL_I32: return (int32_t)v;
+    case COLL_U32: return (uint32_t)v;
+    default: return v;
+    }
+}
+
+static void put_int(int type, uint8_t *p, int64_t v)
+{
+    memcpy(p, &v, coll_type_size(type)); /* little-endian: the low bytes */
+}
+
+static int64_t int_ref(int type, int op, int n, size_t i)
+{
+    int64_t acc = wrap(type, nval(0, i));
+    int un = type == COLL_U8 || type == COLL_U16 || type == COLL_U32 || type == COLL_U64;
+    if (op >= COLL_LAND) acc = acc != 0;
+    for (int r = 1; r < n; r++) {
+        int64_t v = wrap(type, nval(r, i));
+        switch (op) {
+        case COLL_SUM: acc = wrap(type, (int64_t)((uint64_t)acc + (uint64_t)v)); break;
+        case COLL_MAX: if (un ? (uint64_t)v > (uint64_t)acc : v > acc) acc = v; break;
+        case COLL_MIN: if (un ? (uint64_t)v < (uint64_t)acc : v < acc) acc = v; break;
+        case COLL_BAND: acc &= v; break;
+        case COLL_BOR: acc |= v; break;
+        case COLL_BXOR: acc ^= v; break;
+        case COLL_LAND: acc = acc && v; break;
+        case COLL_LOR: acc = acc || v; break;
+        case COLL_LXOR: acc = !acc != !v; break;
+        }
+    }
+    return wrap(type, acc);
+}
+
+/* Pair element i of rank r: few distinct values, so that ties pick the
+ * smallest index; indices descend with the rank and go negative. */
+static double pval(int r, size_t i) { return (double)(((r * 7 + (int)i) % 5) - 2) * (i % 2 ? 0.5 : 3); }
+static int32_t pidx(int r, size_t i) { return 100 - 40 * r + (int32_t)i; }
+
+static void put_pair(int type, uint8_t *e, int r, size_t i)
+{
+    double v = pval(r, i);
+    int32_t idx = pidx(r, i);
+    memset(e, 0, coll_type_size(type));
+    switch (type) {
+    case COLL_2I32: { int32_t x = (int32_t)(v * 2); memcpy(e, &x, 4); memcpy(e + 4, &idx, 4); break; }
+    case COLL_I16_I32: { int16_t x = (int16_t)(v * 2); memcpy(e, &x, 2); memcpy(e + 4, &idx, 4); break; }
+    case COLL_F32_I32: { float x = (float)v; memcpy(e, &x, 4); memcpy(e + 4, &idx, 4); break; }
+    case COLL_F64_I32: memcpy(e, &v, 8); memcpy(e + 8, &idx, 4); break;
+    default: { int64_t x = (int64_t)(v * 2) * 1000000007LL; memcpy(e, &x, 8); memcpy(e + 8, &idx, 4); break; }
+    }
+}
+
+static void pair_ref(int type, int op, int n, size_t i, uint8_t *out)
+{
+    int best = 0;
+    for (int r = 1; r < n; r++) {
+        double a = pval(r, i), b = pval(best, i);
+        if (op == COLL_MAXLOC ? a > b : a < b) best = r;
+        else if (a == b && pidx(r, i) < pidx(best, i)) best = r;
+    }
+    put_pair(type, out, best, i);
+}
+
+static void all_encoded_body(trk *r)
+{
+    int n = r->w->n;
+    static const int itypes[] = {COLL_I8, COLL_U8, COLL_I16, COLL_U16, COLL_I32, COLL_U64};
+    static const int ptypes[] = {COLL_2I32, COLL_I16_I32, COLL_F32_I32, COLL_F64_I32, COLL_I64_I32};
+    for (int k = 0; k < 6 + 5; k++) {
+        int type = k < 6 ? itypes[k] : ptypes[k - 6];
+        size_t esz = coll_type_size(type);
+        for (int op = 0; op < COLL_NOPS; op++) {
+            if (!coll_tree_takes(type, op)) {
+                if (k < 6 ? op < COLL_MAXLOC : op >= COLL_MAXLOC)
+                    trk_fail(r, "type %d op %d: refused", type, op);
+                continue;
+            }
+            for (size_t c = 0; c < NCOUNTS; c++) {
+                size_t cnt = counts[c];
+                uint8_t *s = calloc(cnt + 1, esz), *d = calloc(cnt + 1, esz), want[16];
+                for (size_t i = 0; i < cnt; i++) {
+                    if (k < 6) put_int(type, s + i * esz, nval(r->rank, i));
+                    else put_pair(type, s + i * esz, r->rank, i);
+                }
+                if (c % 2) memcpy(d, s, cnt * esz);
+                int rc = coll_tree_allreduce(r->c, c % 2 ? d : s, d, cnt, type, op);
+                if (rc != 0) trk_fail(r, "type %d op %d count %zu: rc %d", type, op, cnt, rc);
+                for (size_t i = 0; i < cnt && rc == 0; i++) {
+                    if (k < 6) put_int(type, want, int_ref(type, op, n, i));
+                    else pair_ref(type, op, n, i, want);
+                    if (memcmp(d + i * esz, want, esz) != 0) {
+                        trk_fail(r, "type %d op %d count %zu [%zu]: wrong", type, op, cnt, i);
+                        break;
+                    }
+                }
+                free(s);
+                free(d);
+            }
+        }
+    }
+}
+
+START_TEST(allreduce_encoded)
+{
+    printf("coll_tree: allreduce of 1- and 2-byte integers (every op), logical AND/OR/XOR of 1..8-byte "
+           "integers, MAXLOC/MINLOC of the five pair types on 8 ranks, counts 0..200, half in place: "
+           "exact against a C reference (ties: the smallest index); other pairs refused\n");
+    tworld *w = tw_run(2, 2, 2, 1, NULL, all_encoded_body);
     ck_assert_uint_gt(w->st.combined, 0);
     tw_free(w);
 }
@@ -432,6 +559,7 @@ Suite *coll_tree_suite(void)
     TCase *tc = tcase_create("coll_tree");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, allreduce_all_pairs);
+    tcase_add_test(tc, allreduce_encoded);
     tcase_add_test(tc, float_sum_identical);
     tcase_add_test(tc, bcast_and_reduce);
     tcase_add_test(tc, gi_barrier_co_vn);

@@ -179,6 +179,54 @@ END_TEST
 START_TEST(bandwidth_three_hops_det) { link_bandwidth(0, 3); }
 END_TEST
 
+/* The sink's integrity check, driven directly: an intact packet counts as
+ * delivered; one word of fill changed, two fill words swapped, or a
+ * header field changed each count as corrupted. */
+START_TEST(sink_catches_damage)
+{
+    tsim_geom g = {{4, 4, 4}, {1, 1, 1}, 1, 0, 0};
+    tsim_params prm;
+    tsim_params_default(&prm);
+    tsim_traffic_cfg cfg;
+    tsim_traffic_cfg_default(&cfg);
+    cfg.nprocs = 64;
+    cfg.packets = 8;
+    char err[256];
+    tsim_traffic *t = tsim_traffic_new(&g, &prm, &cfg, err, sizeof err);
+    ck_assert_msg(t, "%s", err);
+    tsim_source src;
+    tsim_traffic_source(t, &src);
+    tsim_traffic_stats st;
+    const char *what[] = {"intact", "fill word 100 changed", "fill words 40 and 48 swapped",
+                          "last fill word changed", "flags changed"};
+    for (int k = 0; k < 5; k++) {
+        tsim_pkt p;
+        uint64_t at = 0;
+        int fifo;
+        ck_assert(src.next(src.ctx, 0, &at, &p, &fifo));
+        int len = p.hw.chunks * TSIM_CHUNK - TSIM_HDR_BYTES;
+        if (k == 1) p.payload[100] ^= 4;
+        if (k == 2)
+            for (int i = 0; i < 8; i++) {
+                uint8_t x = p.payload[40 + i];
+                p.payload[40 + i] = p.payload[48 + i];
+                p.payload[48 + i] = x;
+            }
+        if (k == 3) p.payload[len - 1] ^= 0x80;
+        if (k == 4) p.hw.flags ^= TSIM_F_DYNAMIC;
+        int c[3] = {p.hw.dst[0], p.hw.dst[1], p.hw.dst[2]};
+        tsim_meta m = {.t_inject = at, .t_arrive = at + 1000, .src = 0};
+        src.sink(src.ctx, tsim_proc_index(tsim_node_of(&g, c[0], c[1], c[2]), 0), fifo, &m, &p);
+        tsim_traffic_get_stats(t, &st);
+        ck_assert_uint_eq(st.delivered, 1);
+        ck_assert_uint_eq(st.corrupted, (uint64_t)k);
+        printf("sink: a packet of %d chunks, %s: %s\n", p.hw.chunks, what[k],
+               k ? "counted corrupted" : "delivered");
+    }
+    tsim_traffic_free(t);
+}
+END_TEST
+
 Suite *soak_suite(void)
 {
     Suite *s = suite_create("soak");
@@ -186,6 +234,7 @@ Suite *soak_suite(void)
     tcase_add_test(bwc, bandwidth_one_link_det);
     tcase_add_test(bwc, bandwidth_one_link_adaptive);
     tcase_add_test(bwc, bandwidth_three_hops_det);
+    tcase_add_test(bwc, sink_catches_damage);
     suite_add_tcase(s, bwc);
     TCase *tc = tcase_create("soak");
     tcase_set_timeout(tc, 240); /* shared 2-core hosts; normally seconds */

@@ -8,16 +8,17 @@
  * on communicators that hold the whole partition go to the collective
  * network and the global interrupt (collectives/coll_tree.h).
  *
- * BGLMPI_BCAST = torus3 (default: three edge-disjoint routes from 720
- * bytes up, one below) | torus1 | mpich | tree | auto (the tree where
- * it serves, up to MPIDI_BGL_TREE_BCAST_MAX bytes, torus3 otherwise), BGLMPI_ALLTOALL = torus
- * (default) | mpich, BGLMPI_ALLREDUCE = mpich (default) | tree (allreduce
- * and reduce), BGLMPI_BARRIER = mpich (default) | gi choose per call, so a
- * program can compare both (setenv between calls). Every rank must see the
- * same choice, as with any collective algorithm parameter. The hardware is
- * not the default yet: it would change every MPI job's simulated result
- * (they all call MPI_Barrier), so the references of tests/regress move
- * with that switch (docs/collectives.md). Nonblocking collectives
+ * BGLMPI_BCAST = auto (default: the collective network on communicators
+ * holding the whole partition, up to MPIDI_BGL_TREE_BCAST_MAX bytes, torus3
+ * otherwise) | torus3 (three edge-disjoint routes from 720 bytes up, one
+ * below) | torus1 | mpich | tree, BGLMPI_ALLTOALL = torus (default) |
+ * mpich, BGLMPI_ALLREDUCE = tree (default; allreduce and reduce) | mpich,
+ * BGLMPI_BARRIER = gi (default) | mpich choose per call, so a program can
+ * compare both (setenv between calls). Every rank must see the same
+ * choice, as with any collective algorithm parameter. The hardware is the
+ * default where it serves (the whole partition, every processor slot
+ * populated, a type and operation the ALU takes); MPICH's algorithms
+ * everywhere else (docs/collectives.md). Nonblocking collectives
  * (MPI_Ibarrier, MPI_Iallreduce, MPI_Ireduce, ...) are MPICH's. */
 #include "mpidimpl.h"
 #include "bgl_impl.h"
@@ -70,7 +71,8 @@ void MPIDI_BGL_coll_finalize(void)
     groups = NULL;
 }
 
-/* The value of env var name among choices (index), or -1 if unknown. */
+/* The value of env var name among choices (index; choices[0] when unset),
+ * or -1 if unknown. */
 static int choice(const char *name, const char *const *choices, int n)
 {
     const char *v = getenv(name);
@@ -85,7 +87,7 @@ static int choice(const char *name, const char *const *choices, int n)
 /* ---- the collective network and the global interrupt ------------------- */
 /* Broadcasts up to this many bytes take the collective network under
  * BGLMPI_BCAST=auto: every size, since torus3 does not overtake the tree up
- * to 1 MiB on 4x4x4 (docs/collectives.md, "Broadcast crossover"). */
+ * to 4 MiB on 4x4x4 (docs/collectives.md, "Broadcast crossover"). */
 #define MPIDI_BGL_TREE_BCAST_MAX MPIR_AINT_MAX
 
 /* Does comm hold every rank of the partition (MPI_COMM_WORLD, its
@@ -98,62 +100,102 @@ static int spans_partition(MPIR_Comm * comm)
         comm->local_size == ml_nranks(g->ml);
 }
 
-/* The ALU's name for a predefined MPI type, -1 for the others. */
-static int tree_type(MPI_Datatype t)
+/* What MPI lets each operation take (MPI 4.0, 6.9.2): the groups of the
+ * predefined types the ALU serves. MPI_CHAR, MPI_WCHAR and the Fortran and
+ * complex types go to MPICH (with its checks). */
+enum { K_INT, K_BYTE, K_BOOL, K_FLOAT, K_PAIR };
+
+/* The ALU's name for a predefined MPI type and its group, -1 for the others. */
+static int tree_type(MPI_Datatype t, int *kind)
 {
-    MPI_Aint sz;
+    MPI_Aint sz, ext;
+    *kind = K_FLOAT;
     if (t == MPI_FLOAT)
         return COLL_F32;
     if (t == MPI_DOUBLE)
         return COLL_F64;
-    int sgn = t == MPI_INT || t == MPI_LONG || t == MPI_LONG_LONG || t == MPI_INT32_T ||
-        t == MPI_INT64_T;
+    int pair = t == MPI_2INT ? COLL_2I32 : t == MPI_FLOAT_INT ? COLL_F32_I32 :
+        t == MPI_DOUBLE_INT ? COLL_F64_I32 : t == MPI_SHORT_INT ? COLL_I16_I32 :
+        t == MPI_LONG_INT && sizeof(long) == 8 ? COLL_I64_I32 : -1;
+    if (pair >= 0) {
+        /* the struct {value; int} as coll_tree.h lays it out */
+        *kind = K_PAIR;
+        MPIR_Datatype_get_extent_macro(t, ext);
+        return (size_t) ext == coll_type_size(pair) ? pair : -1;
+    }
+    int sgn = t == MPI_INT || t == MPI_LONG || t == MPI_LONG_LONG || t == MPI_SHORT ||
+        t == MPI_SIGNED_CHAR || t == MPI_INT8_T || t == MPI_INT16_T || t == MPI_INT32_T ||
+        t == MPI_INT64_T || t == MPI_AINT || t == MPI_OFFSET || t == MPI_COUNT;
     int uns = t == MPI_UNSIGNED || t == MPI_UNSIGNED_LONG || t == MPI_UNSIGNED_LONG_LONG ||
-        t == MPI_UINT32_T || t == MPI_UINT64_T;
+        t == MPI_UNSIGNED_SHORT || t == MPI_UNSIGNED_CHAR || t == MPI_UINT8_T ||
+        t == MPI_UINT16_T || t == MPI_UINT32_T || t == MPI_UINT64_T || t == MPI_BYTE ||
+        t == MPI_C_BOOL;
     if (!sgn && !uns)
         return -1;
+    *kind = t == MPI_BYTE ? K_BYTE : t == MPI_C_BOOL ? K_BOOL : K_INT;
     MPIR_Datatype_get_size_macro(t, sz);
-    if (sz == 4)
-        return sgn ? COLL_I32 : COLL_U32;
-    if (sz == 8)
-        return sgn ? COLL_I64 : COLL_U64;
-    return -1;
+    switch (sz) {
+        case 1:
+            return sgn ? COLL_I8 : COLL_U8;
+        case 2:
+            return sgn ? COLL_I16 : COLL_U16;
+        case 4:
+            return sgn ? COLL_I32 : COLL_U32;
+        case 8:
+            return sgn ? COLL_I64 : COLL_U64;
+        default:
+            return -1;
+    }
 }
 
-static int tree_op(MPI_Op op)
+/* The ALU's name for a predefined operation on a type of group kind, -1
+ * where MPI does not define the pair (MPICH then reports it). */
+static int tree_op(MPI_Op op, int kind)
 {
-    if (op == MPI_SUM)
-        return COLL_SUM;
-    if (op == MPI_MAX)
-        return COLL_MAX;
-    if (op == MPI_MIN)
-        return COLL_MIN;
-    if (op == MPI_BAND)
-        return COLL_BAND;
-    if (op == MPI_BOR)
-        return COLL_BOR;
-    if (op == MPI_BXOR)
-        return COLL_BXOR;
-    return -1;
+    static const MPI_Op ops[] = { MPI_SUM, MPI_MAX, MPI_MIN, MPI_BAND, MPI_BOR, MPI_BXOR,
+        MPI_LAND, MPI_LOR, MPI_LXOR, MPI_MAXLOC, MPI_MINLOC
+    };
+    static const int names[] = { COLL_SUM, COLL_MAX, COLL_MIN, COLL_BAND, COLL_BOR, COLL_BXOR,
+        COLL_LAND, COLL_LOR, COLL_LXOR, COLL_MAXLOC, COLL_MINLOC
+    };
+    int o = -1;
+    for (int i = 0; i < (int) (sizeof ops / sizeof ops[0]); i++)
+        if (op == ops[i])
+            o = names[i];
+    if (o < 0)
+        return -1;
+    switch (kind) {
+        case K_INT:
+            return o <= COLL_LXOR ? o : -1;
+        case K_BYTE:
+            return o >= COLL_BAND && o <= COLL_BXOR ? o : -1;
+        case K_BOOL:
+            return o >= COLL_LAND && o <= COLL_LXOR ? o : -1;
+        case K_FLOAT:
+            return o <= COLL_MIN ? o : -1;
+        default:
+            return o == COLL_MAXLOC || o == COLL_MINLOC ? o : -1;
+    }
 }
 
 /* 1 if the collective network can do this reduction: BGLMPI_ALLREDUCE=tree,
  * the whole partition with every processor slot populated, a type and an operation the ALU takes
- * (MPI_PROD, user-defined operations and derived types go to MPICH). */
+ * (MPI_PROD, MPI_REPLACE/NO_OP, user-defined operations and derived types go to MPICH). */
 static int tree_reduction(MPIR_Comm * comm, MPI_Datatype type, MPI_Op op, int *t, int *o,
                           int *mpi_errno)
 {
-    static const char *const algos[] = { "mpich", "tree" };
+    static const char *const algos[] = { "tree", "mpich" };
     int a = choice("BGLMPI_ALLREDUCE", algos, 2);
     *mpi_errno = MPI_SUCCESS;
     if (a < 0) {
         MPIR_ERR_SET1(*mpi_errno, MPI_ERR_OTHER, "**bgl_collalgo", "**bgl_collalgo %s",
-                      "BGLMPI_ALLREDUCE=mpich|tree");
+                      "BGLMPI_ALLREDUCE=tree|mpich");
         return 0;
     }
-    *t = tree_type(type);
-    *o = tree_op(op);
-    return a == 1 && spans_partition(comm) && coll_tree_ok(MPIDI_BGL_global.coll) && *t >= 0 &&
+    int kind;
+    *t = tree_type(type, &kind);
+    *o = *t >= 0 ? tree_op(op, kind) : -1;
+    return a == 0 && spans_partition(comm) && coll_tree_ok(MPIDI_BGL_global.coll) && *t >= 0 &&
         *o >= 0 && coll_tree_takes(*t, *o);
 }
 
@@ -193,12 +235,12 @@ int MPIDI_BGL_mpi_reduce(const void *sendbuf, void *recvbuf, MPI_Aint count,
 
 int MPIDI_BGL_mpi_barrier(MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag)
 {
-    static const char *const algos[] = { "mpich", "gi" };
+    static const char *const algos[] = { "gi", "mpich" };
     int mpi_errno = MPI_SUCCESS;
     int a = choice("BGLMPI_BARRIER", algos, 2);
     MPIR_ERR_CHKANDJUMP1(a < 0, mpi_errno, MPI_ERR_OTHER, "**bgl_collalgo",
-                         "**bgl_collalgo %s", "BGLMPI_BARRIER=mpich|gi");
-    if (a != 1 || !spans_partition(comm_ptr))
+                         "**bgl_collalgo %s", "BGLMPI_BARRIER=gi|mpich");
+    if (a != 0 || !spans_partition(comm_ptr))
         return MPIR_Barrier_impl(comm_ptr, errflag);
     MPIDI_BGL_clock_enter();
     if (coll_gi_barrier(MPIDI_BGL_global.coll) != 0)
@@ -211,24 +253,24 @@ int MPIDI_BGL_mpi_barrier(MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag)
 int MPIDI_BGL_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
                         MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag)
 {
-    static const char *const algos[] = { "torus3", "torus1", "mpich", "tree", "auto" };
+    static const char *const algos[] = { "auto", "torus3", "torus1", "mpich", "tree" };
     int mpi_errno = MPI_SUCCESS;
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
     int a = choice("BGLMPI_BCAST", algos, 5);
     MPIR_ERR_CHKANDJUMP1(a < 0, mpi_errno, MPI_ERR_OTHER, "**bgl_collalgo",
-                         "**bgl_collalgo %s", "BGLMPI_BCAST=torus3|torus1|mpich|tree|auto");
+                         "**bgl_collalgo %s", "BGLMPI_BCAST=auto|torus3|torus1|mpich|tree");
     int dt_contig;
     MPI_Aint data_sz, true_lb;
     MPIR_Datatype *dt_ptr;
     MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, true_lb);
     /* the collective network for the whole partition (auto: up to the
      * crossover where the torus's links overtake its one) */
-    int tree = (a == 3 || (a == 4 && data_sz <= MPIDI_BGL_TREE_BCAST_MAX)) &&
+    int tree = (a == 4 || (a == 0 && data_sz <= MPIDI_BGL_TREE_BCAST_MAX)) &&
         spans_partition(comm_ptr) && coll_tree_ok(g->coll);
-    if (a == 4 && !tree)
-        a = 0;
+    if (a == 0 && !tree)
+        a = 1;
     /* the deposit-bit trees need the communicator's ranks to fill a box */
-    coll_group *grp = tree || a >= 2 ? NULL : group_of(comm_ptr);
+    coll_group *grp = tree || a >= 3 ? NULL : group_of(comm_ptr);
     if (!tree && (!grp || !coll_group_hw_ok(grp)))
         return MPIR_Bcast_impl(buffer, count, datatype, root, comm_ptr, errflag);
 
@@ -246,7 +288,7 @@ int MPIDI_BGL_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int
     MPIDI_BGL_clock_enter();
     /* the three-route trees are deeper (an extra hop, one more stage): with
      * less than a packet per route one tree is sooner */
-    int routes = a == 0 && data_sz >= 3 * TSIM_PAYLOAD_MAX ? 3 : 1;
+    int routes = a == 1 && data_sz >= 3 * TSIM_PAYLOAD_MAX ? 3 : 1;
     if (tree) {
         if (coll_tree_bcast(g->coll, buf, (size_t) data_sz, MPIDIU_rank_to_lpid(root, comm_ptr)))
             MPIDI_BGL_job_aborted("broadcast");
