@@ -43,11 +43,8 @@ typedef enum ml_mode { ML_MODE_CO, ML_MODE_VN, ML_MODE_HEATER } ml_mode;
 typedef struct ml_ctx ml_ctx;
 typedef void (*ml_done_fn)(ml_ctx *ml, void *arg);
 
-/* Where in a layout the last packet ended: a segment and the message
- * offset at which it begins (ml_layout.c). */
-typedef struct ml_cursor {
-    size_t i, base;
-} ml_cursor;
+/* Where in a layout the last packet ended (ml_layout.c, tsim_layout.c). */
+typedef tsim_lcur ml_cursor;
 
 /* A message being sent. Fill the public fields (or use ml_send), keep it
  * alive and unchanged until done runs. */
@@ -62,6 +59,10 @@ typedef struct ml_msg {
      * from them (zero-copy), the VN protocol passes the list itself */
     const struct iovec *iov;
     size_t niov;
+    /* a layout's identity, 0 for none: equal keys promise equal segment
+     * lengths and offsets from the first segment (a memoized datatype), so
+     * a VN receiver that has seen the key skips reading the list's costs */
+    uint64_t layout_key;
     ml_proto proto;          /* ML_AUTO or a forced protocol */
     ml_done_fn done;         /* the buffer may be reused */
     void *arg;

@@ -43,10 +43,7 @@ static int co_idle(ml_ctx *ml)
 {
     pl_proc *co = &ml->co;
     tsim_prx *d = &co->p->prx;
-    int layout = 0; /* layouts are the coprocessor's own work (ml_proxy.c) */
-    for (int i = 0; i < ml->co_nact; i++) layout |= ml->co_act[i]->r.niov != 0;
-    if (!ml->proxy || !ml->co_nact || layout)
-        return pl_block(co, TSIM_WAKE_REC_ALL, "coprocessor idle");
+    if (!ml->proxy || !ml->co_nact) return pl_block(co, TSIM_WAKE_REC_ALL, "coprocessor idle");
     d->prog = TSIM_PRX_PROG_ML;
     d->polls = 1;
     d->flat = 1;
@@ -56,8 +53,10 @@ static int co_idle(ml_ctx *ml)
     d->nrx = (uint32_t)ml->co_nact;
     for (int i = 0; i < ml->co_nact; i++) {
         const ml_rx *rx = ml->co_act[i];
-        d->rx[i] = (tsim_prx_rx){(uint64_t)(uintptr_t)rx->r.buf, rx->r.buf ? rx->r.cap : 0, rx->len,
-                                 rx->got, rx->hi, UINT32_MAX, T_RZV_DATA, 0, ml->co_act_id[i]};
+        d->rx[i] = (tsim_prx_rx){(uint64_t)(uintptr_t)rx->r.buf,
+                                 rx->r.buf || rx->r.niov ? rx->r.cap : 0, rx->len, rx->got, rx->hi,
+                                 UINT32_MAX, T_RZV_DATA, 0, ml->co_act_id[i],
+                                 (uint64_t)(uintptr_t)rx->r.iov, rx->r.niov};
     }
     d->dispatch_cycles = ml->prm->ml_dispatch_cycles;
     d->resume = TSIM_PRX_NONE;

@@ -42,7 +42,12 @@ typedef struct ml_vn_addr {
 typedef struct ml_vn_layout {
     ml_vn_addr a;
     uint64_t niov;
+    uint64_t key; /* ml_msg.layout_key */
 } ml_vn_layout;
+
+/* Layout keys a VN receiver remembers per peer (the layout exchange
+ * memoized: the sender's segment offsets are known already). */
+#define ML_VN_KEYS 4
 
 enum ml_state {
     S_QUEUED,    /* waiting for its turn to this peer */
@@ -63,6 +68,7 @@ typedef struct ml_rx {
     int32_t vn_pid;        /* VN: the sender's process and buffer, to copy from */
     uint64_t vn_addr;
     uint64_t vn_niov;      /* VN: 0, or vn_addr is the sender's layout of this many segments */
+    uint64_t vn_key;       /* VN: its layout key, 0 for none */
     ml_cursor cur;         /* layout: where the last packet was scattered */
     uint8_t used, cpu;
     /* receptions whose data packets are still to come (the engine may read
@@ -92,6 +98,8 @@ typedef struct ml_peer {
                               goes at the match, so several can be incomplete */
     ml_stash *stash, **stash_tail; /* held in arrival order */
     ml_stash *ae_early;    /* adaptive data that overtook its first packet */
+    uint64_t vn_keys[ML_VN_KEYS]; /* VN layouts of this peer seen (round robin) */
+    uint8_t vn_key_next;
 } ml_peer;
 
 #define ML_MAX_IDS 4096

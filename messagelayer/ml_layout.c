@@ -2,7 +2,8 @@
  * translated by the layer above) instead of one buffer. Packets are
  * gathered from it and scattered into it where they lie, with a cursor
  * that remembers the segment the last packet ended in, so that packets in
- * order (all but the dynamic ones) never search. Each segment a packet
+ * order (all but the dynamic ones) never search (the walk is
+ * torus-sim/tsim_layout.c's, which the engine's data path shares). Each segment a packet
  * touches costs ddt_seg_cycles on the processor that copies it. */
 #include <string.h>
 
@@ -18,24 +19,14 @@ size_t ml_layout_bytes(const struct iovec *iov, size_t niov)
 unsigned ml_layout_copy(const struct iovec *iov, size_t niov, ml_cursor *c, size_t off,
                         void *flat, size_t n, int gather)
 {
-    if (off < c->base) *c = (ml_cursor){0, 0}; /* behind the cursor: from the start */
-    while (c->i < niov && off >= c->base + iov[c->i].iov_len) c->base += iov[c->i++].iov_len;
     unsigned segs = 0;
-    size_t i = c->i, base = c->base, done = 0;
-    while (done < n && i < niov) {
-        size_t in = off + done - base, k = iov[i].iov_len - in;
-        if (k > n - done) k = n - done;
-        if (k) {
-            char *seg = (char *)iov[i].iov_base + in, *f = (char *)flat + done;
-            if (gather) memcpy(f, seg, k);
-            else memcpy(seg, f, k);
-            done += k;
-            segs++;
-        }
-        if (in + k == iov[i].iov_len) base += iov[i++].iov_len;
+    uint64_t a;
+    for (size_t done = 0, k; done < n && (k = tsim_layout_piece(iov, niov, c, off + done, n - done, &a));
+         done += k, segs++) {
+        char *seg = (char *)(uintptr_t)a, *f = (char *)flat + done;
+        if (gather) memcpy(f, seg, k);
+        else memcpy(seg, f, k);
     }
-    c->i = i;
-    c->base = base;
     return segs;
 }
 

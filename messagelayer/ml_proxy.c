@@ -9,10 +9,9 @@
  * with the progress it made and where the loop picks up. Anything the
  * engine can't follow exactly (control packets queued, several messages
  * going out, a first packet waiting for room) is simply not described: the
- * processor then wakes for every packet as before. So are messages with a
- * layout on either side (ml_layout.c): the engine knows buffers only, so
- * the rank gathers and scatters those packets itself — at the same
- * simulated times, only with more host wake-ups. */
+ * processor then wakes for every packet as before. Messages and
+ * receptions with a layout (ml_layout.c) are described by their segment
+ * lists, which the engine reads from this process. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,13 +53,13 @@ static int tx_streams(ml_ctx *ml, ml_msg **out)
             out[n++] = NULL;
             continue;
         }
-        if (!m || m->state != S_SENDING || !m->used || m->niov ||
+        if (!m || m->state != S_SENDING || !m->used ||
             (m->proto != ML_EAGER && m->proto != ML_ADAPTIVE))
             return -1; /* its first packet is still to go: the software's */
         out[n++] = m;
     }
     for (ml_msg *m = ml->data_head; m; m = m->next) {
-        if (n == TSIM_PRX_TX || m->niov) return -1;
+        if (n == TSIM_PRX_TX) return -1;
         out[n++] = m;
     }
     return n;
@@ -73,6 +72,9 @@ static void describe_tx(ml_ctx *ml, tsim_prx_tx *t, ml_msg *m)
     t->buf = (uint64_t)(uintptr_t)m->buf;
     t->len = m->len;
     t->off = m->off;
+    t->iov = (uint64_t)(uintptr_t)m->iov;
+    t->niov = m->niov;
+    t->charged = m->charged;
     t->dst = (uint32_t)dproc;
     t->live = 1;
     if (m->state == S_DATA) { /* after the grant (or a VN refusal): m->seq is the slot */
@@ -104,12 +106,12 @@ static int describe(ml_ctx *ml, tsim_prx *d, unsigned polls)
     d->nring = (uint32_t)ml->nring;
     d->ring_pos = (uint32_t)ml->ring_pos;
     uint32_t n = 0;
-    for (ml_rx *rx = ml->act_head; rx; rx = rx->act_next)
-        if (rx->r.niov) return 0;
     for (ml_rx *rx = ml->act_head; rx && n < TSIM_PRX_RX; rx = rx->act_next) {
         tsim_prx_rx *r = &d->rx[n];
         r->buf = (uint64_t)(uintptr_t)rx->r.buf;
-        r->cap = rx->r.buf ? rx->r.cap : 0;
+        r->cap = rx->r.buf || rx->r.niov ? rx->r.cap : 0;
+        r->iov = (uint64_t)(uintptr_t)rx->r.iov;
+        r->niov = rx->r.niov;
         r->len = rx->len;
         r->got = rx->got;
         r->hi = rx->hi;
@@ -139,7 +141,10 @@ static void apply(ml_ctx *ml, tsim_prx *d)
         ml->reg_rx[i]->hi = d->rx[i].hi;
     }
     for (uint32_t k = 0; k < d->ntx; k++)
-        if (ml->reg_tx[k]) ml->reg_tx[k]->off = d->tx[k].off;
+        if (ml->reg_tx[k]) {
+            ml->reg_tx[k]->off = d->tx[k].off;
+            ml->reg_tx[k]->charged = d->tx[k].charged;
+        }
     ml->ring_pos = (int)d->ring_pos;
     ml->st.pkts_recv += d->pkts_recv;
     ml->st.pkts_sent += d->pkts_sent;

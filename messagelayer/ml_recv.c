@@ -34,7 +34,7 @@ unsigned ml_rx_write(ml_rx *rx, uint64_t *reordered, size_t off, const void *dat
     if (off < rx->r.cap) {
         size_t k = off + n <= rx->r.cap ? n : rx->r.cap - off;
         if (rx->r.niov) segs = ml_layout_copy(rx->r.iov, rx->r.niov, &rx->cur, off, (void *)data, k, 0);
-        else memcpy((char *)rx->r.buf + off, data, k);
+        else if (k) memcpy((char *)rx->r.buf + off, data, k);
     }
     rx->got += n;
     return segs;
@@ -147,7 +147,20 @@ static int vn_copy_layout(ml_ctx *ml, ml_rx *rx, size_t n)
             }
             rv = rlist;
         }
-        ml_charge_ddt(ml->pp, (uint64_t)lb * ml->prm->ml_copy_cycles_per_kb / 1024);
+        /* the layout exchange: reading the list, or (a key this peer's
+         * layouts had before) a lookup of what it said */
+        ml_peer *p = &ml->peer[rx->src];
+        int seen = 0;
+        for (int i = 0; i < ML_VN_KEYS && rx->vn_key; i++) seen |= p->vn_keys[i] == rx->vn_key;
+        if (seen) {
+            ml_charge_ddt(ml->pp, ml->prm->ddt_lookup_cycles);
+        } else {
+            ml_charge_ddt(ml->pp, (uint64_t)lb * ml->prm->ml_copy_cycles_per_kb / 1024);
+            if (rx->vn_key && ml->prm->ddt_cache_entries) {
+                p->vn_keys[p->vn_key_next] = rx->vn_key;
+                p->vn_key_next = (uint8_t)((p->vn_key_next + 1) % ML_VN_KEYS);
+            }
+        }
     }
     /* Host speed only: the kernel pins pages per remote segment, so many
      * small ones are read faster as the one span they lie in (when it is
@@ -348,6 +361,7 @@ static void first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
         rx->vn_pid = a.pid;
         rx->vn_addr = a.addr;
         rx->vn_niov = l.niov;
+        rx->vn_key = l.key;
         if (!rx->r.defer) vn_copy(ml, k);
         break;
     }

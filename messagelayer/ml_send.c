@@ -207,7 +207,8 @@ static int step(ml_ctx *ml, int dst)
     }
     case ML_VN: { /* our buffer's address (or layout), for the receiver to copy from */
         if (m->niov) {
-            ml_vn_layout l = {{(int32_t)getpid(), 0, 0, (uint64_t)(uintptr_t)m->iov}, m->niov};
+            ml_vn_layout l = {{(int32_t)getpid(), 0, 0, (uint64_t)(uintptr_t)m->iov}, m->niov,
+                              m->layout_key};
             sw.type = T_VN_LAYOUT;
             return send_with_id(ml, p, m, dproc, TSIM_INJ_SP, &sw, &l, sizeof l);
         }

@@ -111,6 +111,21 @@ typedef struct tsim_params {
 #undef TSIM_PARAM
 } tsim_params;
 
+/* ---- layouts: data as a list of segments (tsim_layout.c) ---------------
+ * Shared by the message layer and the engine's data path. A cursor keeps
+ * the segment where the last piece ended (i) and the offset of the data at
+ * which it begins (base), so that walks in offset order never search. */
+struct iovec;
+typedef struct tsim_lcur {
+    size_t i, base;
+} tsim_lcur;
+/* The piece of the layout at data offset off, at most n bytes: its address
+ * in *addr, its length returned (0: off is past the layout's end). */
+size_t tsim_layout_piece(const struct iovec *iov, size_t niov, tsim_lcur *c, size_t off, size_t n,
+                         uint64_t *addr);
+/* The segments bytes [off, off + n) touch. */
+unsigned tsim_layout_segs(const struct iovec *iov, size_t niov, tsim_lcur *c, size_t off, size_t n);
+
 void tsim_params_default(tsim_params *p);
 /* "name=value"; returns 0, or -1 with a reason in err. */
 int tsim_params_set(tsim_params *p, const char *assignment, char *err, size_t errlen);
@@ -226,13 +241,17 @@ enum tsim_pstate {
 
 /* Data packets whose software header is {type, *, id, offset} from
  * processor src go to buf + offset (cap bytes there); the reception is
- * complete once got reaches len. */
+ * complete once got reaches len. With niov > 0 they go to a layout
+ * instead: iov is the address of niov struct iovec in the processor's
+ * memory (cap their total), each packet scattered into the segments its
+ * bytes fall in, at ddt_seg_cycles per segment touched. */
 typedef struct tsim_prx_rx {
     uint64_t buf, cap, len, got, hi;
     uint32_t src;
     uint8_t type;
     uint8_t resv;
     uint16_t id;
+    uint64_t iov, niov;
 } tsim_prx_rx;
 
 /* One message's remaining packets: bytes [off, len) of buf, at most
@@ -241,6 +260,10 @@ typedef struct tsim_prx_rx {
 #define TSIM_PRX_TX 8
 typedef struct tsim_prx_tx {
     uint64_t buf, len, off;
+    /* or a layout (niov > 0: buf unused), each packet gathered from it at
+     * ddt_seg_cycles per segment, charged once per offset: charged is 1 +
+     * the offset whose gather the processor already paid for */
+    uint64_t iov, niov, charged;
     uint32_t dst;    /* destination processor */
     uint8_t fifo;    /* injection FIFO */
     uint8_t flags;   /* TSIM_F_* */

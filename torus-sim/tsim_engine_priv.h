@@ -126,6 +126,11 @@ typedef struct prx_state {
     /* bytes of the outgoing messages read ahead */
     uint8_t *txbuf[TSIM_PRX_TX];
     uint64_t txbuf_off[TSIM_PRX_TX], txbuf_len[TSIM_PRX_TX];
+    /* layouts (niov > 0): the segment lists, read from the processor at
+     * adoption, and a cursor each (tsim_layout.c) */
+    struct iovec *rxiov[TSIM_PRX_RX], *txiov[TSIM_PRX_TX];
+    size_t rxiov_cap[TSIM_PRX_RX], txiov_cap[TSIM_PRX_TX];
+    tsim_lcur rxcur[TSIM_PRX_RX], txcur[TSIM_PRX_TX], txrcur[TSIM_PRX_TX]; /* txrcur: read-ahead */
     struct prx_a2a *a2a; /* the alltoall's loop (tsim_proxy_a2a.c) */
     struct prx_tree *tree; /* a tree collective's loop (tsim_proxy_tree.c) */
 } prx_state;

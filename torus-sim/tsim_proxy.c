@@ -39,6 +39,8 @@
 #define TX_AHEAD (64 * 1024)
 #define MAX_POLLS (1u << 20)
 #define MAX_BATCH 1024
+#define LAYOUT_READ 512           /* pieces per read of a send layout */
+#define LAYOUT_MAX (1u << 24)     /* segments of a described layout */
 
 /* Writes into the processor's memory wait here until it is woken: nothing
  * reads a reception's buffer before its completion, which only the
@@ -135,9 +137,26 @@ static const uint8_t *tx_bytes(tsim_engine *e, int proc, int k, uint64_t off, si
     if (!x->txbuf[k] && !(x->txbuf[k] = malloc(TX_AHEAD))) return NULL;
     size_t len = t->len - off < TX_AHEAD ? (size_t)(t->len - off) : TX_AHEAD;
     if (len < n) return NULL;
-    struct iovec l = {x->txbuf[k], len}, r = {(void *)(uintptr_t)(t->buf + off), len};
-    if (prx_read(e, proc, &l, &r, 1, len, "work description: a send buffer the engine cannot read") != 0)
-        return NULL;
+    if (t->niov) { /* a layout: its pieces, up to a read's worth of them */
+        struct iovec l[LAYOUT_READ], r[LAYOUT_READ];
+        size_t got = 0, k2;
+        int cnt = 0;
+        uint64_t a;
+        while (got < len && cnt < LAYOUT_READ &&
+               (k2 = tsim_layout_piece(x->txiov[k], t->niov, &x->txrcur[k], off + got, len - got, &a))) {
+            l[cnt] = (struct iovec){x->txbuf[k] + got, k2};
+            r[cnt++] = (struct iovec){(void *)(uintptr_t)a, k2};
+            got += k2;
+        }
+        if (got < n || prx_read(e, proc, l, r, cnt, got,
+                                "work description: a send layout the engine cannot read") != 0)
+            return NULL;
+        len = got;
+    } else {
+        struct iovec l = {x->txbuf[k], len}, r = {(void *)(uintptr_t)(t->buf + off), len};
+        if (prx_read(e, proc, &l, &r, 1, len, "work description: a send buffer the engine cannot read") != 0)
+            return NULL;
+    }
     x->txbuf_off[k] = off;
     x->txbuf_len[k] = len;
     return x->txbuf[k];
@@ -150,7 +169,8 @@ void prx_free(tsim_engine *e)
 {
     for (int i = 0; e->ep && i < e->nprocs; i++) {
         free(e->ep[i].prx.wr);
-        for (int k = 0; k < TSIM_PRX_TX; k++) free(e->ep[i].prx.txbuf[k]);
+        for (int k = 0; k < TSIM_PRX_TX; k++) free(e->ep[i].prx.txbuf[k]), free(e->ep[i].prx.txiov[k]);
+        for (int k = 0; k < TSIM_PRX_RX; k++) free(e->ep[i].prx.rxiov[k]);
         a2a_free(&e->ep[i].prx);
         tree_prx_free(&e->ep[i].prx);
     }
@@ -173,6 +193,29 @@ void prx_arm(tsim_engine *e, int proc, uint64_t t)
     if (x->armed) return;
     x->armed = 1;
     ev_push_proxy(e, t, proc);
+}
+
+/* A described layout's segment list, copied into the engine (*v, grown
+ * as needed): 0, or -1 if it can't be (the description is then refused). */
+static int read_layout(tsim_engine *e, int proc, uint64_t addr, uint64_t niov, uint64_t total,
+                       struct iovec **v, size_t *cap, tsim_lcur *cur)
+{
+    if (!niov || niov > LAYOUT_MAX || !addr) return -1;
+    if (*cap < niov) {
+        struct iovec *nv = realloc(*v, niov * sizeof **v);
+        if (!nv) return -1;
+        *v = nv;
+        *cap = niov;
+    }
+    prx_state *x = &e->ep[proc].prx;
+    size_t bytes = niov * sizeof **v;
+    struct iovec l = {*v, bytes}, r = {(void *)(uintptr_t)addr, bytes};
+    if (x->pid == (int)getpid()) memcpy(*v, (const void *)(uintptr_t)addr, bytes);
+    else if (process_vm_readv(x->pid, &l, 1, &r, 1, 0) != (ssize_t)bytes) return -1;
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < niov; i++) sum += (*v)[i].iov_len;
+    *cur = (tsim_lcur){0, 0};
+    return sum == total ? 0 : -1;
 }
 
 /* The description is taken only if it is one the engine can follow
@@ -238,6 +281,10 @@ static int adopt(tsim_engine *e, int proc)
             t->len > UINT32_MAX || t->group >= TSIM_CPUS ||
             (t->flags & ~(TSIM_F_DYNAMIC | TSIM_F_HP)) != 0)
             return 0;
+        if (t->niov && read_layout(e, proc, t->iov, t->niov, t->len, &x->txiov[k], &x->txiov_cap[k],
+                                   &x->txcur[k]) != 0)
+            return 0;
+        x->txrcur[k] = x->txcur[k];
         x->txbuf_len[k] = 0;
     }
     x->rr = x->round = 0;
@@ -246,6 +293,9 @@ static int adopt(tsim_engine *e, int proc)
         x->rx[i] = d->rx[i];
         if (x->rx[i].got >= x->rx[i].len || x->rx[i].len > UINT32_MAX ||
             (x->rx[i].src != UINT32_MAX && x->rx[i].src >= (uint32_t)e->nprocs))
+            return 0;
+        if (x->rx[i].niov && read_layout(e, proc, x->rx[i].iov, x->rx[i].niov, x->rx[i].cap,
+                                         &x->rxiov[i], &x->rxiov_cap[i], &x->rxcur[i]) != 0)
             return 0;
     }
     x->empties = d->start ? d->empties : x->polls;
@@ -323,7 +373,10 @@ void prx_handover(tsim_engine *e, int proc, int resume)
     tsim_prx *d = &p->prx;
     if (x->prog == TSIM_PRX_PROG_A2A) a2a_answer(e, proc, d);
     if (x->prog == TSIM_PRX_PROG_TREE) tree_prx_answer(e, proc, d);
-    for (uint32_t k = 0; k < x->ntx; k++) d->tx[k].off = x->tx[k].off;
+    for (uint32_t k = 0; k < x->ntx; k++) {
+        d->tx[k].off = x->tx[k].off;
+        d->tx[k].charged = x->tx[k].charged;
+    }
     d->ring_pos = x->ring_pos;
     for (uint32_t i = 0; i < x->nrx; i++) {
         d->rx[i].got = x->rx[i].got;
@@ -397,6 +450,16 @@ static int send_round(tsim_engine *e, int proc)
             tsim_prx_tx *t = &x->tx[k];
             if (!t->live || t->off >= t->len) continue;
             uint64_t n = t->len - t->off < TSIM_PAYLOAD_MAX ? t->len - t->off : TSIM_PAYLOAD_MAX;
+            if (t->niov && t->charged != t->off + 1) {
+                /* the message layer gathers the packet before it tries
+                 * the FIFO (ml_send.c's msg_bytes), once per offset */
+                uint64_t c = (uint64_t)tsim_layout_segs(x->txiov[k], t->niov, &x->txcur[k], t->off, n) *
+                             e->prm.ddt_seg_cycles;
+                t->charged = t->off + 1;
+                x->vt += c;
+                atomic_store(&p->vt, x->vt);
+                atomic_fetch_add_explicit(&p->ddt_cycles, c, memory_order_relaxed);
+            }
             if (prx_room(&p->inj[t->fifo]) < prx_chunks(n)) {
                 /* room only grows with the engine's events: a full FIFO is
                  * believed once the engine has reached vt, as the packet
@@ -497,14 +560,29 @@ static int poll_once(tsim_engine *e, int proc)
         return -1;
     }
     /* the bytes first: a write that fails leaves the packet to the processor */
-    if (off < rx->cap &&
-        prx_wr_add(e, proc, rx->buf + off, s->p.payload, off + n <= rx->cap ? n : rx->cap - off) != 0) {
+    uint64_t w = off < rx->cap ? (off + n <= rx->cap ? n : rx->cap - off) : 0, segs = 0;
+    if (w && !rx->niov && prx_wr_add(e, proc, rx->buf + off, s->p.payload, w) != 0) {
         prx_handover(e, proc, TSIM_PRX_POLL);
         return -1;
     }
+    if (w && rx->niov) { /* scattered into a layout: each piece its own write */
+        size_t i = (size_t)(rx - x->rx), k;
+        uint64_t a;
+        for (uint64_t done = 0; done < w; done += k, segs++) {
+            k = tsim_layout_piece(x->rxiov[i], rx->niov, &x->rxcur[i], off + done, w - done, &a);
+            if (!k || prx_wr_add(e, proc, a, s->p.payload + done, k) != 0) {
+                prx_handover(e, proc, TSIM_PRX_POLL); /* the pieces written are rewritten by it */
+                return -1;
+            }
+        }
+    }
     prx_consume(e, proc, best);
-    /* the message layer's dispatch of a data packet (ml_rx_write) */
-    x->vt += x->dispatch_cycles;
+    /* the message layer's dispatch of a data packet (ml_rx_write), and its
+     * scatter into a layout */
+    x->vt += x->dispatch_cycles + segs * e->prm.ddt_seg_cycles;
+    if (segs)
+        atomic_fetch_add_explicit(&e->seg->procs[proc].ddt_cycles, segs * e->prm.ddt_seg_cycles,
+                                  memory_order_relaxed);
     if (off < rx->hi) x->reordered++;
     else rx->hi = off;
     rx->got += n;

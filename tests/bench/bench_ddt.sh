@@ -3,7 +3,8 @@
 # of char blocks, stride twice the block, in each BGLMPI_DATATYPE mode —
 # VN within a node (the VN protocol's layout copy) and CO over one torus
 # link — simulated cycles per half round trip and host ms per round trip;
-# then the issue's goals for 128-byte blocks (reported, not enforced).
+# then layouts of application kernels (NAS MG, MILC, WRF, Specfem) and the
+# issue's goals for 128-byte blocks (reported, not enforced).
 set -eu
 if [ ! -x "$PREFIX/bin/ddt_bench" ]; then echo "  skipped: MPICH not built (make mpich)"; exit 0; fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -13,6 +14,9 @@ grep -v '^mpirun' "$tmp/vn" | sed 's/^/    /'
 echo "  CO, 2 ranks on 2x1x1 (-clock none; blocks x16):"
 mpirun -np 2 -shape 2x1x1 -clock none ddt_bench --step 16 >"$tmp/co" 2>&1
 grep -v '^mpirun\|^bglemu:' "$tmp/co" | sed 's/^/    /'
+echo "  application layouts (ddt_bench --kernels), VN then CO:"
+mpirun -np 2 -mode VN -shape 1x1x1 -clock none ddt_bench --kernels 2>&1 | grep -v '^mpirun' | sed 's/^/    /'
+mpirun -np 2 -shape 2x1x1 -clock none ddt_bench --kernels 2>&1 | grep -v '^mpirun\|^bglemu:' | sed 's/^/    /'
 for m in vn co; do
   awk -v m="$m" '
     /^# contiguous:/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+$/) c[++n] = $i }

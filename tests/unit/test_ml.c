@@ -704,6 +704,7 @@ static void lay_up(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t l
     size_t cap = k == LAY_TRUNC ? len / 2 : len;
     g_riov[k] = blocks(r->rbuf + (size_t)k * r->stride, cap, LAY_RB, 3 * LAY_RB, &g_rn[k]);
     out->buf = NULL;
+    out->cap = 0; /* a layout of no segments is an empty buffer */
     out->iov = g_riov[k];
     out->niov = g_rn[k];
     if (g_lay_defer && out->proto == ML_VN) {
@@ -816,6 +817,59 @@ START_TEST(layout_vn)
 }
 END_TEST
 
+/* The VN layout exchange memoized: two messages with one layout key cost
+ * the receiver the list read once, then a lookup. */
+static uint64_t g_key;
+static void two_keyed(rk *r)
+{
+    if (r->rank == 1) {
+        wait_rx(r, 2);
+        return;
+    }
+    static struct iovec v[2][100];
+    for (int m = 0; m < 2; m++)
+        for (int k = 0; k < 100; k++) v[m][k] = (struct iovec){g_src + 1000 * m + 10 * k, 5};
+    uint32_t h = 1;
+    volatile int nsent = 0;
+    ml_msg a[2];
+    for (int m = 0; m < 2; m++) {
+        a[m] = (ml_msg){.dst = 1, .hdr = &h, .hdrlen = 4, .iov = v[m], .niov = 100, .len = 500,
+                        .layout_key = g_key, .proto = ML_VN, .done = sent, .arg = (void *)&nsent};
+        ck_assert_int_eq(ml_send(r->ml, &a[m]), 0);
+    }
+    while (nsent < 2)
+        if (!ml_advance(r->ml) && ml_idle(r->ml, "test: sends") != 0) return;
+}
+
+static uint64_t keyed_run(uint64_t key)
+{
+    g_key = key;
+    world *w = world_new(1, 1, 1, 2, ML_MODE_VN);
+    world_run(w, two_keyed, 1024);
+    for (int m = 0; m < 2; m++) /* contiguous receive slots: the 5-byte pieces in order */
+        for (int k = 0; k < 100; k++)
+            ck_assert_int_eq(memcmp(w->r[1].rbuf + (size_t)m * 1024 + 5 * k, g_src + 1000 * m + 10 * k, 5), 0);
+    uint64_t c = w->seg->procs[w->seg->rank_proc[1]].ddt_cycles;
+    world_free(w);
+    return c;
+}
+
+START_TEST(layout_vn_key)
+{
+    printf("ml: VN layout exchange memoized: two 100-segment messages with one layout key cost the "
+           "receiver 1,600 list bytes at the copy rate once, then ddt_lookup_cycles\n");
+    g_src = malloc(4096);
+    for (int i = 0; i < 4096; i++) g_src[i] = (uint8_t)(i * 13 + 5);
+    tsim_params p;
+    tsim_params_default(&p);
+    uint64_t plain = keyed_run(0), keyed = keyed_run(0x1234567);
+    printf("  receiver datatype work: %llu cycles without a key, %llu with\n",
+           (unsigned long long)plain, (unsigned long long)keyed);
+    ck_assert_uint_eq(plain - keyed, 1600 * p.ml_copy_cycles_per_kb / 1024 - p.ddt_lookup_cycles);
+    free(g_src);
+}
+END_TEST
+
 /* The gather's cost, exactly: a one-packet message of 4 segments. */
 static void four_segs(rk *r)
 {
@@ -885,6 +939,7 @@ Suite *ml_suite(void)
     tcase_add_test(tl, layout_rzv_coproc);
     tcase_add_test(tl, layout_vn);
     tcase_add_test(tl, layout_cost);
+    tcase_add_test(tl, layout_vn_key);
     suite_add_tcase(s, tl);
     return s;
 }

@@ -27,12 +27,29 @@ typedef struct job {
     int fan;        /* rank 0 sends message k to rank k + 1, all at once (several peers) */
 } job;
 
+/* Layouts (derived datatypes): sends gathered from pieces of LAY_S bytes,
+ * receptions scattered into pieces of LAY_R bytes, laid end to end (the
+ * data check stays a memcmp; the segments and their costs are real). */
+#define LAY_S 100
+#define LAY_R 70
+static int g_layout;
+
+static struct iovec *pieces(uint8_t *base, size_t len, size_t b, size_t *n)
+{
+    *n = (len + b - 1) / b;
+    struct iovec *v = calloc(*n ? *n : 1, sizeof *v);
+    for (size_t k = 0; k < *n; k++) v[k] = (struct iovec){base + k * b, len - k * b < b ? len - k * b : b};
+    return v;
+}
+
 typedef struct rank {
     const job *j;
     pl_proc pp;
     ml_ctx *ml;
     int me;
     uint8_t *src, *dst;
+    struct iovec *siov[MSGS], *riov[MSGS];
+    size_t sn[MSGS], rn[MSGS];
     volatile int got, sent;
     uint64_t end;
 } rank;
@@ -52,6 +69,12 @@ static void on_up(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t le
     memcpy(&k, hdr, sizeof k);
     out->buf = r->dst + (size_t)k * len;
     out->cap = len;
+    if (g_layout) {
+        r->riov[k] = pieces(r->dst + (size_t)k * len, len, LAY_R, &r->rn[k]);
+        out->buf = NULL;
+        out->iov = r->riov[k];
+        out->niov = r->rn[k];
+    }
     out->done = on_done;
     out->arg = (void *)&r->got;
 }
@@ -71,6 +94,11 @@ static void *rank_main(void *arg)
         m[k] = (ml_msg){.dst = j->fan ? k + 1 : peer, .hdr = &hdr[k], .hdrlen = sizeof hdr[k],
                         .buf = r->src + (size_t)k * j->len + 1, .len = j->len, .proto = j->proto,
                         .done = on_done, .arg = (void *)&r->sent};
+        if (g_layout) {
+            r->siov[k] = pieces(r->src + (size_t)k * j->len + 1, j->len, LAY_S, &r->sn[k]);
+            m[k].iov = r->siov[k];
+            m[k].niov = r->sn[k];
+        }
         ck_assert_int_eq(ml_send(r->ml, &m[k]), 0);
         while (r->sent < (j->burst || j->fan ? (k == MSGS - 1 ? MSGS : 0) : k + 1))
             if (!ml_advance(r->ml) && ml_wait_idle(r->ml, "test: send", 1) != 0) break;
@@ -94,7 +122,7 @@ static void *rank_main(void *arg)
 }
 
 typedef struct outcome {
-    uint64_t end[NR];
+    uint64_t end[NR], ddt[NR];
     uint64_t link_pkts, link_busy;
     tsim_result res;
     uint8_t *data[2];
@@ -170,8 +198,10 @@ static void run(const job *j, int proxy, outcome *o)
         }
     }
     for (int i = 0; i < j->nranks; i++) {
+        o->ddt[i] = seg->procs[seg->rank_proc[i]].ddt_cycles;
         free(r[i].src);
         free(r[i].dst - j->offset);
+        for (int k = 0; k < MSGS; k++) free(r[i].siov[k]), free(r[i].riov[k]);
     }
     tsim_engine_free(e);
     tsim_seg_destroy(seg);
@@ -187,6 +217,7 @@ static void check_same(const job *j, const char *what, int want_read, int want_s
     for (int i = 0; i < j->nranks; i++)
         ck_assert_msg(a.end[i] == b.end[i], "%s: rank %d ends at %llu with the engine's help, %llu without",
                       what, i, (unsigned long long)b.end[i], (unsigned long long)a.end[i]);
+    for (int i = 0; i < j->nranks; i++) ck_assert_uint_eq(a.ddt[i], b.ddt[i]);
     ck_assert_uint_eq(a.res.end_time, b.res.end_time);
     ck_assert_uint_eq(a.res.events, b.res.events);
     ck_assert_uint_eq(a.res.packet_hops, b.res.packet_hops);
@@ -277,6 +308,27 @@ START_TEST(proxy_several_going_out)
 }
 END_TEST
 
+/* Layouts: the engine gathers and scatters packets through the ranks'
+ * segment lists, charging their segments as the message layer would. */
+START_TEST(proxy_layouts)
+{
+    g_layout = 1;
+    job a = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0};
+    check_same(&a, "layouts: rendezvous", 1, 1);
+    job b = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0};
+    check_same(&b, "layouts: rendezvous, coprocessor", 1, 1);
+    job c = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 0};
+    check_same(&c, "layouts: adaptive eager, two hops", 1, 1);
+    job d = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0};
+    check_same(&d, "layouts: three rendezvous, both ways", 1, 1);
+    setenv("BGLEMU_VN_NOCOPY", "1", 1);
+    job v = {ML_MODE_VN, 2, {1, 1, 1}, 2, ML_VN, 50000, 0, 16, 0, 0, 0};
+    check_same(&v, "layouts: VN over the scratchpad", 1, 1);
+    unsetenv("BGLEMU_VN_NOCOPY");
+    g_layout = 0;
+}
+END_TEST
+
 /* Loops handed over that the engine refuses run on their ranks at once. */
 START_TEST(proxy_refused)
 {
@@ -309,6 +361,7 @@ Suite *proxy_suite(void)
     tcase_add_test(tc, proxy_several_going_out);
     tcase_add_test(tc, proxy_several_peers);
     tcase_add_test(tc, proxy_refused);
+    tcase_add_test(tc, proxy_layouts);
     suite_add_tcase(s, tc);
     return s;
 }

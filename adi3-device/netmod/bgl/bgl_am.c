@@ -133,7 +133,8 @@ static int send_am(int world_rank, int handler_id, const void *am_hdr, MPI_Aint 
 
     s->m = (ml_msg) {
         .dst = world_rank,.hdr = s->hdr.b,.hdrlen = hdrlen,.buf = buf,.len = (size_t) data_sz,
-        .iov = s->lay.iov,.niov = s->lay.n,.proto = p,.done = send_done,.arg = s
+        .iov = s->lay.iov,.niov = s->lay.n,.layout_key = s->lay.key,.proto = p,.done = send_done,
+        .arg = s
     };
     g->empty_polls = 0;
     if (ml_send(g->ml, &s->m) != 0) {

@@ -133,6 +133,16 @@ void MPIDI_BGL_dt_finalize(void)
     cache_cap = 0;
 }
 
+/* splitmix64's finalizer: a layout key from what determines the layout */
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
 /* Translates count x dt at buf into *iov (malloc'd, *n segments). */
 static int translate(const void *buf, MPI_Aint count, MPI_Datatype dt, MPI_Aint bytes,
                      struct iovec **iov, MPI_Aint * n)
@@ -159,6 +169,7 @@ int MPIDI_BGL_dt_layout(const void *buf, MPI_Aint count, MPI_Datatype dt, MPI_Ai
     MPI_Aint size = 0, extent = 0;
     uint64_t id = mode == MPIDI_BGL_DT_MEMO && prm->ddt_cache_entries ? dt_id(dt, &size, &extent) : 0;
     unsigned align = (unsigned) ((uintptr_t) buf % 64);
+    out->key = id ? mix(id ^ mix((uint64_t) count * 64 + align)) | 1 : 0;
     if (id) {
         MPIDI_BGL_dt_charge(prm->ddt_lookup_cycles);
         for (size_t i = 0; i < cache_cap; i++) {

@@ -65,6 +65,7 @@ void MPIDI_BGL_dt_charge_copy(MPI_Aint count, MPI_Datatype dt, MPI_Aint bytes);
 typedef struct {
     struct iovec *iov;
     size_t n, bytes;
+    uint64_t key;               /* memo: the layout's identity (ml_msg.layout_key), else 0 */
 } MPIDI_BGL_layout_t;
 /* Translates (zerocopy) or looks up and translates on a miss (memo),
  * charging either. */
