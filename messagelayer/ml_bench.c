@@ -79,15 +79,3 @@ uint64_t ml_pingpong(ml_ctx *ml, ml_bench *b, int peer, int initiator, ml_proto 
     }
     return (pl_now(pp) - t0) / (2 * (uint64_t)(iters > 0 ? iters : 1));
 }
-
-int ml_parse_size(const char *s, size_t *out)
-{
-    char *e;
-    unsigned long long v = strtoull(s, &e, 0);
-    if (e == s || *s == '-') return -1;
-    if (*e == 'k' || *e == 'K') v <<= 10, e++;
-    else if (*e == 'm' || *e == 'M') v <<= 20, e++;
-    if (*e) return -1;
-    *out = (size_t)v;
-    return 0;
-}

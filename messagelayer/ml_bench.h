@@ -4,6 +4,7 @@
 #define ML_BENCH_H
 
 #include "ml.h"
+#include "ml_size.h"
 
 typedef struct ml_bench {
     uint8_t *sbuf, *rbuf; /* cache-line aligned, cap bytes each */
@@ -25,8 +26,5 @@ int ml_bench_recv(ml_ctx *ml, ml_bench *b, int n);
  * iters round trips after one warm-up; 0 if the job aborted. */
 uint64_t ml_pingpong(ml_ctx *ml, ml_bench *b, int peer, int initiator, ml_proto proto, size_t size,
                      int iters);
-
-/* "4096", "4K", "64k", "1M" -> bytes in *out: 0, or -1 if malformed. */
-int ml_parse_size(const char *s, size_t *out);
 
 #endif

@@ -11,22 +11,11 @@
 #include <string.h>
 
 #include "collectives/coll_bounds.h"
+#include "messagelayer/ml_size.h"
 
 /* exported by the bgl netmod inside libmpi (bgl_clock.c) */
 int MPIDI_BGL_machine(tsim_geom *geom, tsim_params *prm) __attribute__((weak));
 
-/* "4096", "4K", "64k", "4M" -> bytes; -1 if malformed */
-static inline int cb_parse_size(const char *s, size_t *out)
-{
-    char *e;
-    unsigned long long v = strtoull(s, &e, 0);
-    if (e == s || *s == '-') return -1;
-    if (*e == 'k' || *e == 'K') v <<= 10, e++;
-    else if (*e == 'm' || *e == 'M') v <<= 20, e++;
-    if (*e) return -1;
-    *out = (size_t)v;
-    return 0;
-}
 
 /* The options both programs take. */
 typedef struct cb_opts {
@@ -70,14 +59,14 @@ static inline int cb_parse(cb_opts *o, int argc, char **argv, void (*usage)(FILE
             }
         } else if (!strcmp(a, "--min") || !strcmp(a, "--max")) {
             size_t sz;
-            if (cb_parse_size(v, &sz) != 0 || sz < 1 || sz > o->maxsize) {
+            if (ml_parse_size(v, &sz) != 0 || sz < 1 || sz > o->maxsize) {
                 fprintf(stderr, "%s: %s must be 1..%zu bytes (K, M suffixes), not '%s'\n", o->prog,
                         a, o->maxsize, v);
                 return 2;
             }
             *(!strcmp(a, "--min") ? &o->min : &o->max) = sz;
         } else if (!strcmp(a, "--step")) {
-            if (cb_parse_size(v, &o->step) != 0 || o->step < 2) return cb_bad(o, "--step must be >= 2, not", v);
+            if (ml_parse_size(v, &o->step) != 0 || o->step < 2) return cb_bad(o, "--step must be >= 2, not", v);
         } else if (!strcmp(a, "--iters")) {
             o->iters = atoi(v);
             if (o->iters < 1) return cb_bad(o, "--iters must be >= 1, not", v);

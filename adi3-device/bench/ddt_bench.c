@@ -13,19 +13,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "messagelayer/ml_size.h"
+
 static const char *const modes[] = {"pack", "zerocopy", "memo"};
 
-static int parse_size(const char *s, size_t *out)
-{
-    char *e;
-    unsigned long long v = strtoull(s, &e, 0);
-    if (e == s || *s == '-') return -1;
-    if (*e == 'k' || *e == 'K') v <<= 10, e++;
-    else if (*e == 'm' || *e == 'M') v <<= 20, e++;
-    if (*e || !v) return -1;
-    *out = (size_t)v;
-    return 0;
-}
 
 static double host_now(void)
 {
@@ -160,7 +151,7 @@ int main(int argc, char **argv)
             continue;
         }
         size_t v;
-        if (i + 1 >= argc || parse_size(argv[i + 1], &v) != 0) {
+        if (i + 1 >= argc || ml_parse_size(argv[i + 1], &v) != 0 || !v) {
             fprintf(stderr, "ddt_bench: bad option or value '%s'; see --help\n", argv[i]);
             return 2;
         }

@@ -33,7 +33,7 @@ int main(int argc, char **argv)
             return 0;
         }
         size_t sz;
-        if (!v || i + 1 >= argc || cb_parse_size(argv[++i], &sz) != 0 || sz > LONG_MAX) {
+        if (!v || i + 1 >= argc || ml_parse_size(argv[++i], &sz) != 0 || sz > LONG_MAX) {
             fprintf(stderr, "mpi_multilink: bad option '%s' (try --help)\n", argv[i]);
             return 2;
         }
