@@ -98,17 +98,11 @@ unsigned pl_inj_room(const pl_proc *pp, int f)
     return r->cap - atomic_load(&r->used);
 }
 
-/* Pauses before sleeping while waiting for the engine: none while the ranks
- * share one core (torus-sim/tsim_cores.c), where the spin would hold the
- * core the next rank to wake needs. */
+/* Pauses before sleeping while waiting for the engine. */
 static int spins(const pl_proc *pp)
 {
-    static _Atomic int chosen = -1; /* BGLEMU_SPIN given: the user's choice stands */
-    if (atomic_load_explicit(&chosen, memory_order_relaxed) < 0) atomic_store(&chosen, getenv("BGLEMU_SPIN") != NULL);
-    if (!atomic_load_explicit(&chosen, memory_order_relaxed) &&
-        atomic_load_explicit(&pp->seg->ranks_no_spin, memory_order_relaxed))
-        return 0;
-    return tsim_spins();
+    return atomic_load_explicit(&pp->seg->ranks_no_spin, memory_order_relaxed) ? tsim_spins_one_core()
+                                                                                  : tsim_spins();
 }
 
 int pl_sync(pl_proc *pp)

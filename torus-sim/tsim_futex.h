@@ -40,6 +40,15 @@ static inline int tsim_spins(void)
     return tsim_spin_setting(&spins, "BGLEMU_SPIN", 300);
 }
 
+/* A rank's spin while the ranks share one core (tsim_cores.c): none, since
+ * it would hold the core the next rank to wake needs, unless BGLEMU_SPIN
+ * says otherwise. */
+static inline int tsim_spins_one_core(void)
+{
+    static _Atomic int spins = -1;
+    return tsim_spin_setting(&spins, "BGLEMU_SPIN", 0);
+}
+
 /* The engine's spin before it sleeps: BGLEMU_ENGINE_SPIN, default 2000
  * pauses (about 100 us). Only taken while a core is left for it
  * (tsim_engine.c): a rank that runs alone answers within microseconds (it
