@@ -137,7 +137,7 @@ static const uint8_t *tx_bytes(tsim_engine *e, int proc, int k, uint64_t off, si
     if (!x->txbuf[k] && !(x->txbuf[k] = malloc(TX_AHEAD))) return NULL;
     size_t len = t->len - off < TX_AHEAD ? (size_t)(t->len - off) : TX_AHEAD;
     if (len < n) return NULL;
-    if (t->niov) { /* a layout: its pieces, up to a read's worth of them */
+    if (t->niov && !t->buf) { /* a layout (not staged): its pieces, up to a read's worth of them */
         struct iovec l[LAYOUT_READ], r[LAYOUT_READ];
         size_t got = 0, k2;
         int cnt = 0;
@@ -561,11 +561,14 @@ static int poll_once(tsim_engine *e, int proc)
     }
     /* the bytes first: a write that fails leaves the packet to the processor */
     uint64_t w = off < rx->cap ? (off + n <= rx->cap ? n : rx->cap - off) : 0, segs = 0;
-    if (w && !rx->niov && prx_wr_add(e, proc, rx->buf + off, s->p.payload, w) != 0) {
+    if (w && (!rx->niov || rx->buf) && prx_wr_add(e, proc, rx->buf + off, s->p.payload, w) != 0) {
         prx_handover(e, proc, TSIM_PRX_POLL);
         return -1;
     }
-    if (w && rx->niov) { /* scattered into a layout: each piece its own write */
+    if (w && rx->niov && rx->buf) { /* a layout's host stage: its pieces counted */
+        size_t i = (size_t)(rx - x->rx);
+        segs = tsim_layout_segs(x->rxiov[i], rx->niov, &x->rxcur[i], off, w);
+    } else if (w && rx->niov) { /* scattered into a layout: each piece its own write */
         size_t i = (size_t)(rx - x->rx), k;
         uint64_t a;
         for (uint64_t done = 0; done < w; done += k, segs++) {
