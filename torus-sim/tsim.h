@@ -420,7 +420,7 @@ typedef struct tsim_seg {
     tsim_params params;
     tsim_geom geom;
     _Atomic uint64_t done;         /* all events earlier than this are done */
-    _Atomic uint32_t engine_idle;  /* 1 while the engine sleeps */
+    _Atomic uint32_t engine_idle;  /* 1 while the engine sleeps in the kernel (not while it spins) */
     _Atomic uint64_t engine_wait;  /* while it sleeps: it can move only once a running
                                       processor's clock passes this (0 while busy) */
     _Atomic uint32_t abort;        /* nonzero: the job is failing, stop */

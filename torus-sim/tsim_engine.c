@@ -507,14 +507,12 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
              * publishing it (both sides store, then load) */
             eng_publish_quiet(e);
             atomic_store(&s->engine_wait, sleep_until(e));
-            atomic_store(&s->engine_idle, 1);
             int r2, b2;
             uint64_t h2 = horizon(e, &r2, &b2);
             tsim_cores_note(e, r2);
             if (h2 == h0)
-                tsim_wait_change(&s->engine_bell, bell, 100,
-                                 r2 <= e->ncpu ? tsim_engine_spins() : 0);
-            atomic_store(&s->engine_idle, 0);
+                tsim_wait_change_flagged(&s->engine_bell, bell, 100,
+                                         r2 <= e->ncpu ? tsim_engine_spins() : 0, &s->engine_idle);
             atomic_store(&s->engine_wait, 0);
         }
     }
@@ -563,6 +561,7 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
     tsim_engine *e = calloc(1, sizeof *e);
     if (!e) return NULL;
     e->seg = seg;
+    e->self_pid = (int)getpid();
     e->g = seg->geom;
     e->prm = seg->params;
     e->nprocs = e->g.nnodes * TSIM_CPUS;

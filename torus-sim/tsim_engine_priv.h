@@ -121,6 +121,7 @@ typedef struct prx_state {
     tsim_prx_rx rx[TSIM_PRX_RX];
     uint64_t pkts_recv, pkts_sent, reordered;
     int pid;           /* whose memory; the engine's own process: memcpy */
+    int self;          /* pid is the engine's own process (getpid() once, at adoption) */
     /* writes into the processor's memory, batched until it wakes */
     struct prx_wr *wr;
     /* bytes of the outgoing messages read ahead */
@@ -165,6 +166,7 @@ struct tsim_engine {
     tsim_geom g;
     tsim_params prm;
     int nprocs;
+    int self_pid;      /* the engine's process (getpid() is a system call) */
     router *rt;
     eproc *ep;
     evq q;

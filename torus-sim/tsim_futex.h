@@ -72,6 +72,23 @@ static inline void tsim_wait_change(_Atomic uint32_t *w, uint32_t expect, int ti
     tsim_futex_wait(w, expect, timeout_ms);
 }
 
+/* tsim_wait_change with *asleep set to 1 only while in the kernel, so that
+ * a waker (which bumps *w, then looks at *asleep) makes the wake system
+ * call only when it is needed, not while this side still spins: in a
+ * ping-pong the engine spins through every rank's blocking kick. We set
+ * *asleep, then look at *w once more (both sides store, then load). */
+static inline void tsim_wait_change_flagged(_Atomic uint32_t *w, uint32_t expect, int timeout_ms,
+                                            int spins, _Atomic uint32_t *asleep)
+{
+    for (int i = 0; i < spins; i++) {
+        if (atomic_load_explicit(w, memory_order_acquire) != expect) return;
+        __builtin_ia32_pause();
+    }
+    atomic_store(asleep, 1);
+    if (atomic_load(w) == expect) tsim_futex_wait(w, expect, timeout_ms);
+    atomic_store(asleep, 0);
+}
+
 static inline void tsim_futex_wake(_Atomic uint32_t *w)
 {
     syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);

@@ -66,7 +66,7 @@ static int wr_flush(tsim_engine *e, int proc)
     size_t total = 0;
     for (int i = 0; i < w->n; i++) total += w->loc[i].iov_len;
     int rc = 0;
-    if (x->pid == (int)getpid()) {
+    if (x->self) {
         for (int i = 0; i < w->n; i++) memcpy(w->rem[i].iov_base, w->loc[i].iov_base, w->loc[i].iov_len);
     } else if (process_vm_writev(x->pid, w->loc, (unsigned long)w->n, w->rem, (unsigned long)w->n, 0) !=
                (ssize_t)total) {
@@ -114,7 +114,7 @@ int prx_read(tsim_engine *e, int proc, const struct iovec *loc, const struct iov
              size_t total, const char *what)
 {
     prx_state *x = &e->ep[proc].prx;
-    if (x->pid == (int)getpid()) {
+    if (x->self) {
         for (int i = 0; i < cnt; i++) memcpy(loc[i].iov_base, rem[i].iov_base, rem[i].iov_len);
         return 0;
     }
@@ -210,7 +210,7 @@ static int read_layout(tsim_engine *e, int proc, uint64_t addr, uint64_t niov, u
     prx_state *x = &e->ep[proc].prx;
     size_t bytes = niov * sizeof **v;
     struct iovec l = {*v, bytes}, r = {(void *)(uintptr_t)addr, bytes};
-    if (x->pid == (int)getpid()) memcpy(*v, (const void *)(uintptr_t)addr, bytes);
+    if (x->self) memcpy(*v, (const void *)(uintptr_t)addr, bytes);
     else if (process_vm_readv(x->pid, &l, 1, &r, 1, 0) != (ssize_t)bytes) return -1;
     uint64_t sum = 0;
     for (uint64_t i = 0; i < niov; i++) sum += (*v)[i].iov_len;
@@ -239,9 +239,10 @@ static int adopt(tsim_engine *e, int proc)
         d->nrx > TSIM_PRX_RX || (d->start && d->empties >= d->polls) ||
         (mask & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL ||
         atomic_load(&p->inj_need) != TSIM_MAX_CHUNKS || pid <= 0 ||
-        (pid == (int)getpid() && e->seg->name[0]))
+        (pid == e->self_pid && e->seg->name[0]))
         return 0;
     x->pid = pid;
+    x->self = pid == e->self_pid;
     x->vt = atomic_load(&p->vt);
     x->inj_full = (mask >> 8) & 0xffu;
     x->dispatch_cycles = e->prm.ml_dispatch_cycles; /* never the rank's word for a cost */
