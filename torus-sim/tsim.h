@@ -356,6 +356,7 @@ typedef struct tsim_proc {
     _Atomic uint64_t vt;          /* published virtual clock, cycles */
     _Atomic uint32_t state;       /* enum tsim_pstate */
     _Atomic uint32_t bell;        /* futex word: bumped on wake / sync done */
+    _Atomic uint32_t asleep;      /* 1 while the processor sleeps on bell in the kernel */
     _Atomic uint32_t wake_mask;   /* TSIM_WAKE_* while BLOCKED */
     _Atomic uint32_t inj_need;    /* chunks wanted when waiting for room */
     _Atomic uint64_t sync_target; /* nonzero: waiting for seg->done >= this */

@@ -49,7 +49,7 @@ void eng_wake(tsim_engine *e, int proc, uint64_t t)
     atomic_store(&p->wake_mask, 0);
     atomic_store(&p->state, TSIM_P_RUNNING);
     atomic_fetch_add(&p->bell, 1);
-    tsim_futex_wake(&p->bell);
+    if (atomic_load(&p->asleep)) tsim_futex_wake(&p->bell); /* not while it spins */
 }
 
 static int inj_room(const tsim_ring *r, uint32_t need)
@@ -425,7 +425,7 @@ static void publish_done(tsim_engine *e, uint64_t h)
         if (want && want <= h) {
             atomic_store(&p->sync_target, 0);
             atomic_fetch_add(&p->bell, 1);
-            tsim_futex_wake(&p->bell);
+            if (atomic_load(&p->asleep)) tsim_futex_wake(&p->bell);
         }
     }
 }
@@ -511,8 +511,8 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
             uint64_t h2 = horizon(e, &r2, &b2);
             tsim_cores_note(e, r2);
             if (h2 == h0)
-                tsim_wait_change_flagged(&s->engine_bell, bell, 100,
-                                         r2 <= e->ncpu ? tsim_engine_spins() : 0, &s->engine_idle);
+                tsim_wait_change(&s->engine_bell, bell, 100, r2 <= e->ncpu ? tsim_engine_spins() : 0,
+                                 &s->engine_idle);
             atomic_store(&s->engine_wait, 0);
         }
     }
