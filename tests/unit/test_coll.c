@@ -700,6 +700,84 @@ START_TEST(group_a2a_vn)
 }
 END_TEST
 
+/* ---- layouts (coll_bcast_layout_in) ---------------------------------- */
+
+/* Rank r's layout of len bytes in area: segments of 5 + (3r mod 17) bytes,
+ * each followed by a 2-byte gap (area: lay_span bytes). */
+static size_t lay_seg(int r) { return 5 + (size_t)(3 * r) % 17; }
+static size_t lay_span(size_t len, size_t seg) { return (len + seg - 1) / seg * (seg + 2) + 1; }
+static size_t lay_make(uint8_t *area, size_t len, size_t seg, struct iovec *v)
+{
+    size_t k = 0;
+    for (size_t off = 0; off < len; off += seg, k++)
+        v[k] = (struct iovec){area + k * (seg + 2), len - off < seg ? len - off : seg};
+    return k;
+}
+
+/* Broadcasts into layouts, every rank its own segment size, from three
+ * roots, 1 and 3 routes: the data through the layout, the gaps untouched,
+ * the segments charged (aux[0]: this rank's ddt_cycles). */
+static void rk_bc_layout(crk *r)
+{
+    static const size_t sizes[] = {1, 240, 241, 3000, 20000};
+    int n = r->w->n, roots[3] = {0, n / 2, n - 1};
+    size_t seg = lay_seg(r->rank);
+    unsigned seed = 7;
+    for (int k = 0; k < 3; k++)
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+            for (int routes = 1; routes <= 3; routes += 2, seed++) {
+                size_t len = sizes[si], span = lay_span(len, seg);
+                uint8_t *area = malloc(span);
+                struct iovec *v = malloc((len / seg + 1) * sizeof *v);
+                memset(area, 0xEE, span);
+                size_t nv = lay_make(area, len, seg, v), b = 0;
+                if (r->rank == roots[k])
+                    for (size_t i = 0; i < nv; i++)
+                        for (size_t q = 0; q < v[i].iov_len; q++) ((uint8_t *)v[i].iov_base)[q] = pat(b++, seed);
+                coll_layout blk = {NULL, v, nv, len};
+                if (coll_bcast_layout_in(r->c, coll_world(r->c), &blk, roots[k], routes) != 0)
+                    crk_fail(r, "coll_bcast_layout_in root %d len %zu failed", roots[k], len);
+                r->checks++;
+                b = 0;
+                for (size_t i = 0; i < nv; i++) {
+                    const uint8_t *p = v[i].iov_base;
+                    for (size_t q = 0; q < v[i].iov_len; q++, b++)
+                        if (p[q] != pat(b, seed)) {
+                            crk_fail(r, "layout bcast root %d routes %d len %zu: byte %zu wrong", roots[k], routes,
+                                     len, b);
+                            q = v[i].iov_len, i = nv;
+                            break;
+                        }
+                }
+                size_t marked = 0;
+                for (size_t i = 0; i < nv; i++) marked += v[i].iov_len;
+                size_t ee = 0;
+                for (size_t i = 0; i < span; i++) ee += area[i] == 0xEE;
+                if (r->rank != roots[k] && ee < span - marked)
+                    crk_fail(r, "layout bcast len %zu: a gap byte was written", len);
+                free(area), free(v);
+            }
+    r->aux[0] = atomic_load(&r->pp.p->ddt_cycles);
+}
+
+static void bc_layout_case(int x, int y, int z, ml_mode mode)
+{
+    cworld *w = cw_run(x, y, z, 1, mode, rk_bc_layout, NULL);
+    for (int i = 0; i < w->n; i++)
+        ck_assert_msg(w->r[i].aux[0] > 0, "rank %d: no datatype work charged for its layouts", i);
+    printf("coll: bcast into layouts on a %dx%dx%d torus, %s mode (%d ranks; segments of 5..21 bytes, a "
+           "different size on every rank): 3 roots x 5 sizes (1..20000 B) x {1, 3 routes}, %d layouts "
+           "checked byte for byte, gaps untouched, segments charged (rank 0: %llu ddt cycles); %llu cycles\n",
+           x, y, z, mode == ML_MODE_VN ? "VN" : "CO", w->n, cw_checks(w), (unsigned long long)w->r[0].aux[0],
+           (unsigned long long)cw_max_end(w));
+    cw_free(w);
+}
+
+START_TEST(bcast_layout_3x2x1_co) { bc_layout_case(3, 2, 1, ML_MODE_CO); }
+END_TEST
+START_TEST(bcast_layout_2x2x1_vn) { bc_layout_case(2, 2, 1, ML_MODE_VN); }
+END_TEST
+
 Suite *coll_suite(void)
 {
     (void)dummy;
@@ -722,6 +800,8 @@ Suite *coll_suite(void)
     tcase_add_test(tc, bcast_5x1x1_torus_co);
     tcase_add_test(tc, bcast_partial_machine);
     tcase_add_test(tc, bcast_deterministic_and_3routes_faster);
+    tcase_add_test(tc, bcast_layout_3x2x1_co);
+    tcase_add_test(tc, bcast_layout_2x2x1_vn);
     suite_add_tcase(s, tc);
     TCase *ta = tcase_create("alltoall");
     tcase_set_timeout(ta, 240);
