@@ -136,11 +136,21 @@ static long check_block(int s, int me, int round, MPI_Datatype st, int scount, s
 
 static int rank, np;
 
+/* Data buffers 64-byte aligned: the memo cache's key includes the base's
+ * alignment, so results must not depend on where malloc puts them (the
+ * heap differs with and without the engine's data path, BGLEMU_PROXY). */
+static unsigned char *abuf(size_t n)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 64, n ? n : 1) != 0) abort();
+    return p;
+}
+
 /* MPI_Alltoall of cnt x st each way, received as cnt x rt. */
 static void t_alltoall(const char *mode, int f, pair p, int cnt, int round)
 {
     MPI_Aint se = extent(p.st) * cnt, re = extent(p.rt) * cnt;
-    unsigned char *sb = malloc((size_t)(se * np) + 1), *rb = malloc((size_t)(re * np) + 1);
+    unsigned char *sb = abuf((size_t)(se * np) + 1), *rb = abuf((size_t)(re * np) + 1);
     for (int d = 0; d < np; d++) fill(sb + d * se, (size_t)se, rank, d, round);
     memset(rb, 0xee, (size_t)(re * np));
     int rc = MPI_Alltoall(sb, cnt, p.st, rb, cnt, p.rt, MPI_COMM_WORLD);
@@ -164,7 +174,7 @@ static void t_alltoallv(const char *mode, int f, pair p, int round)
         sd[j] = so, so += sc[j] + 1;
         rd[j] = ro, ro += rc[j] + 1;
     }
-    unsigned char *sb = malloc((size_t)(se * so) + 1), *rb = malloc((size_t)(re * ro) + 1);
+    unsigned char *sb = abuf((size_t)(se * so) + 1), *rb = abuf((size_t)(re * ro) + 1);
     for (int d = 0; d < np; d++) fill(sb + sd[d] * se, (size_t)(sc[d] * se), rank, d, round);
     memset(rb, 0xee, (size_t)(re * ro));
     int r = MPI_Alltoallv(sb, sc, sd, p.st, rb, rc, rd, p.rt, MPI_COMM_WORLD);
@@ -192,7 +202,7 @@ static void t_alltoallw(const char *mode, pair *ps, int base, int round)
         sd[j] = so, so += (int)span[j] + 5;
         rd[j] = ro, ro += (int)rspan[j] + 3;
     }
-    unsigned char *sb = malloc((size_t)so + 1), *rb = malloc((size_t)ro + 1);
+    unsigned char *sb = abuf((size_t)so + 1), *rb = abuf((size_t)ro + 1);
     for (int d = 0; d < np; d++) fill(sb + sd[d], (size_t)span[d], rank, d, round);
     memset(rb, 0xee, (size_t)ro);
     int r = MPI_Alltoallw(sb, sc, sd, st, rb, rc, rd, rt, MPI_COMM_WORLD);
@@ -212,7 +222,7 @@ static void t_bcast(const char *mode, const char *algo, int f, pair p, int cnt, 
     setenv("BGLMPI_BCAST", algo, 1);
     MPI_Datatype t = rank == root ? p.st : p.rt;
     MPI_Aint span = extent(t) * cnt;
-    unsigned char *b = malloc((size_t)span + 1);
+    unsigned char *b = abuf((size_t)span + 1);
     if (rank == root) fill(b, (size_t)span, root, 0, round);
     else memset(b, 0xee, (size_t)span);
     int r = MPI_Bcast(b, cnt, t, root, MPI_COMM_WORLD);
@@ -278,7 +288,8 @@ int main(int argc, char **argv)
     MPI_Type_vector(64, 32, 64, MPI_INT, &frag);
     MPI_Type_commit(&frag);
     MPI_Aint fe = extent(frag);
-    costarg ca = {frag, 1, calloc((size_t)(fe * np), 1), calloc((size_t)(fe * np), 1)};
+    costarg ca = {frag, 1, abuf((size_t)(fe * np)), abuf((size_t)(fe * np))};
+    memset(ca.s, 0, (size_t)(fe * np)), memset(ca.r, 0, (size_t)(fe * np));
     double a2a[3], bc[3];
     for (int m = 0; m < 3; m++) {
         setenv("BGLMPI_DATATYPE", modes[m], 1);
