@@ -401,6 +401,10 @@ static int one_block(const void *buf, MPI_Aint count, MPI_Datatype type, int mod
     int contig;
     MPI_Aint bytes, lb;
     MPIR_Datatype *dtp;
+    if (count == 0) {   /* nothing: the type is not looked at (it may be MPI_DATATYPE_NULL) */
+        *out = (coll_layout) {(void *) buf, NULL, 0, 0};
+        return MPI_SUCCESS;
+    }
     MPIDI_Datatype_get_info(count, type, contig, bytes, dtp, lb);
     (void) dtp;
     if (contig || bytes == 0) {
