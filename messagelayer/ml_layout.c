@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ml_internal.h"
+#include "../torus-sim/tsim_layout.h"
 
 size_t ml_layout_bytes(const struct iovec *iov, size_t niov)
 {
@@ -20,15 +21,7 @@ size_t ml_layout_bytes(const struct iovec *iov, size_t niov)
 unsigned ml_layout_copy(const struct iovec *iov, size_t niov, ml_cursor *c, size_t off,
                         void *flat, size_t n, int gather)
 {
-    unsigned segs = 0;
-    uint64_t a;
-    for (size_t done = 0, k; done < n && (k = tsim_layout_piece(iov, niov, c, off + done, n - done, &a));
-         done += k, segs++) {
-        char *seg = (char *)(uintptr_t)a, *f = (char *)flat + done;
-        if (gather) memcpy(f, seg, k);
-        else memcpy(seg, f, k);
-    }
-    return segs;
+    return tsim_layout_copy(iov, niov, c, off, flat, n, gather);
 }
 
 /* Host staging. A packet moved between a processor and a layout costs the

@@ -10,7 +10,7 @@
 #define NETMOD_INLINE_H_INCLUDED
 
 /* MPICH's fallbacks send everything through MPIDIG, except broadcast,
- * alltoall and alltoallv (torus collectives), barrier, allreduce and
+ * alltoall, alltoallv and alltoallw (torus collectives), barrier, allreduce and
  * reduce (collective network and global interrupt), which bgl_coll.h
  * takes. */
 #include "netmod_am_fallback_send.h"
@@ -29,6 +29,7 @@
 #define MPIDI_NM_mpi_bcast MPIDI_BGL_fallback_bcast
 #define MPIDI_NM_mpi_alltoall MPIDI_BGL_fallback_alltoall
 #define MPIDI_NM_mpi_alltoallv MPIDI_BGL_fallback_alltoallv
+#define MPIDI_NM_mpi_alltoallw MPIDI_BGL_fallback_alltoallw
 #define MPIDI_NM_mpi_barrier MPIDI_BGL_fallback_barrier
 #define MPIDI_NM_mpi_allreduce MPIDI_BGL_fallback_allreduce
 #define MPIDI_NM_mpi_reduce MPIDI_BGL_fallback_reduce
@@ -36,6 +37,7 @@
 #undef MPIDI_NM_mpi_bcast
 #undef MPIDI_NM_mpi_alltoall
 #undef MPIDI_NM_mpi_alltoallv
+#undef MPIDI_NM_mpi_alltoallw
 #undef MPIDI_NM_mpi_barrier
 #undef MPIDI_NM_mpi_allreduce
 #undef MPIDI_NM_mpi_reduce
