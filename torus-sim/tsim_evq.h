@@ -100,13 +100,27 @@ static inline void evq_take(evq *q, unsigned idx, uint64_t t, ev *out)
     q->ncal--;
 }
 
-/* Pops the earliest event if its time is below h. */
+void evq_migrate(evq *q);
+
+/* Pops the earliest event if its time is below h. The earliest nonempty
+ * bucket is found inline when it shares cur's bitmap word (below
+ * saturation events are a few cycles apart: nearly always); otherwise,
+ * and with an empty calendar, the general path looks further. */
 static inline int evq_pop_below(evq *q, uint64_t h, ev *out)
 {
     if (q->cur < h) {
         unsigned idx = (unsigned)(q->cur & (TSIM_EVQ_SPAN - 1));
-        if (q->bk[idx].head != EVQ_NIL) {
-            evq_take(q, idx, q->cur, out);
+        uint64_t m = q->bits[idx / 64] >> (idx % 64);
+        if (m) {
+            /* calendar events lie in [cur, cur + SPAN): bit k of m is time cur + k */
+            unsigned k = (unsigned)__builtin_ctzll(m);
+            uint64_t t = q->cur + k;
+            if (t >= h) return 0;
+            if (k) {
+                q->cur = t;
+                if (q->nfar && q->far[0].t - t < TSIM_EVQ_SPAN) evq_migrate(q);
+            }
+            evq_take(q, idx + k, t, out);
             return 1;
         }
     }
