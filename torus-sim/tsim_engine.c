@@ -89,6 +89,7 @@ void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
 {
     npkt *n = &e->pool[pk];
     n->s.m.t_arrive = t;
+    n->s.m.hops = n->hops;
     e->delivered++;
     tsim_proc *p = &e->seg->procs[proc];
     int c = n->s.p.hw.chunks;

@@ -3,6 +3,7 @@
 #define TSIM_ENGINE_PRIV_H
 
 #include <pthread.h>
+#include <stddef.h>
 
 #include "tsim.h"
 #include "tsim_evq.h"
@@ -36,14 +37,18 @@ enum ev_type {
 #define WANT_SP 0x40    /* the VN scratchpad channel */
 #define WANT_LOOP 0x100 /* the loopback path: a packet to its own node */
 
-/* A packet in flight, owned by the engine. */
+/* A packet in flight, owned by the engine. What a hop reads and writes
+ * (the header fields routing needs, copied at injection, and the hop
+ * count, written into s.m at delivery) fills the first cache line; the
+ * slot itself, touched at injection and delivery only, follows. The pool
+ * is 64-byte aligned (pkt_alloc). */
 typedef struct npkt {
-    tsim_slot s;
-    uint64_t seq;    /* deterministic creation order: arbitration tie-break */
+    _Alignas(64) uint64_t seq; /* deterministic creation order: arbitration tie-break */
     uint64_t t_head; /* head reached the current router */
     uint32_t next;   /* queue link */
     int32_t proc;    /* source processor */
     int32_t dstn;    /* destination node (from the header, at injection) */
+    uint32_t fail_gen; /* router generation when it last failed to move */
     uint8_t in_port; /* port it came in on, or TSIM_NPORTS for injection */
     uint8_t vc;      /* VC it occupies at this router */
     uint8_t fifo;    /* injection FIFO it came from */
@@ -52,8 +57,11 @@ typedef struct npkt {
     int8_t det;         /* its dimension-order port here (-1: none), and the */
     uint8_t prof;       /* profitable ports adaptive routing may take (hints applied) */
     uint16_t fail_free; /* ports free when it last failed to move */
-    uint32_t fail_gen; /* router generation when it last failed to move */
+    uint8_t chunks, flags, hints, group; /* s.p.hw's, copied at injection */
+    uint32_t hops;   /* links crossed so far (s.m.hops once delivered) */
+    tsim_slot s;
 } npkt;
+_Static_assert(offsetof(npkt, s) <= 64, "npkt: the hop's fields in one cache line");
 
 /* A router queue. What arbitration needs of its head is cached here so a
  * scan touches only the router, not the packets. */

@@ -13,10 +13,14 @@ uint32_t pkt_alloc(tsim_engine *e)
         e->freelist = e->pool[pk].next;
         return pk;
     }
-    if (e->npool == e->cappool) {
-        e->cappool = e->cappool ? e->cappool * 2 : 1024;
-        e->pool = realloc(e->pool, e->cappool * sizeof *e->pool);
-        if (!e->pool) abort();
+    if (e->npool == e->cappool) { /* aligned: a packet's hop fields in one line */
+        uint32_t cap = e->cappool ? e->cappool * 2 : 1024;
+        void *m;
+        if (posix_memalign(&m, 64, cap * sizeof *e->pool)) abort();
+        if (e->npool) memcpy(m, e->pool, e->npool * sizeof *e->pool);
+        free(e->pool);
+        e->pool = m;
+        e->cappool = cap;
     }
     return e->npool++;
 }
@@ -88,10 +92,14 @@ void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
     p->vc = TSIM_VC_ESC;
     p->fifo = (uint8_t)fifo;
     p->dim = 3;
-    p->s.m.hops = 0;
+    p->hops = 0;
+    p->chunks = p->s.p.hw.chunks;
+    p->flags = p->s.p.hw.flags;
+    p->hints = p->s.p.hw.hints;
+    p->group = p->s.p.hw.group;
     p->dstn = dst_node(e, &p->s.p.hw);
     set_want(e, node, p);
-    e->ep[proc].inj_used[fifo] += p->s.p.hw.chunks;
+    e->ep[proc].inj_used[fifo] += p->chunks;
     router *r = &e->rt[node];
     r->waiting++;
     q_push(e, &r->injq[cpu][fifo], pk);
@@ -104,7 +112,7 @@ static int held_chunks(const tsim_engine *e, int port, int vc, int c);
 
 static void release_source(tsim_engine *e, int node, npkt *p, uint64_t t)
 {
-    int c = p->s.p.hw.chunks;
+    int c = p->chunks;
     if (p->in_port == TSIM_NPORTS) {
         ev_push(e, t, EV_INJ_FREE, p->proc, p->fifo, (uint32_t)c);
     } else {
@@ -127,7 +135,7 @@ static void release_source(tsim_engine *e, int node, npkt *p, uint64_t t)
 
 static int rec_fifo_for(const npkt *p)
 {
-    if (p->s.p.hw.flags & TSIM_F_HP) return TSIM_REC_HP;
+    if (p->flags & TSIM_F_HP) return TSIM_REC_HP;
     return p->in_port == TSIM_NPORTS ? 0 : p->in_port;
 }
 
@@ -135,21 +143,21 @@ static int rec_fifo_for(const npkt *p)
 static void to_reception(tsim_engine *e, int node, uint32_t pk, int copy, uint64_t t)
 {
     npkt *p = &e->pool[pk];
-    int g = p->s.p.hw.group % TSIM_CPUS, f = rec_fifo_for(p);
+    int g = p->group % TSIM_CPUS, f = rec_fifo_for(p);
     uint32_t d = pk;
     if (copy) {
         d = pkt_alloc(e);
         p = &e->pool[pk]; /* pool may have moved */
         e->pool[d] = *p;
     }
-    e->rt[node].rec_used[g][f] += p->s.p.hw.chunks;
+    e->rt[node].rec_used[g][f] += p->chunks;
     ev_push(e, t, EV_DELIVER, tsim_proc_index(node, g), f, d);
 }
 
 static int rec_room(const tsim_engine *e, int node, const npkt *p)
 {
-    int g = p->s.p.hw.group % TSIM_CPUS, f = rec_fifo_for(p);
-    return e->rt[node].rec_used[g][f] + p->s.p.hw.chunks <= (int)e->prm.fifo_chunks;
+    int g = p->group % TSIM_CPUS, f = rec_fifo_for(p);
+    return e->rt[node].rec_used[g][f] + p->chunks <= (int)e->prm.fifo_chunks;
 }
 
 /* Buffer space a packet of c chunks holds on (port, vc). On the escape and
@@ -170,7 +178,7 @@ static int held_chunks(const tsim_engine *e, int port, int vc, int c)
  * full packets, continuing in it room for one. */
 static int need_chunks(const tsim_engine *e, const npkt *p, int port, int vc)
 {
-    int c = p->s.p.hw.chunks, d = port / 2;
+    int c = p->chunks, d = port / 2;
     if (vc == TSIM_VC_ESC || vc == TSIM_VC_HP) {
         int entering = p->dim != d || p->vc != vc;
         if (e->g.torus[d]) return entering ? 2 * TSIM_MAX_CHUNKS : TSIM_MAX_CHUNKS;
@@ -198,7 +206,6 @@ static unsigned route_prof(const tsim_engine *e, int node, const npkt *p);
  * them and choose_output needs no second look at the routing table. */
 static void set_want(const tsim_engine *e, int node, npkt *p)
 {
-    const tsim_hwhdr *hw = &p->s.p.hw;
     p->fail_gen = UINT32_MAX;
     p->det = -1;
     p->prof = 0;
@@ -212,11 +219,11 @@ static void set_want(const tsim_engine *e, int node, npkt *p)
     }
     p->det = (int8_t)route_det(e, node, p);
     unsigned w = 1u << p->det;
-    if ((hw->flags & TSIM_F_DYNAMIC) && !(hw->flags & TSIM_F_DEPOSIT)) {
+    if ((p->flags & TSIM_F_DYNAMIC) && !(p->flags & TSIM_F_DEPOSIT)) {
         unsigned prof = route_prof(e, node, p);
-        if (hw->hints) prof &= hw->hints;
+        if (p->hints) prof &= p->hints;
         p->prof = (uint8_t)prof;
-        if (!(hw->flags & TSIM_F_HP)) w |= prof;
+        if (!(p->flags & TSIM_F_HP)) w |= prof;
     }
     p->want = (uint16_t)w;
 }
@@ -238,20 +245,19 @@ static unsigned route_prof(const tsim_engine *e, int node, const npkt *p)
 static int choose_output(tsim_engine *e, int node, const npkt *p, uint64_t t, int *vc)
 {
     const router *r = &e->rt[node];
-    const tsim_hwhdr *hw = &p->s.p.hw;
     int det = p->det;
-    if (hw->flags & TSIM_F_HP) {
+    if (p->flags & TSIM_F_HP) {
         *vc = TSIM_VC_HP;
         return usable(r, e, p, det, TSIM_VC_HP, t) ? det : -1;
     }
-    if ((hw->flags & TSIM_F_DYNAMIC) && !(hw->flags & TSIM_F_DEPOSIT)) {
+    if ((p->flags & TSIM_F_DYNAMIC) && !(p->flags & TSIM_F_DEPOSIT)) {
         unsigned prof = p->prof;
         int best = -1, bestvc = 0, bestfree = -1;
         for (int port = 0; port < TSIM_NPORTS; port++) {
             if (!(prof & (1u << port)) || r->busy_until[port] > t) continue;
             for (int v = TSIM_VC_DYN0; v <= TSIM_VC_DYN1; v++) {
                 int fr = r->credits[port][v];
-                if (fr >= hw->chunks && fr > bestfree) {
+                if (fr >= p->chunks && fr > bestfree) {
                     best = port;
                     bestvc = v;
                     bestfree = fr;
@@ -271,7 +277,7 @@ static void send_on_link(tsim_engine *e, int node, uint32_t pk, int port, int vc
 {
     router *r = &e->rt[node];
     npkt *p = &e->pool[pk];
-    int c = p->s.p.hw.chunks;
+    int c = p->chunks;
     uint64_t ser = ser_cycles(&e->prm, c);
     release_source(e, node, p, t + ser);
     r->busy_until[port] = t + ser;
@@ -282,7 +288,7 @@ static void send_on_link(tsim_engine *e, int node, uint32_t pk, int port, int vc
     p->vc = (uint8_t)vc;
     p->dim = (uint8_t)(port / 2);
     p->in_port = (uint8_t)port;
-    p->s.m.hops++;
+    p->hops++;
     e->hops++;
     ev_push(e, t + e->prm.hop_latency, EV_HEAD, r->nbr[port], port << 4 | vc, pk);
 }
@@ -296,8 +302,7 @@ static int try_move(tsim_engine *e, int node, pq *q, unsigned qb, uint64_t t, un
     router *r = &e->rt[node];
     uint32_t pk = q->head;
     npkt *p = &e->pool[pk];
-    const tsim_hwhdr *hw = &p->s.p.hw;
-    int c = hw->chunks;
+    int c = p->chunks;
 
     if (p->in_port == TSIM_NPORTS && p->fifo == TSIM_INJ_SP) {
         int cpu = p->proc % TSIM_CPUS, other = cpu ^ 1;
@@ -341,7 +346,7 @@ static int try_move(tsim_engine *e, int node, pq *q, unsigned qb, uint64_t t, un
         to_reception(e, node, pk, 0, at);
         return 1;
     }
-    int deposit = (hw->flags & TSIM_F_DEPOSIT) && p->in_port != TSIM_NPORTS;
+    int deposit = (p->flags & TSIM_F_DEPOSIT) && p->in_port != TSIM_NPORTS;
     if (deposit && !rec_room(e, node, p)) return 0;
     int vc, port = choose_output(e, node, p, t, &vc);
     if (port < 0) return 0;
