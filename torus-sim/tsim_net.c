@@ -6,6 +6,10 @@
 
 #include "tsim_engine_priv.h"
 
+/* The steps of an arbitration, inlined into both callers (the general
+ * loop and arrive's one-packet case) whatever the compiler's budget. */
+#define ARB_INLINE inline __attribute__((always_inline))
+
 uint32_t pkt_alloc(tsim_engine *e)
 {
     if (e->freelist != NIL) {
@@ -79,6 +83,7 @@ static inline void q_mark(router *r, const pq *q, unsigned b)
 }
 
 static void set_want(const tsim_engine *e, int node, npkt *p);
+static void arrive(tsim_engine *e, int node, pq *q, unsigned qb, uint32_t pk, uint64_t t);
 static inline int dst_node(const tsim_engine *e, const tsim_hwhdr *hw);
 
 void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
@@ -100,11 +105,7 @@ void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
     p->dstn = dst_node(e, &p->s.p.hw);
     set_want(e, node, p);
     e->ep[proc].inj_used[fifo] += p->chunks;
-    router *r = &e->rt[node];
-    r->waiting++;
-    q_push(e, &r->injq[cpu][fifo], pk);
-    r->qmask |= 1ull << (QBIT_INJ + cpu * TSIM_NINJ + fifo);
-    net_arbitrate(e, node, t);
+    arrive(e, node, &e->rt[node].injq[cpu][fifo], QBIT_INJ + cpu * TSIM_NINJ + fifo, pk, t);
 }
 
 /* Frees the buffer space a packet held where it waited. */
@@ -242,7 +243,7 @@ static unsigned route_prof(const tsim_engine *e, int node, const npkt *p)
 }
 
 /* Picks the output of packet p at node: returns port and sets *vc, or -1. */
-static int choose_output(tsim_engine *e, int node, const npkt *p, uint64_t t, int *vc)
+static ARB_INLINE int choose_output(tsim_engine *e, int node, const npkt *p, uint64_t t, int *vc)
 {
     const router *r = &e->rt[node];
     int det = p->det;
@@ -273,7 +274,7 @@ static int choose_output(tsim_engine *e, int node, const npkt *p, uint64_t t, in
     return usable(r, e, p, det, TSIM_VC_ESC, t) ? det : -1;
 }
 
-static void send_on_link(tsim_engine *e, int node, uint32_t pk, int port, int vc, uint64_t t)
+static ARB_INLINE void send_on_link(tsim_engine *e, int node, uint32_t pk, int port, int vc, uint64_t t)
 {
     router *r = &e->rt[node];
     npkt *p = &e->pool[pk];
@@ -293,14 +294,24 @@ static void send_on_link(tsim_engine *e, int node, uint32_t pk, int port, int vc
     ev_push(e, t + e->prm.hop_latency, EV_HEAD, r->nbr[port], port << 4 | vc, pk);
 }
 
-/* Tries to move packet pk (head of queue q at node) one step. A mover
- * takes what it leaves by: its bit in *free (free_now's mask) is cleared
- * and the router's fu lowered to when it frees, so the mask stays
- * free_now(r, t) without recomputing it. */
-static int try_move(tsim_engine *e, int node, pq *q, unsigned qb, uint64_t t, unsigned *free)
+/* A mover leaves its queue (q: NULL for a packet that arrived at an empty
+ * router and moves on at once, never queued). */
+static inline void leave(tsim_engine *e, router *r, pq *q, unsigned qb)
+{
+    if (!q) return;
+    q_pop(e, q);
+    q_mark(r, q, qb);
+    r->waiting--;
+}
+
+/* Tries to move packet pk (head of queue q at node, or q NULL: see leave)
+ * one step. A mover takes what it leaves by: its bit in *free (free_now's
+ * mask) is cleared and the router's fu lowered to when it frees, so the
+ * mask stays free_now(r, t) without recomputing it. */
+static ARB_INLINE int try_move(tsim_engine *e, int node, uint32_t pk, pq *q, unsigned qb, uint64_t t,
+                             unsigned *free)
 {
     router *r = &e->rt[node];
-    uint32_t pk = q->head;
     npkt *p = &e->pool[pk];
     int c = p->chunks;
 
@@ -309,9 +320,7 @@ static int try_move(tsim_engine *e, int node, pq *q, unsigned qb, uint64_t t, un
         if (r->sp_busy[cpu] > t || r->rec_used[other][TSIM_REC_SP] + c > (int)e->prm.fifo_chunks)
             return 0;
         uint64_t dur = e->prm.sp_cycles_per_byte * (uint64_t)c * TSIM_CHUNK;
-        q_pop(e, q);
-        q_mark(r, q, qb);
-        r->waiting--;
+        leave(e, r, q, qb);
         r->sp_busy[cpu] = t + dur;
         if (dur) {
             if (r->sp_busy[other] > t) *free &= ~(unsigned)WANT_SP;
@@ -339,9 +348,7 @@ static int try_move(tsim_engine *e, int node, pq *q, unsigned qb, uint64_t t, un
                 if (at < r->fu) r->fu = at;
             }
         }
-        q_pop(e, q);
-        q_mark(r, q, qb);
-        r->waiting--;
+        leave(e, r, q, qb);
         release_source(e, node, p, at);
         to_reception(e, node, pk, 0, at);
         return 1;
@@ -350,9 +357,7 @@ static int try_move(tsim_engine *e, int node, pq *q, unsigned qb, uint64_t t, un
     if (deposit && !rec_room(e, node, p)) return 0;
     int vc, port = choose_output(e, node, p, t, &vc);
     if (port < 0) return 0;
-    q_pop(e, q);
-    q_mark(r, q, qb);
-    r->waiting--;
+    leave(e, r, q, qb);
     if (deposit) {
         uint64_t at = p->t_head + ser_cycles(&e->prm, c);
         to_reception(e, node, pk, 1, at < t ? t : at);
@@ -374,7 +379,7 @@ typedef struct cand {
 /* Earliest future time a busy link, scratchpad channel or the loopback
  * path of r frees (UINT64_MAX: none busy); free is free_now(r, t): only
  * the busy ports need a look. */
-static uint64_t busy_min(const router *r, uint64_t t, unsigned free)
+static ARB_INLINE uint64_t busy_min(const router *r, uint64_t t, unsigned free)
 {
     uint64_t m = UINT64_MAX;
     for (unsigned b = ~free & ((1u << TSIM_NPORTS) - 1); b; b &= b - 1) {
@@ -413,10 +418,10 @@ static inline int want_new(const router *r, const pq *q, unsigned free)
  * left waiting for a busy link are retried when the first busy link frees;
  * those waiting for credits or reception room are retried by the events
  * that return them. */
-void net_arbitrate(tsim_engine *e, int node, uint64_t t)
+/* An arbitration's start: applies the credits whose time has come and
+ * returns the free mask (free_now(r, t)). */
+static ARB_INLINE unsigned arb_begin(router *r, uint64_t t)
 {
-    router *r = &e->rt[node];
-    cand c[TSIM_NPORTS * TSIM_NVC + TSIM_CPUS * TSIM_NINJ];
     if (r->nret && r->ret_min <= t) { /* credits whose time has come */
         uint64_t m = UINT64_MAX;
         for (uint32_t i = 0; i < r->nret;) {
@@ -432,15 +437,39 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
         }
         r->ret_min = m;
     }
-    /* The first round looks at every queue. Within one call nothing frees
-     * (ports, credits and reception room are only taken, gen stays), so a
-     * head that failed fails again: later rounds need only the heads that
-     * movers uncovered. */
     unsigned free = r->fmask;
     if (t >= r->fu) { /* something busy has freed since the mask was made */
         free = free_now(r, t);
         r->fu = busy_min(r, t, free);
     }
+    return free;
+}
+
+/* An arbitration's end: keeps the free mask and, with packets left
+ * waiting, makes sure a wake-up comes at the earliest of a busy resource
+ * freeing and a credit returning (credits due by t were applied: every
+ * pending one lies after t). */
+static ARB_INLINE void arb_end(tsim_engine *e, router *r, int node, uint64_t t, unsigned free)
+{
+    r->fmask = free;
+    if (r->waiting) {
+        uint64_t w = r->nret && r->ret_min < r->fu ? r->ret_min : r->fu;
+        if (w != UINT64_MAX && (r->armed <= t || w < r->armed)) {
+            r->armed = w;
+            ev_push(e, w, EV_LINK_FREE, node, 0, 0);
+        }
+    }
+}
+
+void net_arbitrate(tsim_engine *e, int node, uint64_t t)
+{
+    router *r = &e->rt[node];
+    cand c[TSIM_NPORTS * TSIM_NVC + TSIM_CPUS * TSIM_NINJ];
+    /* The first round looks at every queue. Within one call nothing frees
+     * (ports, credits and reception room are only taken, gen stays), so a
+     * head that failed fails again: later rounds need only the heads that
+     * movers uncovered. */
+    unsigned free = arb_begin(r, t);
     int n = 0;
     for (uint64_t m = r->qmask; m; m &= m - 1) {
         unsigned b = (unsigned)__builtin_ctzll(m);
@@ -459,7 +488,7 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
         }
         int moved = 0;
         for (int i = 0; i < n; i++) {
-            if (try_move(e, node, c[i].q, c[i].bit, t, &free)) {
+            if (try_move(e, node, c[i].q->head, c[i].q, c[i].bit, t, &free)) {
                 c[moved] = c[i]; /* i >= moved: nothing still to try is overwritten */
                 moved++;
             } else {
@@ -474,17 +503,38 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
                 c[n++] = (cand){q->t_head, q->seq, q, c[i].bit};
         }
     }
-    r->fmask = free;
+    arb_end(e, r, node, t, free);
+}
+
+/* Packet pk joins queue q (bit qb) of node at t, and the router
+ * arbitrates. At an empty router the arbitration's one candidate is pk
+ * itself (most hops below saturation): it is tried straight away, the
+ * same test and the same move, and queued only if it stays. */
+static void arrive(tsim_engine *e, int node, pq *q, unsigned qb, uint32_t pk, uint64_t t)
+{
+    router *r = &e->rt[node];
     if (r->waiting) {
-        /* the earliest of a busy resource freeing and a credit returning
-         * (credits due by t were applied above: every pending one lies
-         * after t) */
-        uint64_t w = r->nret && r->ret_min < r->fu ? r->ret_min : r->fu;
-        if (w != UINT64_MAX && (r->armed <= t || w < r->armed)) {
-            r->armed = w;
-            ev_push(e, w, EV_LINK_FREE, node, 0, 0);
-        }
+        r->waiting++;
+        q_push(e, q, pk);
+        r->qmask |= 1ull << qb;
+        net_arbitrate(e, node, t);
+        return;
     }
+    unsigned free = arb_begin(r, t);
+    const npkt *p = &e->pool[pk];
+    int cand = (p->want & free) && (p->fail_gen != r->gen || (p->want & free & ~(unsigned)p->fail_free));
+    if (cand && try_move(e, node, pk, NULL, 0, t, &free)) {
+        r->fmask = free;
+        return;
+    }
+    r->waiting++;
+    q_push(e, q, pk);
+    r->qmask |= 1ull << qb;
+    if (cand) {
+        q->fail_gen = r->gen;
+        q->fail_free = (uint16_t)free;
+    }
+    arb_end(e, r, node, t, free);
 }
 
 void net_rec_free(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t)
@@ -499,14 +549,11 @@ void net_event(tsim_engine *e, const ev *v)
 {
     switch (v->type) {
     case EV_HEAD: {
-        router *r = &e->rt[v->a];
         npkt *p = &e->pool[v->pkt];
         p->t_head = v->t;
         set_want(e, v->a, p);
-        r->waiting++;
-        q_push(e, &r->inq[v->b >> 4][v->b & 15], v->pkt);
-        r->qmask |= 1ull << ((v->b >> 4) * TSIM_NVC + (v->b & 15));
-        net_arbitrate(e, v->a, v->t);
+        arrive(e, v->a, &e->rt[v->a].inq[v->b >> 4][v->b & 15],
+               (unsigned)((v->b >> 4) * TSIM_NVC + (v->b & 15)), v->pkt, v->t);
         break;
     }
     case EV_LINK_FREE:
