@@ -80,15 +80,18 @@ typedef struct credit_ret {
 } credit_ret;
 #define TSIM_MAX_RET 128
 
+/* Hot fields first, by how often an arbitration touches them, in whole
+ * cache lines (the array is 64-byte aligned: tsim_engine_new): a hop
+ * reads and writes lines 0-4 of its router and the credit list of the
+ * one upstream; the queues, the link counters and the rest of the credit
+ * list come after. */
 typedef struct router {
-    /* hot: read by every arbitration */
-    uint32_t waiting;                       /* packets queued here */
+    /* line 0 */
+    _Alignas(64) uint32_t waiting;          /* packets queued here */
     uint32_t gen;                           /* bumped when tokens or reception room return */
     /* nonempty queues: bit port * NVC + vc an input queue, bit
      * NPORTS * NVC + cpu * NINJ + fifo an injection queue (QBIT_INJ) */
     uint64_t qmask;
-    uint32_t nret;
-    int32_t nbr[TSIM_NPORTS];               /* neighbour node per port, -1 at a mesh edge */
     uint64_t ret_min;                       /* earliest pending credit return */
     uint64_t armed;                         /* time of the queued EV_LINK_FREE, 0: none */
     /* free_now()'s mask, kept while it cannot change by itself: until fu,
@@ -96,17 +99,24 @@ typedef struct router {
      * path frees (tsim_net.c). Movers update both. */
     uint64_t fu;
     uint32_t fmask;
-    uint64_t busy_until[TSIM_NPORTS];
-    uint64_t sp_busy[TSIM_CPUS];            /* scratchpad channel cpu -> other */
+    uint32_t nret;
     uint64_t loop_busy;                     /* loopback path into own reception FIFOs */
+    /* line 1 */
+    _Alignas(64) uint64_t busy_until[TSIM_NPORTS];
+    uint64_t sp_busy[TSIM_CPUS];            /* scratchpad channel cpu -> other */
+    /* lines 2-3 */
     int32_t credits[TSIM_NPORTS][TSIM_NVC]; /* free chunks downstream */
-    int32_t rec_used[TSIM_CPUS][TSIM_NREC]; /* modelled reception occupancy */
+    int32_t nbr[TSIM_NPORTS];               /* neighbour node per port, -1 at a mesh edge */
+    /* line 4 */
+    _Alignas(64) int32_t rec_used[TSIM_CPUS][TSIM_NREC]; /* modelled reception occupancy */
+    credit_ret ret[TSIM_MAX_RET];           /* the first few entries in use */
+    tsim_link_stats link[TSIM_NPORTS];
     pq inq[TSIM_NPORTS][TSIM_NVC];
     pq injq[TSIM_CPUS][TSIM_NINJ];
-    /* cold */
-    tsim_link_stats link[TSIM_NPORTS];
-    credit_ret ret[TSIM_MAX_RET];
 } router;
+_Static_assert(offsetof(router, busy_until) == 64 && offsetof(router, credits) == 128 &&
+                   offsetof(router, rec_used) == 256,
+               "router: hot fields in whole cache lines");
 
 /* The engine's copy of a blocked processor's loop (tsim_proxy.c). */
 struct prx_a2a;
