@@ -16,8 +16,18 @@ int evq_init(evq *q)
     memset(q, 0, sizeof *q);
     q->freel = EVQ_NIL;
     q->bk = malloc(TSIM_EVQ_SPAN * sizeof *q->bk);
-    if (!q->bk) return -1;
-    for (unsigned i = 0; i < TSIM_EVQ_SPAN; i++) q->bk[i].head = q->bk[i].tail = EVQ_NIL;
+    q->capnd = 1024;
+    q->nd = calloc(q->capnd, sizeof *q->nd); /* node EVQ_NONE: key 0 */
+    if (!q->bk || !q->nd) {
+        free(q->bk);
+        free(q->nd);
+        return -1;
+    }
+    q->nnd = 1;
+    for (unsigned i = 0; i < TSIM_EVQ_SPAN; i++) {
+        q->bk[i].head = EVQ_NIL;
+        q->bk[i].tail = EVQ_NONE;
+    }
     return 0;
 }
 
