@@ -594,6 +594,7 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
     }
     for (int n = 0; n < e->g.nnodes; n++) {
         router *r = &e->rt[n];
+        r->ret_min = UINT64_MAX;
         for (int port = 0; port < TSIM_NPORTS; port++)
             for (int v = 0; v < TSIM_NVC; v++) {
                 r->inq[port][v].head = r->inq[port][v].tail = NIL;

@@ -92,7 +92,7 @@ typedef struct router {
     /* nonempty queues: bit port * NVC + vc an input queue, bit
      * NPORTS * NVC + cpu * NINJ + fifo an injection queue (QBIT_INJ) */
     uint64_t qmask;
-    uint64_t ret_min;                       /* earliest pending credit return */
+    uint64_t ret_min;                       /* earliest pending credit return, UINT64_MAX: none */
     uint64_t armed;                         /* time of the queued EV_LINK_FREE, 0: none */
     /* free_now()'s mask, kept while it cannot change by itself: until fu,
      * the earliest time a busy port, scratchpad channel or the loopback
@@ -111,8 +111,13 @@ typedef struct router {
     _Alignas(64) int32_t rec_used[TSIM_CPUS][TSIM_NREC]; /* modelled reception occupancy */
     credit_ret ret[TSIM_MAX_RET];           /* the first few entries in use */
     tsim_link_stats link[TSIM_NPORTS];
-    pq inq[TSIM_NPORTS][TSIM_NVC];
-    pq injq[TSIM_CPUS][TSIM_NINJ];
+    union { /* qs[b]: the queue of qmask bit b */
+        struct {
+            pq inq[TSIM_NPORTS][TSIM_NVC];
+            pq injq[TSIM_CPUS][TSIM_NINJ];
+        };
+        pq qs[TSIM_NPORTS * TSIM_NVC + TSIM_CPUS * TSIM_NINJ];
+    };
 } router;
 _Static_assert(offsetof(router, busy_until) == 64 && offsetof(router, credits) == 128 &&
                    offsetof(router, rec_used) == 256,

@@ -73,7 +73,7 @@ _Static_assert(QBIT_INJ + TSIM_CPUS * TSIM_NINJ <= 64, "qmask: one bit per queue
 
 static inline pq *q_of_bit(router *r, unsigned b)
 {
-    return b < QBIT_INJ ? &r->inq[0][0] + b : &r->injq[0][0] + (b - QBIT_INJ);
+    return &r->qs[b];
 }
 
 /* A mover left queue q (bit b) empty or not. */
@@ -126,7 +126,7 @@ static void release_source(tsim_engine *e, int node, npkt *p, uint64_t t)
             return;
         }
         u->ret[u->nret++] = (credit_ret){at, (uint16_t)(p->in_port * TSIM_NVC + p->vc), (uint16_t)c};
-        if (u->nret == 1 || at < u->ret_min) u->ret_min = at;
+        u->ret_min = at < u->ret_min ? at : u->ret_min; /* UINT64_MAX while the list was empty */
         if (u->waiting && (u->armed <= e->now || at < u->armed)) {
             u->armed = at;
             ev_push(e, at, EV_LINK_FREE, up, 0, 0);
@@ -181,7 +181,7 @@ static int need_chunks(const tsim_engine *e, const npkt *p, int port, int vc)
 {
     int c = p->chunks, d = port / 2;
     if (vc == TSIM_VC_ESC || vc == TSIM_VC_HP) {
-        int entering = p->dim != d || p->vc != vc;
+        int entering = (p->dim != d) | (p->vc != vc);
         if (e->g.torus[d]) return entering ? 2 * TSIM_MAX_CHUNKS : TSIM_MAX_CHUNKS;
     }
     return c;
@@ -365,7 +365,7 @@ static ARB_INLINE int try_move(tsim_engine *e, int node, uint32_t pk, pq *q, uns
     send_on_link(e, node, pk, port, vc, t);
     if (r->busy_until[port] > t) {
         *free &= ~(1u << port);
-        if (r->busy_until[port] < r->fu) r->fu = r->busy_until[port];
+        r->fu = r->busy_until[port] < r->fu ? r->busy_until[port] : r->fu;
     }
     return 1;
 }
@@ -422,19 +422,22 @@ static inline int want_new(const router *r, const pq *q, unsigned free)
  * returns the free mask (free_now(r, t)). */
 static ARB_INLINE unsigned arb_begin(router *r, uint64_t t)
 {
-    if (r->nret && r->ret_min <= t) { /* credits whose time has come */
+    if (r->ret_min <= t) { /* credits whose time has come (none pending: UINT64_MAX) */
+        /* Branch-free: which entries are due varies unpredictably. The
+         * list is a set (sums and a minimum are taken of it), so the ones
+         * left keep their order, compacted. */
         uint64_t m = UINT64_MAX;
-        for (uint32_t i = 0; i < r->nret;) {
-            if (r->ret[i].t <= t) {
-                unsigned pv = r->ret[i].port_vc;
-                r->credits[pv / TSIM_NVC][pv % TSIM_NVC] += r->ret[i].chunks;
-                r->ret[i] = r->ret[--r->nret];
-                r->gen++;
-            } else {
-                if (r->ret[i].t < m) m = r->ret[i].t;
-                i++;
-            }
+        uint32_t n = r->nret, k = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            credit_ret x = r->ret[i];
+            uint32_t due = x.t <= t;
+            r->credits[x.port_vc / TSIM_NVC][x.port_vc % TSIM_NVC] += due ? x.chunks : 0;
+            r->ret[k] = x;
+            k += !due;
+            m = !due && x.t < m ? x.t : m;
         }
+        r->gen += n - k;
+        r->nret = k;
         r->ret_min = m;
     }
     unsigned free = r->fmask;
@@ -453,7 +456,7 @@ static ARB_INLINE void arb_end(tsim_engine *e, router *r, int node, uint64_t t, 
 {
     r->fmask = free;
     if (r->waiting) {
-        uint64_t w = r->nret && r->ret_min < r->fu ? r->ret_min : r->fu;
+        uint64_t w = r->ret_min < r->fu ? r->ret_min : r->fu;
         if (w != UINT64_MAX && (r->armed <= t || w < r->armed)) {
             r->armed = w;
             ev_push(e, w, EV_LINK_FREE, node, 0, 0);
