@@ -77,7 +77,8 @@ static inline void evq_push(evq *q, const ev *v)
             q->freel = x->next;
             *x = (evq_node){v->key, v->type, v->a, v->b, v->pkt, EVQ_NIL};
             q->nd[b->tail].next = n; /* node EVQ_NONE's next is never read */
-            b->head = b->tail == EVQ_NONE ? n : b->head;
+            uint32_t was_empty = -(uint32_t)(b->tail == EVQ_NONE); /* a mask: no branch */
+            b->head = (n & was_empty) | (b->head & ~was_empty);
             b->tail = n;
             q->bits[idx / 64] |= 1ull << (idx % 64);
             q->ncal++;
@@ -96,7 +97,8 @@ static inline void evq_take(evq *q, unsigned idx, uint64_t t, ev *out)
     *out = (ev){t, x->key, x->type, x->a, x->b, x->pkt};
     b->head = x->next;
     uint64_t emptied = b->head == EVQ_NIL;
-    b->tail = emptied ? EVQ_NONE : b->tail;
+    _Static_assert(EVQ_NONE == 0, "evq_take: an emptied tail is masked to EVQ_NONE");
+    b->tail &= (uint32_t)emptied - 1; /* masks, not branches */
     q->bits[idx / 64] &= ~(emptied << (idx % 64));
     x->next = q->freel;
     q->freel = n;

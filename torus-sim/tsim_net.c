@@ -381,15 +381,18 @@ typedef struct cand {
  * the busy ports need a look. */
 static ARB_INLINE uint64_t busy_min(const router *r, uint64_t t, unsigned free)
 {
+    /* branch-free: a free one counts as UINT64_MAX */
     uint64_t m = UINT64_MAX;
-    for (unsigned b = ~free & ((1u << TSIM_NPORTS) - 1); b; b &= b - 1) {
-        uint64_t x = r->busy_until[__builtin_ctz(b)];
-        if (x < m) m = x;
+    for (int p = 0; p < TSIM_NPORTS; p++) {
+        uint64_t x = r->busy_until[p] | -(uint64_t)((free >> p) & 1);
+        m = x < m ? x : m;
     }
-    for (int c = 0; c < TSIM_CPUS; c++)
-        if (r->sp_busy[c] > t && r->sp_busy[c] < m) m = r->sp_busy[c];
-    if (!(free & WANT_LOOP) && r->loop_busy < m) m = r->loop_busy;
-    return m;
+    for (int c = 0; c < TSIM_CPUS; c++) {
+        uint64_t x = r->sp_busy[c] | -(uint64_t)(r->sp_busy[c] <= t);
+        m = x < m ? x : m;
+    }
+    uint64_t x = r->loop_busy | -(uint64_t)((free & WANT_LOOP) != 0);
+    return x < m ? x : m;
 }
 
 /* Branch-free: on a saturated router the ports' states are unpredictable. */
@@ -410,8 +413,8 @@ static inline unsigned free_now(const router *r, uint64_t t)
  * let it move; anything else it would fail again. */
 static inline int want_new(const router *r, const pq *q, unsigned free)
 {
-    if (!(q->want & free)) return 0;
-    return q->fail_gen != r->gen || (q->want & free & ~(unsigned)q->fail_free);
+    unsigned w = q->want & free; /* bitwise, not short-circuit: no branches */
+    return (w != 0) & ((q->fail_gen != r->gen) | ((w & ~(unsigned)q->fail_free) != 0));
 }
 
 /* Serves waiting packets oldest first until nothing more can move. Packets
@@ -431,7 +434,7 @@ static ARB_INLINE unsigned arb_begin(router *r, uint64_t t)
         for (uint32_t i = 0; i < n; i++) {
             credit_ret x = r->ret[i];
             uint32_t due = x.t <= t;
-            r->credits[x.port_vc / TSIM_NVC][x.port_vc % TSIM_NVC] += due ? x.chunks : 0;
+            r->credits[x.port_vc / TSIM_NVC][x.port_vc % TSIM_NVC] += x.chunks & -due;
             r->ret[k] = x;
             k += !due;
             m = !due && x.t < m ? x.t : m;
@@ -525,7 +528,8 @@ static void arrive(tsim_engine *e, int node, pq *q, unsigned qb, uint32_t pk, ui
     }
     unsigned free = arb_begin(r, t);
     const npkt *p = &e->pool[pk];
-    int cand = (p->want & free) && (p->fail_gen != r->gen || (p->want & free & ~(unsigned)p->fail_free));
+    unsigned w = p->want & free; /* want_new's test, on the packet */
+    int cand = (w != 0) & ((p->fail_gen != r->gen) | ((w & ~(unsigned)p->fail_free) != 0));
     if (cand && try_move(e, node, pk, NULL, 0, t, &free)) {
         r->fmask = free;
         return;
