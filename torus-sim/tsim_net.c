@@ -127,7 +127,7 @@ static void release_source(tsim_engine *e, int node, npkt *p, uint64_t t)
         }
         u->ret[u->nret++] = (credit_ret){at, (uint16_t)(p->in_port * TSIM_NVC + p->vc), (uint16_t)c};
         u->ret_min = at < u->ret_min ? at : u->ret_min; /* UINT64_MAX while the list was empty */
-        if (u->waiting && (u->armed <= e->now || at < u->armed)) {
+        if ((u->waiting != 0) & ((u->armed <= e->now) | (at < u->armed))) {
             u->armed = at;
             ev_push(e, at, EV_LINK_FREE, up, 0, 0);
         }
@@ -181,8 +181,11 @@ static int need_chunks(const tsim_engine *e, const npkt *p, int port, int vc)
 {
     int c = p->chunks, d = port / 2;
     if (vc == TSIM_VC_ESC || vc == TSIM_VC_HP) {
+        /* selects: whether the ring is a torus's and whether the packet
+         * enters it vary from hop to hop */
         int entering = (p->dim != d) | (p->vc != vc);
-        if (e->g.torus[d]) return entering ? 2 * TSIM_MAX_CHUNKS : TSIM_MAX_CHUNKS;
+        int ring = TSIM_MAX_CHUNKS << entering;
+        return e->g.torus[d] ? ring : c;
     }
     return c;
 }
@@ -460,7 +463,7 @@ static ARB_INLINE void arb_end(tsim_engine *e, router *r, int node, uint64_t t, 
     r->fmask = free;
     if (r->waiting) {
         uint64_t w = r->ret_min < r->fu ? r->ret_min : r->fu;
-        if (w != UINT64_MAX && (r->armed <= t || w < r->armed)) {
+        if ((w != UINT64_MAX) & ((r->armed <= t) | (w < r->armed))) { /* one branch, not three */
             r->armed = w;
             ev_push(e, w, EV_LINK_FREE, node, 0, 0);
         }
