@@ -365,6 +365,12 @@ static void process(tsim_engine *e, const ev *v)
     e->now = v->t;
     e->events += v->type != EV_PROXY; /* the network's events: the same whoever runs a loop */
     switch (v->type) {
+    case EV_HEAD: /* most events: one dispatch, not two */
+        net_head(e, v->a, v->b, v->pkt, v->t);
+        break;
+    case EV_LINK_FREE:
+        net_link_free(e, v->a, v->t);
+        break;
     case EV_INJ:
         net_inject(e, v->a, v->b, v->pkt, v->t);
         break;

@@ -555,20 +555,29 @@ void net_rec_free(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t)
     if (r->waiting) net_arbitrate(e, proc / TSIM_CPUS, t);
 }
 
+void net_head(tsim_engine *e, int node, int port_vc, uint32_t pk, uint64_t t)
+{
+    npkt *p = &e->pool[pk];
+    p->t_head = t;
+    set_want(e, node, p);
+    arrive(e, node, &e->rt[node].inq[port_vc >> 4][port_vc & 15],
+           (unsigned)((port_vc >> 4) * TSIM_NVC + (port_vc & 15)), pk, t);
+}
+
+void net_link_free(tsim_engine *e, int node, uint64_t t)
+{
+    if (e->rt[node].armed == t) e->rt[node].armed = 0;
+    net_arbitrate(e, node, t);
+}
+
 void net_event(tsim_engine *e, const ev *v)
 {
     switch (v->type) {
-    case EV_HEAD: {
-        npkt *p = &e->pool[v->pkt];
-        p->t_head = v->t;
-        set_want(e, v->a, p);
-        arrive(e, v->a, &e->rt[v->a].inq[v->b >> 4][v->b & 15],
-               (unsigned)((v->b >> 4) * TSIM_NVC + (v->b & 15)), v->pkt, v->t);
+    case EV_HEAD:
+        net_head(e, v->a, v->b, v->pkt, v->t);
         break;
-    }
     case EV_LINK_FREE:
-        if (e->rt[v->a].armed == v->t) e->rt[v->a].armed = 0;
-        net_arbitrate(e, v->a, v->t);
+        net_link_free(e, v->a, v->t);
         break;
     case EV_CREDIT:
         e->rt[v->a].credits[v->b >> 4][v->b & 15] += (int32_t)v->pkt;
