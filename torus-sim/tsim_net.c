@@ -416,8 +416,8 @@ static inline unsigned free_now(const router *r, uint64_t t)
  * let it move; anything else it would fail again. */
 static inline int want_new(const router *r, const pq *q, unsigned free)
 {
-    unsigned w = q->want & free; /* bitwise, not short-circuit: no branches */
-    return (w != 0) & ((q->fail_gen != r->gen) | ((w & ~(unsigned)q->fail_free) != 0));
+    if (!(q->want & free)) return 0;
+    return q->fail_gen != r->gen || (q->want & free & ~(unsigned)q->fail_free);
 }
 
 /* Serves waiting packets oldest first until nothing more can move. Packets
