@@ -154,7 +154,7 @@ static void bc_take(coll_ctx *c, const tsim_slot *s)
     size_t off = (size_t)w * PAY;
     size_t n = c->len - off < PAY ? c->len - off : PAY;
     if (c->nbiov) /* scattered straight into the layout */
-        coll_charge_ddt(c, (uint64_t)tsim_layout_copy(c->biov, c->nbiov, &c->bcur, off, (void *)s->p.payload,
+        coll_charge_ddt(c, (uint64_t)tsim_layout_copy(c->biov, c->nbiov, &c->bcur[r], off, (void *)s->p.payload,
                                                        n, 0) *
                                c->pp->seg->params.ddt_seg_cycles);
     else
@@ -256,7 +256,7 @@ int coll_bcast_layout_in(coll_ctx *c, coll_group *g, const coll_layout *blk, int
     if (sum != blk->len) return -1;
     c->biov = blk->iov;
     c->nbiov = blk->niov;
-    c->bcur = (tsim_lcur){0, 0};
+    for (int r = 0; r < 3; r++) c->bcur[r] = (tsim_lcur){0, 0};
     int rc = bc_run(c, g, NULL, blk->len, root, routes);
     c->biov = NULL;
     c->nbiov = 0;

@@ -90,7 +90,10 @@ struct coll_ctx {
     size_t len;
     const struct iovec *biov; /* or a layout of nbiov segments (buf unused) */
     size_t nbiov;
-    tsim_lcur bcur;           /* where the last scatter ended */
+    tsim_lcur bcur[3];        /* per route's part: where its last scatter ended (the
+                                 parts' packets interleave, and one cursor sent back to
+                                 the first segment at every switch made a scatter cost
+                                 the host the square of the segments) */
     int nroutes;
     size_t part_off[3];
     uint32_t part_np[3];

@@ -68,7 +68,21 @@ struct pass {
     size_t width; /* encoded operations: bytes of one ALU operand */
     int root;     /* broadcast: its message-layer rank; -1: a combine */
     uint32_t *ex; /* the two-pass sum's exponents */
+    /* a broadcast of a layout: its segments, and per packet the segments
+     * it touches (charged to the root before the packet's first FIFO try,
+     * to every other rank after it is taken); NULL otherwise */
+    const struct iovec *iov;
+    size_t niov;
+    tsim_lcur cur;
+    const uint32_t *segs;
 };
+
+/* The datatype work of packet w: ddt_seg_cycles per segment it touches. */
+static void charge_segs(pass *ps, uint32_t w)
+{
+    if (ps->segs)
+        coll_charge_ddt(ps->c, (uint64_t)ps->segs[w] * ps->c->pp->seg->params.ddt_seg_cycles);
+}
 
 /* Injects this rank's packets while the FIFO has room and takes the
  * results as they come, packet by packet; while neither moves, the
@@ -84,7 +98,7 @@ static int run_pass_vn(pass *ps);
  * engine stopped at a torus packet), else 0 (the loop's next iteration),
  * with the packets the engine sent and took. */
 static int tree_wait(pass *ps, const uint8_t *out, uint8_t *in, uint16_t seq, uint32_t *sent,
-                     uint32_t *got, unsigned mask, const char *note)
+                     uint32_t *got, uint32_t *gathered, unsigned mask, const char *note)
 {
     coll_ctx *c = ps->c;
     tsim_prx *d = ml_prx_begin(c->ml);
@@ -97,6 +111,9 @@ static int tree_wait(pass *ps, const uint8_t *out, uint8_t *in, uint16_t seq, ui
                               .got = *got,
                               .seq = seq,
                               .type = COLL_T_TREE};
+    if (ps->segs) /* the table follows the payloads (tsim_tree.h) */
+        d->tree.resv = (uint8_t)((ps->fill ? TSIM_TREE_SEGS_OUT : TSIM_TREE_SEGS_IN) |
+                                 (*gathered == *sent + 1 ? TSIM_TREE_GATHERED : 0));
     d->prog = TSIM_PRX_PROG_TREE;
     int rc = ml_prx_block(c->ml, note, mask & ~TSIM_WAKE_REC_ALL);
     if (rc < 0) return -1;
@@ -106,6 +123,7 @@ static int tree_wait(pass *ps, const uint8_t *out, uint8_t *in, uint16_t seq, ui
     c->tree_recv += d->tree.got - *got;
     *sent = d->tree.sent;
     *got = d->tree.got;
+    *gathered = d->tree.resv & TSIM_TREE_GATHERED ? *sent + 1 : 0;
     return rc == TSIM_PRX_POLL;
 }
 
@@ -116,16 +134,22 @@ static int run_pass(pass *ps)
     pl_proc *pp = c->pp;
     uint32_t npk = ps->npk, sent = ps->fill ? 0 : npk, got = ps->take ? 0 : npk;
     uint16_t seq = c->tree_seq++;
-    size_t bytes = (size_t)npk * TSIM_TREE_PAYLOAD;
-    uint8_t *out = ps->fill ? calloc(1, bytes) : NULL, *in = ps->take ? malloc(bytes) : NULL;
+    size_t bytes = (size_t)npk * TSIM_TREE_PAYLOAD, tab = ps->segs ? npk * sizeof *ps->segs : 0;
+    uint8_t *out = ps->fill ? calloc(1, bytes + tab) : NULL, *in = ps->take ? malloc(bytes + tab) : NULL;
+    uint32_t gathered = 0; /* 1 + the packet whose gather was charged */
     char note[112];
     int rc = -1, resumed = 0;
     if ((ps->fill && !out) || (ps->take && !in)) goto done;
+    if (tab) memcpy((ps->fill ? out : in) + bytes, ps->segs, tab);
     for (uint32_t w = 0; ps->fill && w < npk; w++) ps->fill(ps, w, out + (size_t)w * TSIM_TREE_PAYLOAD);
     while (sent < npk || got < npk) {
         if (!resumed) {
             int moved = 0;
             while (sent < npk) {
+                if (ps->fill && gathered != sent + 1) { /* once, before the first try */
+                    charge_segs(ps, sent);
+                    gathered = sent + 1;
+                }
                 coll_sw sw = coll_sw_make(COLL_T_TREE, sent, seq, 0);
                 memcpy(ps->h.sw, &sw, sizeof sw);
                 if (pl_tree_inject(pp, &ps->h, out + (size_t)sent * TSIM_TREE_PAYLOAD,
@@ -149,6 +173,7 @@ static int run_pass(pass *ps)
                 memcpy(r, s->payload, TSIM_TREE_PAYLOAD);
                 ps->take(ps, got, r);
                 pl_tree_consume(pp);
+                charge_segs(ps, got);
                 got++;
                 c->tree_recv++;
                 moved = 1;
@@ -164,7 +189,7 @@ static int run_pass(pass *ps)
                         (got < ps->npk ? TSIM_WAKE_TREE_REC : 0) |
                         (sent < ps->npk ? TSIM_WAKE_TREE_INJ : 0);
         uint32_t got0 = got;
-        int k = tree_wait(ps, out, in, seq, &sent, &got, mask, note);
+        int k = tree_wait(ps, out, in, seq, &sent, &got, &gathered, mask, note);
         if (k < 0) goto done;
         for (uint32_t w = got0; w < got; w++) ps->take(ps, w, in + (size_t)w * TSIM_TREE_PAYLOAD);
         resumed = k;
@@ -281,7 +306,7 @@ static int run_pass_vn(pass *ps)
     int from_tree = combine || (ps->root != c->rank && ps->root != mate_rank);
     size_t bytes = (size_t)npk * TSIM_TREE_PAYLOAD;
     uint8_t *mate = malloc(bytes), *res = malloc(bytes), buf[TSIM_TREE_PAYLOAD];
-    uint32_t m_halves = 0, f_halves = 0, sent = 0, got = 0;
+    uint32_t m_halves = 0, f_halves = 0, sent = 0, got = 0, gathered = 0;
     int rc = -1;
     if (!mate || !res) goto out;
     if (!leader) { /* give the contribution, take the results */
@@ -292,6 +317,10 @@ static int run_pass_vn(pass *ps)
             c->inj_wait = 0;
             while (f_halves < need) {
                 if (f_halves % 2 == 0) {
+                    if (gathered != f_halves / 2 + 1) { /* once, before the first try */
+                        charge_segs(ps, f_halves / 2);
+                        gathered = f_halves / 2 + 1;
+                    }
                     uint8_t *p = mate + (size_t)(f_halves / 2) * TSIM_TREE_PAYLOAD;
                     memset(p, 0, TSIM_TREE_PAYLOAD);
                     ps->fill(ps, f_halves / 2, p);
@@ -304,6 +333,7 @@ static int run_pass_vn(pass *ps)
                 moved = 1;
                 if (m_halves % 2 == 0) {
                     ps->take(ps, got, res + (size_t)got * TSIM_TREE_PAYLOAD);
+                    charge_segs(ps, got);
                     got++;
                 }
             }
@@ -326,6 +356,10 @@ static int run_pass_vn(pass *ps)
         while (node_injects && sent < npk && (!mate_fills || m_halves >= 2 * (sent + 1))) {
             const uint8_t *m = mate + (size_t)sent * TSIM_TREE_PAYLOAD;
             if (ps->fill) {
+                if (gathered != sent + 1) { /* once, before the first try */
+                    charge_segs(ps, sent);
+                    gathered = sent + 1;
+                }
                 memset(buf, 0, sizeof buf);
                 ps->fill(ps, sent, buf);
                 if (mate_fills) tsim_tree_alu(buf, m, ps->h.op, ps->h.width, ps->h.sign);
@@ -338,7 +372,10 @@ static int run_pass_vn(pass *ps)
             c->tree_sent++;
             if (!from_tree) { /* the root's node: the tree does not bring it back */
                 memcpy(res + (size_t)sent * TSIM_TREE_PAYLOAD, buf, sizeof buf);
-                if (ps->take) ps->take(ps, sent, buf);
+                if (ps->take) {
+                    ps->take(ps, sent, buf);
+                    charge_segs(ps, sent);
+                }
                 got++;
             }
             sent++;
@@ -356,6 +393,7 @@ static int run_pass_vn(pass *ps)
             memcpy(res + (size_t)got * TSIM_TREE_PAYLOAD, s->payload, TSIM_TREE_PAYLOAD);
             if (ps->take) ps->take(ps, got, s->payload);
             pl_tree_consume(pp);
+            if (ps->take) charge_segs(ps, got);
             got++;
             c->tree_recv++;
             moved = 1;
@@ -853,6 +891,55 @@ int coll_tree_bcast(coll_ctx *c, void *buf, size_t len, int root)
     uint64_t t0 = pl_now(c->pp);
     int rc = run_pass(&ps);
     coll_trace_op(c, PLT_COLL_TREE_BCAST, t0, rc);
+    return rc;
+}
+
+/* The layout's side of the host's copies: packet w's bytes gathered from
+ * (scattered into) the segments, uncharged (charge_segs is the model's). */
+static void fill_layout(pass *ps, uint32_t w, uint8_t *pl)
+{
+    size_t off = (size_t)w * TSIM_TREE_PAYLOAD;
+    size_t n = ps->count - off < TSIM_TREE_PAYLOAD ? ps->count - off : TSIM_TREE_PAYLOAD;
+    tsim_layout_copy(ps->iov, ps->niov, &ps->cur, off, pl, n, 1);
+}
+
+static void take_layout(pass *ps, uint32_t w, const uint8_t *pl)
+{
+    size_t off = (size_t)w * TSIM_TREE_PAYLOAD;
+    size_t n = ps->count - off < TSIM_TREE_PAYLOAD ? ps->count - off : TSIM_TREE_PAYLOAD;
+    tsim_layout_copy(ps->iov, ps->niov, &ps->cur, off, (void *)pl, n, 0);
+}
+
+int coll_tree_bcast_layout(coll_ctx *c, const coll_layout *blk, int root)
+{
+    if (!blk || !blk->niov) return coll_tree_bcast(c, blk ? blk->buf : NULL, blk ? blk->len : 0, root);
+    if (!coll_tree_ok(c)) return COLL_ENOTSUP;
+    size_t len = blk->len, total = 0;
+    for (size_t i = 0; i < blk->niov; i++) {
+        if (!blk->iov[i].iov_base && blk->iov[i].iov_len) return -1;
+        total += blk->iov[i].iov_len;
+    }
+    if (root < 0 || root >= c->nranks || total != len) return -1;
+    if (!len) return 0;
+    if (len > (size_t)COLL_MAXPK * TSIM_TREE_PAYLOAD) return -1;
+    pass ps = {.c = c, .count = len, .root = root, .iov = blk->iov, .niov = blk->niov};
+    pl_tree_header(&ps.h, TSIM_TC_BCAST, TSIM_TOP_NONE, 4, 0, 0, 0, NULL);
+    ps.npk = npackets(len, TSIM_TREE_PAYLOAD);
+    uint32_t *segs = malloc(ps.npk * sizeof *segs);
+    if (!segs) return -1;
+    for (uint32_t w = 0; w < ps.npk; w++) {
+        size_t off = (size_t)w * TSIM_TREE_PAYLOAD;
+        segs[w] = tsim_layout_segs(ps.iov, ps.niov, &ps.cur, off,
+                                   len - off < TSIM_TREE_PAYLOAD ? len - off : TSIM_TREE_PAYLOAD);
+    }
+    ps.cur = (tsim_lcur){0, 0};
+    ps.segs = segs;
+    if (c->rank == root) ps.fill = fill_layout;
+    else ps.take = take_layout;
+    uint64_t t0 = pl_now(c->pp);
+    int rc = run_pass(&ps);
+    coll_trace_op(c, PLT_COLL_TREE_BCAST, t0, rc);
+    free(segs);
     return rc;
 }
 

@@ -55,6 +55,17 @@ int coll_tree_reduce(coll_ctx *c, const void *sbuf, void *rbuf, size_t count, in
                      int root);
 /* len bytes from root's buf into everyone's buf. */
 int coll_tree_bcast(coll_ctx *c, void *buf, size_t len, int root);
+/* The same of data described by a layout (coll.h: root's data, everyone's
+ * place for it; a buffer when niov is 0: coll_tree_bcast). The root
+ * gathers each 256-byte packet's payload from its segments, every other
+ * rank scatters each packet into its own; each segment a packet touches
+ * costs ddt_seg_cycles (also counted in ddt_cycles) to the root before
+ * the packet's first FIFO try, to a receiver after it took the packet.
+ * The host moves the bytes through the pass's whole-payload buffers (the
+ * engine's replica of the loop reads and writes those): the root gathers
+ * every packet before the pass, a receiver scatters each as it is taken;
+ * those copies cost nothing, the per-packet charges are the model's. */
+int coll_tree_bcast_layout(coll_ctx *c, const coll_layout *blk, int root);
 /* Barrier on the global interrupt: nobody returns before all entered.
  * Works in CO and VN mode on any partition. */
 int coll_gi_barrier(coll_ctx *c);

@@ -20,7 +20,14 @@
  * clock). The processor is woken when the pass is complete (its loop
  * ends), at the first torus packet (its message layer's advance takes it
  * from there) or at a tree packet that isn't the one due (its own poll
- * reports it). */
+ * reports it).
+ *
+ * A broadcast of a layout (coll_tree_bcast_layout) keeps whole payloads:
+ * the rank gathered them into out before the pass and scatters each
+ * result from in afterwards; only its charges are the engine's, from the
+ * per-packet segment table after out or in (tsim_tree.h): a packet's
+ * gather before its first FIFO try, its scatter after it is taken, at
+ * ddt_seg_cycles per segment, as run_pass charges them. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -37,6 +44,8 @@ struct prx_tree {
     uint64_t pkts_sent, pkts_recv;
     uint8_t win[WIN * TSIM_TREE_PAYLOAD];
     uint32_t w0, wn; /* packets [w0, w0 + wn) of the payload are in win */
+    uint32_t segs[WIN]; /* the layout's segment table, read ahead */
+    uint32_t s0, sn;     /* its entries [s0, s0 + sn) */
 };
 
 void tree_prx_free(prx_state *x)
@@ -54,6 +63,8 @@ int tree_prx_adopt(tsim_engine *e, int proc, const tsim_prx *d)
     if (t->npk == 0 || t->npk >= MAX_W || t->sent > t->npk || t->got > t->npk ||
         (t->sent < t->npk && !t->out) || (t->got < t->npk && !t->in) ||
         (t->sent == t->npk && t->got == t->npk) || !tree_hdr_ok(&t->h) ||
+        (t->resv & ~(TSIM_TREE_SEGS_OUT | TSIM_TREE_SEGS_IN | TSIM_TREE_GATHERED)) ||
+        ((t->resv & TSIM_TREE_SEGS_OUT) && !t->out) || ((t->resv & TSIM_TREE_SEGS_IN) && !t->in) ||
         !tree_prx_synced(e, proc))
         return 0;
     if (!x->tree && !(x->tree = malloc(sizeof *x->tree))) return 0;
@@ -61,7 +72,7 @@ int tree_prx_adopt(tsim_engine *e, int proc, const tsim_prx *d)
     a->d = *t;
     a->moved = 0;
     a->pkts_sent = a->pkts_recv = 0;
-    a->wn = 0;
+    a->wn = a->sn = 0;
     return 1;
 }
 
@@ -71,6 +82,7 @@ void tree_prx_answer(tsim_engine *e, int proc, tsim_prx *d)
     struct prx_tree *a = x->tree;
     d->tree.sent = a->d.sent;
     d->tree.got = a->d.got;
+    d->tree.resv = a->d.resv;
     x->moved = x->consumed = 0; /* a resumed advance starts its polls afresh */
     x->inj_full = 0;
 }
@@ -99,6 +111,32 @@ static const uint8_t *payload(tsim_engine *e, int proc, uint32_t w)
         a->wn = n;
     }
     return a->win + (size_t)(w - a->w0) * TSIM_TREE_PAYLOAD;
+}
+
+/* Cycles of packet w's datatype work: its entry in the segment table at
+ * base (out or in) + 256 npk, times ddt_seg_cycles; charged to the
+ * processor at x->vt and counted in its ddt_cycles. -1 if unreadable. */
+static int charge_segs(tsim_engine *e, int proc, uint64_t base, uint32_t w)
+{
+    prx_state *x = &e->ep[proc].prx;
+    struct prx_tree *a = x->tree;
+    if (!a->sn || w < a->s0 || w >= a->s0 + a->sn) {
+        uint32_t n = a->d.npk - w < WIN ? a->d.npk - w : WIN;
+        size_t len = (size_t)n * sizeof a->segs[0];
+        struct iovec l = {a->segs, len},
+                     r = {(void *)(uintptr_t)(base + (uint64_t)a->d.npk * TSIM_TREE_PAYLOAD +
+                                              (uint64_t)w * sizeof a->segs[0]),
+                          len};
+        if (prx_read(e, proc, &l, &r, 1, len,
+                     "work description: a tree broadcast's segment table the engine cannot read") != 0)
+            return -1;
+        a->s0 = w;
+        a->sn = n;
+    }
+    uint64_t c = (uint64_t)a->segs[w - a->s0] * e->prm.ddt_seg_cycles;
+    x->vt += c;
+    if (c) atomic_fetch_add_explicit(&e->seg->procs[proc].ddt_cycles, c, memory_order_relaxed);
+    return 0;
 }
 
 /* Is the rank's wait over (what pl_block's wake would find)? */
@@ -132,7 +170,17 @@ void tree_prx_step(tsim_engine *e, int proc)
         case PH_T_INJ: {
             /* room only grows with the engine's events: a "no" at a settled
              * clock is the one the rank's sync would get */
-            if (t->sent == t->npk || tree_inj_room(e, proc) == 0) {
+            if (t->sent == t->npk) {
+                x->phase = PH_T_POLL;
+                break;
+            }
+            if ((t->resv & TSIM_TREE_SEGS_OUT) && !(t->resv & TSIM_TREE_GATHERED)) {
+                /* the gather, once, before the first try; the try at the new clock */
+                if (charge_segs(e, proc, t->out, t->sent) != 0) return; /* the job is failing */
+                t->resv |= TSIM_TREE_GATHERED;
+                break;
+            }
+            if (tree_inj_room(e, proc) == 0) {
                 x->phase = PH_T_POLL;
                 break;
             }
@@ -146,6 +194,7 @@ void tree_prx_step(tsim_engine *e, int proc)
             x->vt += e->prm.tree_write_cycles;
             tree_prx_inject(e, proc, &h, pl, x->vt);
             t->sent++;
+            t->resv &= (uint8_t)~TSIM_TREE_GATHERED;
             a->pkts_sent++;
             e->prx_sent++;
             a->moved = 1;
@@ -173,6 +222,7 @@ void tree_prx_step(tsim_engine *e, int proc)
             }
             x->vt += e->prm.tree_read_cycles;
             tree_prx_consume(e, proc, x->vt);
+            if ((t->resv & TSIM_TREE_SEGS_IN) && charge_segs(e, proc, t->in, t->got) != 0) return;
             t->got++;
             a->pkts_recv++;
             e->prx_read++;

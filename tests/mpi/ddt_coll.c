@@ -1,12 +1,13 @@
 /* Derived datatypes in the torus collectives, in each BGLMPI_DATATYPE mode
  * (pack, zerocopy, memo; read per call): MPI_Alltoall, MPI_Alltoallv,
  * MPI_Alltoallw and MPI_Bcast (BGLMPI_BCAST=torus3 and torus1: the deposit
- * broadcast) with vector, indexed, struct, subarray and resized types, the
- * sender and the receiver using different layouts of one type signature.
- * Every byte is checked, gaps included. Then the cost: an alltoall and a
- * broadcast of a fragmented type must take fewer simulated cycles with
- * zerocopy and memo than with pack (the staging through a packed buffer
- * must not come back). Any number of ranks, CO or VN. */
+ * broadcast; tree: the collective network's) with vector, indexed, struct,
+ * subarray and resized types, the sender and the receiver using different
+ * layouts of one type signature. Every byte is checked, gaps included.
+ * Then the cost: an alltoall and a broadcast (torus3 and tree) of a
+ * fragmented type must take fewer simulated cycles with zerocopy and memo
+ * than with pack (the staging through a packed buffer must not come back).
+ * Any number of ranks, CO or VN (the tree needs every processor slot used). */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -259,6 +260,13 @@ static void run_bcast(void *a)
     MPI_Bcast(c->s, c->cnt, c->t, 0, MPI_COMM_WORLD);
     unsetenv("BGLMPI_BCAST");
 }
+static void run_tree(void *a)
+{
+    costarg *c = a;
+    setenv("BGLMPI_BCAST", "tree", 1);
+    MPI_Bcast(c->s, c->cnt, c->t, 0, MPI_COMM_WORLD);
+    unsetenv("BGLMPI_BCAST");
+}
 
 int main(int argc, char **argv)
 {
@@ -278,6 +286,9 @@ int main(int argc, char **argv)
                 t_alltoallv(modes[m], f, ps[f], ++round);
                 t_bcast(modes[m], "torus3", f, ps[f], 2, 0, ++round);
                 t_bcast(modes[m], "torus1", f, ps[f], 3, np - 1, ++round);
+                /* roots on a node's either processor in VN mode */
+                t_bcast(modes[m], "tree", f, ps[f], 2, 1 % np, ++round);
+                t_bcast(modes[m], "tree", f, ps[f], 3, np > 2 ? np - 2 : 0, ++round);
             }
             t_alltoallw(modes[m], ps, ki, ++round);
             for (int f = 0; f < NFAM; f++) MPI_Type_free(&ps[f].st), MPI_Type_free(&ps[f].rt);
@@ -290,18 +301,21 @@ int main(int argc, char **argv)
     MPI_Aint fe = extent(frag);
     costarg ca = {frag, 1, abuf((size_t)(fe * np)), abuf((size_t)(fe * np))};
     memset(ca.s, 0, (size_t)(fe * np)), memset(ca.r, 0, (size_t)(fe * np));
-    double a2a[3], bc[3];
+    double a2a[3], bc[3], tr[3];
     for (int m = 0; m < 3; m++) {
         setenv("BGLMPI_DATATYPE", modes[m], 1);
-        run_a2a(&ca), run_bcast(&ca); /* warm: the memo cache filled */
+        run_a2a(&ca), run_bcast(&ca), run_tree(&ca); /* warm: the memo cache filled */
         a2a[m] = timed(run_a2a, &ca);
         bc[m] = timed(run_bcast, &ca);
+        tr[m] = timed(run_tree, &ca);
     }
     if (rank == 0) {
         printf("ddt_coll: %d ranks, alltoall of a 64 x 128 B vector per pair: pack %.0f, zerocopy %.0f, memo %.0f cycles\n",
                np, a2a[0], a2a[1], a2a[2]);
         printf("ddt_coll: bcast torus3 of the same 8 KiB: pack %.0f, zerocopy %.0f, memo %.0f cycles\n", bc[0],
                bc[1], bc[2]);
+        printf("ddt_coll: bcast tree of the same 8 KiB: pack %.0f, zerocopy %.0f, memo %.0f cycles\n", tr[0],
+               tr[1], tr[2]);
         fflush(stdout);
     }
     CHECK(a2a[1] < a2a[0] && a2a[2] < a2a[0],
@@ -310,6 +324,9 @@ int main(int argc, char **argv)
     CHECK(bc[1] < bc[0] && bc[2] < bc[0],
           "bcast of a fragmented type: zerocopy %.0f and memo %.0f cycles, fewer than pack's %.0f", bc[1], bc[2],
           bc[0]);
+    CHECK(tr[1] < tr[0] && tr[2] < tr[0],
+          "bcast on the collective network of a fragmented type: zerocopy %.0f and memo %.0f cycles, fewer than pack's %.0f",
+          tr[1], tr[2], tr[0]);
     MPI_Type_free(&frag);
     free(ca.s), free(ca.r);
     unsetenv("BGLMPI_DATATYPE");

@@ -283,15 +283,18 @@ int MPIDI_BGL_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int
     /* the three-route trees are deeper (an extra hop, one more stage): with
      * less than a packet per route one tree is sooner */
     int routes = a == 1 && data_sz >= 3 * TSIM_PAYLOAD_MAX ? 3 : 1;
-    if (!tree && !dt_contig && data_sz > 0 && mode != MPIDI_BGL_DT_PACK) {
+    if (!dt_contig && data_sz > 0 && mode != MPIDI_BGL_DT_PACK) {
         /* zero-copy: the root gathers every packet from its layout, every
-         * other rank scatters it into its own (and forwards from there) */
+         * other rank scatters it into its own (on the deposit trees, and
+         * forwards from there; on the collective network each 256-byte
+         * tree packet, coll_tree_bcast_layout) */
         MPIDI_BGL_layout_t l;
         mpi_errno = MPIDI_BGL_dt_layout(buffer, count, datatype, data_sz, mode, &l);
         MPIR_ERR_CHECK(mpi_errno);
         coll_layout blk = { NULL, l.iov, l.n, (size_t) data_sz };
         MPIDI_BGL_clock_enter();
-        if (coll_bcast_layout_in(g->coll, grp, &blk, root, routes) != 0)
+        if (tree ? coll_tree_bcast_layout(g->coll, &blk, MPIDIU_rank_to_lpid(root, comm_ptr)) != 0 :
+            coll_bcast_layout_in(g->coll, grp, &blk, root, routes) != 0)
             MPIDI_BGL_job_aborted("broadcast");
         MPIDI_BGL_clock_leave();
         MPIDI_BGL_dt_layout_free(&l);
