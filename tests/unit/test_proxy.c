@@ -249,6 +249,24 @@ START_TEST(proxy_rendezvous_coproc)
 }
 END_TEST
 
+/* Unaligned receive buffers in CO mode: the whole lines go to the
+ * coprocessor, the partial lines at the ends to the main processor, each
+ * part's packets sent by the engine for the blocked sender. */
+START_TEST(proxy_rendezvous_coproc_split)
+{
+    job j = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 1 << 20, 0, 16, 0, 0, 0};
+    check_same(&j, "rendezvous 1 MiB, split (offset 16)", 1, 1);
+}
+END_TEST
+
+START_TEST(proxy_rendezvous_coproc_split_odd)
+{
+    /* 300,001 bytes one after another: every message its own head and tail */
+    job j = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300001, 1, 16, 0, 0, 0};
+    check_same(&j, "rendezvous, split, odd lengths, both ways", 1, 1);
+}
+END_TEST
+
 START_TEST(proxy_eager)
 {
     job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 0};
@@ -353,6 +371,8 @@ Suite *proxy_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, proxy_rendezvous_heater);
     tcase_add_test(tc, proxy_rendezvous_coproc);
+    tcase_add_test(tc, proxy_rendezvous_coproc_split);
+    tcase_add_test(tc, proxy_rendezvous_coproc_split_odd);
     tcase_add_test(tc, proxy_eager);
     tcase_add_test(tc, proxy_adaptive);
     tcase_add_test(tc, proxy_bidirectional);
