@@ -915,7 +915,7 @@ END_TEST
 /* Receive buffers 16 bytes past a 32-byte line (glibc's malloc above its
  * mmap threshold): a message's whole lines go to the coprocessor, the
  * partial lines at its ends to the main processor (ml_recv.c's grant). */
-static const size_t split_sizes[] = {1 << 20, 20, 40, 56};
+static const size_t split_sizes[] = {1 << 20, 20, 40, 56, 48};
 #define NSPLIT (sizeof split_sizes / sizeof split_sizes[0])
 #define SPLIT_OFF 16
 
@@ -950,7 +950,7 @@ START_TEST(coproc_split_unaligned)
 {
     printf("ml: CO rendezvous into buffers 16 bytes past a line: 1 MiB's whole lines on the "
            "coprocessor, its partial lines (16 + 16 bytes) on the main processor; 20, 40 bytes "
-           "(no whole line) on the main processor, 56 bytes (one line) split 16 + 32 + 8\n");
+           "(no whole line) on the main processor, 56 bytes split 16 + 32 + 8, 48 bytes 16 + 32 + none\n");
     size_t stride = (1 << 20) + 128;
     g_src = malloc(stride);
     srand(777);
@@ -969,18 +969,19 @@ START_TEST(coproc_split_unaligned)
             ck_assert_uint_eq(b[k], 0);
     }
     /* the coprocessor read the whole lines: 1 MiB - 32 bytes in 4,369
-     * packets, the 56-byte message's line in one, and its stop request */
+     * packets, the 56- and 48-byte messages' line in one each, and its stop
+     * request */
     const tsim_proc *co1 = &w->seg->procs[w->seg->rank_proc[1] + 1];
-    size_t mid = (1u << 20) - 32, co_pkts = (mid + TSIM_PAYLOAD_MAX - 1) / TSIM_PAYLOAD_MAX + 1;
+    size_t mid = (1u << 20) - 32, co_pkts = (mid + TSIM_PAYLOAD_MAX - 1) / TSIM_PAYLOAD_MAX + 2;
     printf("    coprocessor %llu packets (%zu data), main processor %llu\n",
            (unsigned long long)co1->pkts_received, co_pkts, (unsigned long long)r->st.pkts_recv);
     ck_assert_uint_eq(co1->pkts_received, co_pkts + 1);
-    /* 8 chunks a 1 MiB packet, 2 the one line, 1 the stop request */
-    ck_assert_uint_eq(co1->bytes_received, (co_pkts - 1) * 8 * TSIM_CHUNK + 2 * TSIM_CHUNK + TSIM_CHUNK);
-    /* the main processor (its counts taken before ml_finalize): 4 scouts;
-     * the ends: 2 (1 MiB), 1, 1, 2 (56 bytes); the coprocessor's 2
+    /* 8 chunks a 1 MiB packet, 2 a one-line one, 1 the stop request */
+    ck_assert_uint_eq(co1->bytes_received, (co_pkts - 2) * 8 * TSIM_CHUNK + 2 * 2 * TSIM_CHUNK + TSIM_CHUNK);
+    /* the main processor (its counts taken before ml_finalize): 5 scouts;
+     * the ends: 2 (1 MiB), 1, 1, 2 (56 bytes), 1 (48); the coprocessor's 3
      * completions */
-    ck_assert_uint_eq(r->st.pkts_recv, 4 + 6 + 2);
+    ck_assert_uint_eq(r->st.pkts_recv, 5 + 7 + 3);
     world_free(w);
     free(g_src);
 }
