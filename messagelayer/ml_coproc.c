@@ -1,6 +1,7 @@
 /* The coprocessor (CO mode): a second thread on cpu 1 of the node with its
  * own clock. Its permanent work unit receives rendezvous data sent to its
- * FIFO group (a whole message, or a split's whole lines: ml_recv.c's grant); transient units come from ml_costart. It talks to the main
+ * FIFO group (a whole message, or a split's whole lines: ml_recv.c's
+ * grant); transient units come from ml_costart. It talks to the main
  * processor only through the scratchpad FIFOs, so every hand-over is timed
  * and deterministic. */
 #include <stdlib.h>

@@ -165,6 +165,7 @@ struct ml_ctx {
  * its boundaries, so no packet straddles two cpus (docs/calibration.md). */
 enum { ML_CPU_MAIN, ML_CPU_CO, ML_CPU_SPLIT };
 #define ML_CO_PART 0x8000u /* data packet id: the coprocessor's part of a split */
+_Static_assert(ML_MAX_IDS <= ML_CO_PART, "slot ids must leave ML_CO_PART free");
 
 /* End of the coprocessor's whole lines of a split (len, head < align). */
 static inline size_t ml_split_end(size_t len, size_t head, size_t align)
