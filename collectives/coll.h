@@ -25,6 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "../messagelayer/ml.h"
 
@@ -70,6 +71,18 @@ int coll_alltoall(coll_ctx *c, const void *sbuf, void *rbuf, size_t per_pair);
 int coll_alltoallv(coll_ctx *c, const void *sbuf, const size_t *scounts, const size_t *sdispls,
                    void *rbuf, const size_t *rcounts, const size_t *rdispls);
 
+/* A block of an alltoallw (or a broadcast's data) described as a layout:
+ * len bytes at buf, or (niov > 0: buf unused) the niov segments of iov,
+ * whose lengths add up to len (a derived datatype translated). Packets are
+ * gathered straight from the sender's segments and scattered straight into
+ * the receiver's (each segment a packet touches costs ddt_seg_cycles, also
+ * counted in the processor's ddt_cycles); no block is staged. */
+typedef struct coll_layout {
+    void *buf;
+    const struct iovec *iov;
+    size_t niov, len;
+} coll_layout;
+
 /* Baseline: every rank ml_sends to every other in rank order. */
 int coll_alltoall_p2p(coll_ctx *c, const void *sbuf, void *rbuf, size_t per_pair);
 
@@ -106,6 +119,19 @@ int coll_alltoall_in(coll_ctx *c, coll_group *g, const void *sbuf, void *rbuf, s
 int coll_alltoallv_in(coll_ctx *c, coll_group *g, const void *sbuf, const size_t *scounts,
                       const size_t *sdispls, void *rbuf, const size_t *rcounts,
                       const size_t *rdispls);
+
+/* Alltoallw: send[d] to group rank d, recv[s] from group rank s (arrays of
+ * the group's size, by group rank). recv[s].len must equal sender s's
+ * send[me].len. The layouts must stay valid and unchanged until it
+ * returns. Contiguous blocks (niov 0) cost exactly what coll_alltoallv_in's
+ * do. */
+int coll_alltoallw_in(coll_ctx *c, coll_group *g, const coll_layout *send, const coll_layout *recv);
+
+/* Broadcast of data described by the layout blk (root's data, everyone's
+ * destination; the same len everywhere): the root gathers each packet from
+ * its segments, every other rank scatters each packet into its own and
+ * forwards from there (gathering again). blk with niov 0 is coll_bcast_in. */
+int coll_bcast_layout_in(coll_ctx *c, coll_group *g, const coll_layout *blk, int root, int routes);
 
 /* Destination order of the packet-scheduled alltoall (default RANDOM: a
  * per-source random permutation; STAGGER: me+1, me+2, ...; RANKORDER). */

@@ -16,15 +16,28 @@
 
 #define PAY TSIM_PAYLOAD_MAX
 
+void coll_charge_ddt(coll_ctx *c, uint64_t cycles)
+{
+    if (!cycles) return;
+    pl_charge(c->pp, cycles);
+    atomic_fetch_add_explicit(&c->pp->p->ddt_cycles, cycles, memory_order_relaxed);
+}
+
 static void a2a_take(coll_ctx *c, const tsim_slot *s)
 {
     coll_sw sw = coll_sw_get(s);
     const coll_group *g = c->grp;
     int src = s->m.src < (uint32_t)c->map->nprocs ? g->rank_of[s->m.src] : -1;
     size_t off = (size_t)coll_sw_w(&sw) * PAY;
-    if (src < 0 || src == g->me || off >= c->rcounts[src]) abort(); /* not this alltoall's */
-    size_t n = c->rcounts[src] - off < PAY ? c->rcounts[src] - off : PAY;
-    memcpy(c->rbuf + c->rdispls[src] + off, s->p.payload, n);
+    if (src < 0 || src == g->me || off >= c->rblk[src].len) abort(); /* not this alltoall's */
+    const coll_layout *b = &c->rblk[src];
+    size_t n = b->len - off < PAY ? b->len - off : PAY;
+    if (b->niov) /* scattered straight into the receive layout */
+        coll_charge_ddt(c, (uint64_t)tsim_layout_copy(b->iov, b->niov, &c->rcur[src], off,
+                                                       (void *)s->p.payload, n, 0) *
+                               c->pp->seg->params.ddt_seg_cycles);
+    else
+        memcpy((uint8_t *)b->buf + off, s->p.payload, n);
     c->a2a_recv += n;
     c->st.pkts_recv++;
 }
@@ -50,22 +63,31 @@ static int a2a_push(coll_ctx *c)
     c->inj_wait = 0;
     while (c->a2a_left) {
         int d = c->order[c->pos];
-        if (c->round >= npk(c->scounts[d])) {
+        if (c->round >= npk(c->sblk[d].len)) {
             if (++c->pos == m1) c->pos = 0, c->round++;
             continue;
         }
+        const coll_layout *b = &c->sblk[d];
         size_t off = (size_t)c->round * PAY;
-        size_t n = c->scounts[d] - off < PAY ? c->scounts[d] - off : PAY;
+        size_t n = b->len - off < PAY ? b->len - off : PAY;
+        const uint8_t *data = (const uint8_t *)b->buf + off;
+        uint8_t tmp[PAY];
+        if (b->niov) { /* gathered from the send layout, charged once (before the first try) */
+            unsigned segs = tsim_layout_copy(b->iov, b->niov, &c->scur[d], off, tmp, n, 1);
+            if (!c->a2a_gathered) coll_charge_ddt(c, (uint64_t)segs * c->pp->seg->params.ddt_seg_cycles);
+            c->a2a_gathered = 1;
+            data = tmp;
+        }
         coll_sw sw = coll_sw_make(COLL_T_A2A, c->round, c->cur, c->cur_gid);
         int ok = -1;
         for (int k = 0; k < 3 && ok != 0; k++) {
             int f = (int)((c->rr_fifo + (unsigned)k) % 3);
             if (c->inj_wait & TSIM_WAKE_INJ(f)) continue;
-            if ((ok = coll_inject(c, f, c->grp->proc[d], TSIM_F_DYNAMIC, &sw,
-                                  c->sbuf + c->sdispls[d] + off, n)) == 0)
+            if ((ok = coll_inject(c, f, c->grp->proc[d], TSIM_F_DYNAMIC, &sw, data, n)) == 0)
                 c->rr_fifo = (unsigned)(f + 1) % 3;
         }
         if (ok != 0) break; /* all three full: wait for room */
+        c->a2a_gathered = 0;
         c->a2a_left--;
         moved++;
         if (++c->pos == m1) c->pos = 0, c->round++;
@@ -95,6 +117,8 @@ int coll_a2a_wait(coll_ctx *c, const char *why, int *moved)
                         .round = c->round,
                         .rr_fifo = c->rr_fifo,
                         .type = COLL_T_A2A,
+                        .resv = (uint8_t)((c->a2a_lay ? TSIM_A2A_LAYOUTS : 0) |
+                                          (c->a2a_gathered ? TSIM_A2A_GATHERED : 0)),
                         .seq = c->cur,
                         .gid = c->cur_gid,
                         .left = c->a2a_left,
@@ -109,6 +133,7 @@ int coll_a2a_wait(coll_ctx *c, const char *why, int *moved)
     c->pos = a->pos;
     c->round = a->round;
     c->rr_fifo = a->rr_fifo;
+    c->a2a_gathered = (a->resv & TSIM_A2A_GATHERED) != 0;
     c->a2a_left = a->left;
     c->a2a_recv = a->recv;
     c->st.pkts_sent += a->pkts_sent;
@@ -124,25 +149,76 @@ int coll_alltoallv(coll_ctx *c, const void *sbuf, const size_t *scounts, const s
     return coll_alltoallv_in(c, &c->world, sbuf, scounts, sdispls, rbuf, rcounts, rdispls);
 }
 
-int coll_alltoallv_in(coll_ctx *c, coll_group *g, const void *sbuf, const size_t *scounts,
-                      const size_t *sdispls, void *rbuf, const size_t *rcounts,
-                      const size_t *rdispls)
+/* Room for n blocks each way in the context's arrays. */
+static int a2a_room(coll_ctx *c, int n)
 {
-    if (!c || !g || !scounts || !sdispls || !rcounts || !rdispls || c->op != OP_NONE) return -1;
+    if (n <= c->a2a_cap) return 0;
+    coll_layout *sb = realloc(c->sblk, (size_t)n * sizeof *sb);
+    if (sb) c->sblk = sb;
+    coll_layout *rb = realloc(c->rblk, (size_t)n * sizeof *rb);
+    if (rb) c->rblk = rb;
+    tsim_lcur *sc = realloc(c->scur, (size_t)n * sizeof *sc);
+    if (sc) c->scur = sc;
+    tsim_lcur *rc = realloc(c->rcur, (size_t)n * sizeof *rc);
+    if (rc) c->rcur = rc;
+    if (!sb || !rb || !sc || !rc) return -1;
+    c->a2a_cap = n;
+    return 0;
+}
+
+static int block_ok(const coll_layout *b)
+{
+    if (b->len > UINT32_MAX || npk(b->len) >= COLL_MAXPK) return 0;
+    if (!b->niov) return !b->len || b->buf;
+    if (!b->iov) return 0;
+    size_t sum = 0;
+    for (size_t i = 0; i < b->niov; i++) sum += b->iov[i].iov_len;
+    return sum == b->len;
+}
+
+/* The block a rank sends itself, piece by piece between the two layouts
+ * (each piece ddt_seg_cycles); a plain memcpy, uncharged, between buffers. */
+static void a2a_self(coll_ctx *c, const coll_layout *s, const coll_layout *r)
+{
+    size_t n = s->len < r->len ? s->len : r->len;
+    if (!n) return;
+    if (!s->niov && !r->niov) {
+        memcpy(r->buf, s->buf, n);
+        return;
+    }
+    struct iovec si = {s->buf, s->len}, ri = {r->buf, r->len};
+    const struct iovec *sv = s->niov ? s->iov : &si, *rv = r->niov ? r->iov : &ri;
+    size_t sn = s->niov ? s->niov : 1, rn = r->niov ? r->niov : 1, k;
+    tsim_lcur scur = {0, 0}, rcur = {0, 0};
+    uint64_t pieces = 0, sa, ra;
+    for (size_t done = 0; done < n; done += k, pieces++) {
+        k = tsim_layout_piece(sv, sn, &scur, done, n - done, &sa);
+        k = tsim_layout_piece(rv, rn, &rcur, done, k, &ra);
+        memcpy((void *)(uintptr_t)ra, (const void *)(uintptr_t)sa, k);
+    }
+    coll_charge_ddt(c, pieces * c->pp->seg->params.ddt_seg_cycles);
+}
+
+/* The alltoall of the blocks in c->sblk / c->rblk (g->n each). */
+static int a2a_run(coll_ctx *c, coll_group *g)
+{
     const int N = g->n, me = g->me;
-    for (int i = 0; i < N; i++)
-        if (scounts[i] > UINT32_MAX || rcounts[i] > UINT32_MAX || npk(scounts[i]) >= COLL_MAXPK)
-            return -1;
     coll_begin(c, g, OP_A2A);
     c->op = OP_NONE; /* until the schedule is set up */
     c->st.alltoalls++;
-    size_t self = scounts[me] < rcounts[me] ? scounts[me] : rcounts[me];
-    if (self) memcpy((uint8_t *)rbuf + rdispls[me], (const uint8_t *)sbuf + sdispls[me], self);
+    a2a_self(c, &c->sblk[me], &c->rblk[me]);
     if (N == 1) return 0;
+    c->a2a_lay = 0;
+    for (int i = 0; i < N; i++) {
+        c->a2a_lay |= c->sblk[i].niov || c->rblk[i].niov;
+        c->scur[i] = c->rcur[i] = (tsim_lcur){0, 0};
+    }
+    c->a2a_gathered = 0;
     free(c->order);
     free(c->peers);
     c->order = malloc((size_t)(N - 1) * sizeof *c->order);
-    c->peers = malloc((size_t)N * sizeof *c->peers);
+    /* the engine's table: the peers, then (layouts) each peer's segment lists */
+    c->peers = malloc((size_t)N * (sizeof *c->peers + (c->a2a_lay ? sizeof(tsim_prx_a2a_lay) : 0)));
     if (!c->order || !c->peers) return -1;
     for (int j = 0; j < N - 1; j++) {
         if (c->a2a_order == COLL_A2A_RANKORDER) c->order[j] = j < me ? j : j + 1;
@@ -157,25 +233,25 @@ int coll_alltoallv_in(coll_ctx *c, coll_group *g, const void *sbuf, const size_t
             c->order[k] = t;
         }
     }
-    for (int i = 0; i < N; i++)
-        c->peers[i] = (tsim_prx_a2a_peer){(uint64_t)(uintptr_t)((const uint8_t *)sbuf + sdispls[i]),
-                                          (uint64_t)(uintptr_t)((uint8_t *)rbuf + rdispls[i]),
-                                          (uint32_t)scounts[i], (uint32_t)rcounts[i],
+    tsim_prx_a2a_lay *lay = (tsim_prx_a2a_lay *)(c->peers + N);
+    for (int i = 0; i < N; i++) {
+        const coll_layout *sb = &c->sblk[i], *rb = &c->rblk[i];
+        c->peers[i] = (tsim_prx_a2a_peer){sb->niov ? 0 : (uint64_t)(uintptr_t)sb->buf,
+                                          rb->niov ? 0 : (uint64_t)(uintptr_t)rb->buf,
+                                          (uint32_t)sb->len, (uint32_t)rb->len,
                                           (uint32_t)g->proc[i],
                                           (uint32_t)(i < N - 1 ? c->order[i] : 0)};
-    c->sbuf = sbuf;
-    c->rbuf = rbuf;
-    c->scounts = scounts;
-    c->sdispls = sdispls;
-    c->rcounts = rcounts;
-    c->rdispls = rdispls;
+        if (c->a2a_lay)
+            lay[i] = (tsim_prx_a2a_lay){(uint64_t)(uintptr_t)sb->iov, sb->niov,
+                                        (uint64_t)(uintptr_t)rb->iov, rb->niov};
+    }
     c->a2a_left = 0;
     c->a2a_need = 0;
     c->a2a_recv = 0;
     for (int i = 0; i < N; i++) {
         if (i == me) continue;
-        c->a2a_left += npk(scounts[i]);
-        c->a2a_need += rcounts[i];
+        c->a2a_left += npk(c->sblk[i].len);
+        c->a2a_need += c->rblk[i].len;
     }
     c->round = 0;
     c->pos = 0;
@@ -184,6 +260,35 @@ int coll_alltoallv_in(coll_ctx *c, coll_group *g, const void *sbuf, const size_t
     int rc = coll_run(c, a2a_done, a2a_push, "coll_alltoall");
     c->op = OP_NONE;
     return rc;
+}
+
+int coll_alltoallv_in(coll_ctx *c, coll_group *g, const void *sbuf, const size_t *scounts,
+                      const size_t *sdispls, void *rbuf, const size_t *rcounts,
+                      const size_t *rdispls)
+{
+    if (!c || !g || !scounts || !sdispls || !rcounts || !rdispls || c->op != OP_NONE) return -1;
+    const int N = g->n;
+    for (int i = 0; i < N; i++)
+        if (scounts[i] > UINT32_MAX || rcounts[i] > UINT32_MAX || npk(scounts[i]) >= COLL_MAXPK)
+            return -1;
+    if (a2a_room(c, N) != 0) return -1;
+    for (int i = 0; i < N; i++) {
+        c->sblk[i] = (coll_layout){(uint8_t *)(uintptr_t)sbuf + sdispls[i], NULL, 0, scounts[i]};
+        c->rblk[i] = (coll_layout){(uint8_t *)rbuf + rdispls[i], NULL, 0, rcounts[i]};
+    }
+    return a2a_run(c, g);
+}
+
+int coll_alltoallw_in(coll_ctx *c, coll_group *g, const coll_layout *send, const coll_layout *recv)
+{
+    if (!c || !g || !send || !recv || c->op != OP_NONE) return -1;
+    const int N = g->n;
+    for (int i = 0; i < N; i++)
+        if (!block_ok(&send[i]) || !block_ok(&recv[i])) return -1;
+    if (a2a_room(c, N) != 0) return -1;
+    memcpy(c->sblk, send, (size_t)N * sizeof *send);
+    memcpy(c->rblk, recv, (size_t)N * sizeof *recv);
+    return a2a_run(c, g);
 }
 
 int coll_alltoall(coll_ctx *c, const void *sbuf, void *rbuf, size_t per_pair)

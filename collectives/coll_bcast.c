@@ -50,7 +50,7 @@ static void box_coords(const coll_ctx *c, int node, int co[3])
 static void add_target(coll_ctx *c, int proc, int fifo, int route, unsigned flags)
 {
     if (c->nt >= COLL_MAXT) abort(); /* cannot happen: at most 7 per route + mates */
-    c->t[c->nt++] = (coll_target){proc, fifo, route, flags, 0};
+    c->t[c->nt++] = (coll_target){.proc = proc, .fifo = fifo, .route = route, .flags = flags};
 }
 
 /* Deposit lines from node coordinates co along dimension d (route r). */
@@ -153,7 +153,12 @@ static void bc_take(coll_ctx *c, const tsim_slot *s)
     if (h[i]) abort(); /* a second copy: the tree is wrong */
     size_t off = (size_t)w * PAY;
     size_t n = c->len - off < PAY ? c->len - off : PAY;
-    memcpy(c->buf + off, s->p.payload, n);
+    if (c->nbiov) /* scattered straight into the layout */
+        coll_charge_ddt(c, (uint64_t)tsim_layout_copy(c->biov, c->nbiov, &c->bcur, off, (void *)s->p.payload,
+                                                       n, 0) *
+                               c->pp->seg->params.ddt_seg_cycles);
+    else
+        memcpy(c->buf + off, s->p.payload, n);
     h[i] = 1;
     c->got++;
     c->st.pkts_recv++;
@@ -182,7 +187,16 @@ static int bc_push(coll_ctx *c)
             size_t n = c->len - off < PAY ? c->len - off : PAY;
             coll_sw sw = coll_sw_make(COLL_T_BCAST, (uint32_t)c->have_base[t->route] + t->cur,
                                       c->cur, c->cur_gid);
-            if (coll_inject(c, t->fifo, t->proc, t->flags, &sw, c->buf + off, n) != 0) continue;
+            const uint8_t *data = c->buf + off;
+            uint8_t tmp[PAY];
+            if (c->nbiov) { /* gathered from the layout for this target, charged once */
+                unsigned segs = tsim_layout_copy(c->biov, c->nbiov, &t->gcur, off, tmp, n, 1);
+                if (t->charged != t->cur + 1)
+                    coll_charge_ddt(c, (uint64_t)segs * c->pp->seg->params.ddt_seg_cycles);
+                t->charged = t->cur + 1;
+                data = tmp;
+            }
+            if (coll_inject(c, t->fifo, t->proc, t->flags, &sw, data, n) != 0) continue;
             t->cur++;
             any = 1;
             moved++;
@@ -218,11 +232,39 @@ int coll_bcast(coll_ctx *c, void *buf, size_t len, int root, int routes)
     return coll_bcast_in(c, &c->world, buf, len, root, routes);
 }
 
+static int bc_run(coll_ctx *c, coll_group *g, void *buf, size_t len, int root, int routes);
+
 int coll_bcast_in(coll_ctx *c, coll_group *g, void *buf, size_t len, int root, int routes)
 {
     if (!c || !g || root < 0 || root >= g->n || routes < 1 || routes > 3 || (len && !buf) ||
         c->op != OP_NONE)
         return -1;
+    c->biov = NULL;
+    c->nbiov = 0;
+    return bc_run(c, g, buf, len, root, routes);
+}
+
+int coll_bcast_layout_in(coll_ctx *c, coll_group *g, const coll_layout *blk, int root, int routes)
+{
+    if (!blk) return -1;
+    if (!blk->niov) return coll_bcast_in(c, g, blk->buf, blk->len, root, routes);
+    if (!c || !g || root < 0 || root >= g->n || routes < 1 || routes > 3 || !blk->iov ||
+        c->op != OP_NONE)
+        return -1;
+    size_t sum = 0;
+    for (size_t i = 0; i < blk->niov; i++) sum += blk->iov[i].iov_len;
+    if (sum != blk->len) return -1;
+    c->biov = blk->iov;
+    c->nbiov = blk->niov;
+    c->bcur = (tsim_lcur){0, 0};
+    int rc = bc_run(c, g, NULL, blk->len, root, routes);
+    c->biov = NULL;
+    c->nbiov = 0;
+    return rc;
+}
+
+static int bc_run(coll_ctx *c, coll_group *g, void *buf, size_t len, int root, int routes)
+{
     if (!g->hw_ok) return COLL_ENOTSUP;
     size_t np = (len + PAY - 1) / PAY;
     if (np >= COLL_MAXPK) return -1;

@@ -179,6 +179,10 @@ void coll_finalize(coll_ctx *c)
     free(c->have);
     free(c->order);
     free(c->peers);
+    free(c->sblk);
+    free(c->rblk);
+    free(c->scur);
+    free(c->rcur);
     group_fini(&c->world);
     free(c);
 }

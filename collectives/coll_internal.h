@@ -4,6 +4,7 @@
 #define COLL_INTERNAL_H
 
 #include "coll.h"
+#include "../torus-sim/tsim_layout.h"
 
 /* Software header of a collective packet (8 bytes, little endian):
  *   [0] type (COLL_T_*), [1..3] packet index: within the message
@@ -61,6 +62,8 @@ typedef struct coll_target {
     int route;
     unsigned flags; /* TSIM_F_* */
     uint32_t cur;   /* next packet index to send */
+    uint32_t charged; /* layouts: 1 + the packet whose gather was charged */
+    tsim_lcur gcur;   /* layouts: where its last gather ended */
 } coll_target;
 
 enum { OP_NONE, OP_BCAST, OP_A2A, OP_P2P_BCAST, OP_P2P_A2A, OP_P2P_REDUCE };
@@ -85,6 +88,9 @@ struct coll_ctx {
     /* broadcast */
     uint8_t *buf;
     size_t len;
+    const struct iovec *biov; /* or a layout of nbiov segments (buf unused) */
+    size_t nbiov;
+    tsim_lcur bcur;           /* where the last scatter ended */
     int nroutes;
     size_t part_off[3];
     uint32_t part_np[3];
@@ -96,9 +102,13 @@ struct coll_ctx {
     int nt;
 
     /* alltoall */
-    const uint8_t *sbuf;
-    uint8_t *rbuf;
-    const size_t *scounts, *sdispls, *rcounts, *rdispls;
+    uint8_t *rbuf;            /* the p2p baselines' receive blocks */
+    const size_t *rcounts, *rdispls;
+    coll_layout *sblk, *rblk; /* by group rank: the blocks to send and to receive */
+    tsim_lcur *scur, *rcur;  /* layouts: where the last gather / scatter ended */
+    int a2a_cap;             /* entries of sblk, rblk, scur, rcur */
+    int a2a_lay;             /* some block is a layout */
+    int a2a_gathered;        /* the packet at the cursor was gathered and charged */
     int *order;            /* destination order (nranks - 1 entries) */
     tsim_prx_a2a_peer *peers; /* the same, as the engine reads it (coll_a2a_wait) */
     uint32_t rounds, round, pos; /* schedule cursor: packet `round` to order[pos] */
@@ -122,6 +132,10 @@ struct coll_ctx {
  * until its pass takes it; coll_tree_fini frees what is left. */
 void coll_tree_packet(ml_ctx *ml, const tsim_slot *s, void *arg);
 void coll_tree_fini(coll_ctx *c);
+
+/* Charges datatype work (layouts' gathers and scatters) to this processor,
+ * also counted in its ddt_cycles. */
+void coll_charge_ddt(coll_ctx *c, uint64_t cycles);
 
 /* coll_core.c */
 int coll_run(coll_ctx *c, int (*done)(coll_ctx *), int (*push)(coll_ctx *), const char *why);

@@ -71,6 +71,7 @@ typedef struct ml_msg {
     size_t off;              /* bytes packetized so far */
     ml_cursor cur;           /* layout: where the last packet was gathered */
     size_t charged;          /* layout: 1 + the offset whose gather was charged */
+    uint8_t *stage;          /* layout: its bytes gathered on the host, or NULL (ml_layout.c) */
     uint16_t seq, id;
     uint8_t state, used;
 } ml_msg;
@@ -208,6 +209,7 @@ void ml_unregister_packet(ml_ctx *ml, unsigned type);
  * message's first packet). */
 typedef struct ml_stats {
     uint64_t msgs[ML_NPROTO], pkts_sent, pkts_recv, reordered;
+    uint64_t staged;         /* layouts staged on the host, sent and received (ml_layout.c) */
 } ml_stats;
 const ml_stats *ml_get_stats(const ml_ctx *ml);
 

@@ -66,6 +66,8 @@ ml_ctx *ml_init(pl_proc *pp, int rank, ml_mode mode, ml_upcall_fn upcall, void *
     ml->vn_copy_ok = probe_vm_copy();
     const char *px = getenv("BGLEMU_PROXY");
     ml->proxy = !(px && strcmp(px, "0") == 0);
+    const char *st = getenv("BGLEMU_STAGE");
+    ml->stage = !(st && strcmp(st, "0") == 0);
     if (mode == ML_MODE_CO && ml_coproc_start(ml) != 0) {
         ml_finalize(ml);
         return NULL;

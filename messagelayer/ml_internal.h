@@ -57,6 +57,17 @@ enum ml_state {
     S_DATA,      /* rendezvous / VN fallback data going out */
 };
 
+/* Host staging of layouts of many small segments (ml_layout.c): wanted for
+ * a layout of niov segments holding bytes; a send's stage gathered; a
+ * receive's stage scattered into its layout. Host time only: the simulated
+ * costs are the segments', as without it. */
+#define ML_STAGE_AVG_SEG 2048          /* staged below this average segment */
+#define ML_STAGE_MIN_SEGS 64           /* and from this many segments */
+#define ML_STAGE_MAX_BYTES (256u << 20) /* up to this size */
+int ml_stage_wanted(const ml_ctx *ml, size_t niov, size_t bytes);
+uint8_t *ml_stage_gather(const struct iovec *iov, size_t niov, size_t bytes);
+void ml_stage_scatter(const struct iovec *iov, size_t niov, const uint8_t *stage, size_t bytes);
+
 /* A message arriving: where its bytes go. */
 typedef struct ml_rx {
     struct ml_rx *next;    /* adaptive receptions of one peer */
@@ -149,6 +160,7 @@ struct ml_ctx {
     /* work the engine does while this processor waits (ml_proxy.c) */
     ml_rx *act_head;            /* receptions with data still to come */
     int proxy;                  /* describe waits to the engine (BGLEMU_PROXY != 0) */
+    int stage;                  /* stage fragmented layouts on the host (BGLEMU_STAGE != 0) */
     int resume, resume_moved, resume_consumed; /* where the next advance picks up */
     ml_rx *reg_rx[TSIM_PRX_RX]; /* what the last description named */
     ml_msg *reg_tx[TSIM_PRX_TX];

@@ -69,7 +69,8 @@ static void describe_tx(ml_ctx *ml, tsim_prx_tx *t, ml_msg *m)
 {
     memset(t, 0, sizeof *t);
     int dproc = ml->map.proc[m->dst];
-    t->buf = (uint64_t)(uintptr_t)m->buf;
+    /* a layout's data: its host stage, or its segments (buf 0) */
+    t->buf = (uint64_t)(uintptr_t)(m->niov ? (const void *)m->stage : m->buf);
     t->len = m->len;
     t->off = m->off;
     t->iov = (uint64_t)(uintptr_t)m->iov;

@@ -33,8 +33,10 @@ unsigned ml_rx_write(ml_rx *rx, uint64_t *reordered, size_t off, const void *dat
     else rx->hi = off;
     if (off < rx->r.cap) {
         size_t k = off + n <= rx->r.cap ? n : rx->r.cap - off;
-        if (rx->r.niov) segs = ml_layout_copy(rx->r.iov, rx->r.niov, &rx->cur, off, (void *)data, k, 0);
+        if (rx->r.niov && !rx->r.buf)
+            segs = ml_layout_copy(rx->r.iov, rx->r.niov, &rx->cur, off, (void *)data, k, 0);
         else if (k) memcpy((char *)rx->r.buf + off, data, k);
+        if (rx->r.niov && rx->r.buf) segs = tsim_layout_segs(rx->r.iov, rx->r.niov, &rx->cur, off, k);
     }
     rx->got += n;
     return segs;
@@ -46,18 +48,26 @@ static void rx_write(ml_ctx *ml, ml_rx *rx, size_t off, const void *data, size_t
     if (segs) ml_charge_ddt(ml->pp, (uint64_t)segs * ml->prm->ddt_seg_cycles);
 }
 
-/* A layout's capacity is its segments' total. */
-static void rx_set_cap(ml_rx *rx)
+/* A layout's capacity is its segments' total; its buf is its host stage
+ * (ml_layout.c) or NULL. The VN protocol copies into the layout itself. */
+static void rx_set_cap(ml_ctx *ml, ml_rx *rx)
 {
     if (rx->r.niov) {
         rx->r.cap = ml_layout_bytes(rx->r.iov, rx->r.niov);
-        rx->r.buf = NULL;
+        rx->r.buf = rx->r.proto != ML_VN && ml_stage_wanted(ml, rx->r.niov, rx->r.cap)
+                        ? malloc(rx->r.cap ? rx->r.cap : 1) : NULL;
+        ml->st.staged += rx->r.buf != NULL;
     }
 }
 
 static void rx_complete(ml_ctx *ml, ml_rx *rx)
 {
     ml_act_del(ml, rx);
+    if (rx->r.niov && rx->r.buf) {
+        ml_stage_scatter(rx->r.iov, rx->r.niov, rx->r.buf, rx->len < rx->r.cap ? rx->len : rx->r.cap);
+        free(rx->r.buf);
+        rx->r.buf = NULL;
+    }
     ml_recv r = rx->r;
     rx->used = 0;
     ml_charge(ml, ml->prm->ml_callback_cycles);
@@ -74,7 +84,7 @@ static void upcall(ml_ctx *ml, int src, const uint8_t *hdr, size_t hl, size_t le
     uint64_t t0 = pl_now(ml->pp);
     ml_charge(ml, ml->prm->ml_callback_cycles);
     ml->upcall(ml, src, hdr, hl, len, &rx->r, ml->uarg);
-    rx_set_cap(rx);
+    rx_set_cap(ml, rx);
     if (pl_tracing()) pl_trace_msg(ml->pp, PLT_RECV, proto, t0, pl_now(ml->pp), src, len);
     rx->len = len;
     rx->src = src;
@@ -283,7 +293,7 @@ static int accept(ml_ctx *ml, unsigned token, const ml_recv *where)
     rx->r.arg = where->arg;
     rx->r.defer = 0;
     rx->cur = (ml_cursor){0, 0};
-    rx_set_cap(rx);
+    rx_set_cap(ml, rx);
     ml_charge(ml, ml->prm->ml_callback_cycles);
     if (rx->r.proto == ML_VN) vn_copy(ml, (uint16_t)token);
     else grant(ml, (uint16_t)token);

@@ -92,6 +92,8 @@ void ml_msg_finished(ml_ctx *ml, ml_msg *m)
 {
     m->state = S_WAIT + 10; /* finished: no longer touched by the layer */
     ml->outstanding--;
+    free(m->stage);
+    m->stage = NULL;
     ml_charge(ml, ml->prm->ml_callback_cycles);
     if (m->done) m->done(ml, m->arg);
 }
@@ -121,12 +123,19 @@ static void pop_head(ml_peer *p)
 static const void *msg_bytes(ml_ctx *ml, ml_msg *m, size_t off, size_t n, uint8_t *tmp)
 {
     if (!m->niov) return (const uint8_t *)m->buf + off;
-    unsigned segs = ml_layout_copy(m->iov, m->niov, &m->cur, off, tmp, n, 1);
+    unsigned segs;
+    const void *bytes = tmp;
+    if (m->stage) {
+        segs = tsim_layout_segs(m->iov, m->niov, &m->cur, off, n);
+        bytes = m->stage + off;
+    } else {
+        segs = ml_layout_copy(m->iov, m->niov, &m->cur, off, tmp, n, 1);
+    }
     if (m->charged != off + 1) {
         m->charged = off + 1;
         ml_charge_ddt(ml->pp, (uint64_t)segs * ml->prm->ddt_seg_cycles);
     }
-    return tmp;
+    return bytes;
 }
 
 /* The one packet of a message that then waits for the receiver's answer:
@@ -294,6 +303,10 @@ int ml_send(ml_ctx *ml, ml_msg *m)
     m->off = 0;
     m->cur = (ml_cursor){0, 0};
     m->charged = 0;
+    /* the VN protocol hands the receiver the layout itself */
+    m->stage = m->niov && m->proto != ML_VN && ml_stage_wanted(ml, m->niov, m->len)
+                   ? ml_stage_gather(m->iov, m->niov, m->len) : NULL;
+    ml->st.staged += m->stage != NULL;
     m->next = NULL;
     ml->outstanding++;
     ml_peer *p = &ml->peer[m->dst];

@@ -117,7 +117,7 @@ int pl_sync(pl_proc *pp)
         uint32_t b = atomic_load(&pp->p->bell);
         if (atomic_load(&s->done) >= pp->vt) break;
         if (pl_aborting(pp)) return -1;
-        tsim_wait_change(&pp->p->bell, b, WAIT_MS, spins(pp));
+        tsim_wait_change(&pp->p->bell, b, WAIT_MS, spins(pp), &pp->p->asleep);
     }
     atomic_store(&pp->p->sync_target, 0);
     return 0;
@@ -228,7 +228,7 @@ static int block_on(pl_proc *pp, unsigned mask, unsigned need, const char *why)
     kick(pp);
     while (atomic_load(&p->state) == TSIM_P_BLOCKED) {
         if (pl_aborting(pp)) return -1;
-        tsim_wait_change(&p->bell, b, WAIT_MS, spins(pp));
+        tsim_wait_change(&p->bell, b, WAIT_MS, spins(pp), &p->asleep);
         b = atomic_load(&p->bell);
     }
     if (pl_tracing()) pl_trace_put(pp, PLT_BLOCK, !(mask & 0xffu), t0, atomic_load(&p->vt), -1, 0, 0, 0);

@@ -356,6 +356,7 @@ typedef struct tsim_proc {
     _Atomic uint64_t vt;          /* published virtual clock, cycles */
     _Atomic uint32_t state;       /* enum tsim_pstate */
     _Atomic uint32_t bell;        /* futex word: bumped on wake / sync done */
+    _Atomic uint32_t asleep;      /* 1 while the processor sleeps on bell in the kernel */
     _Atomic uint32_t wake_mask;   /* TSIM_WAKE_* while BLOCKED */
     _Atomic uint32_t inj_need;    /* chunks wanted when waiting for room */
     _Atomic uint64_t sync_target; /* nonzero: waiting for seg->done >= this */
@@ -420,7 +421,7 @@ typedef struct tsim_seg {
     tsim_params params;
     tsim_geom geom;
     _Atomic uint64_t done;         /* all events earlier than this are done */
-    _Atomic uint32_t engine_idle;  /* 1 while the engine sleeps */
+    _Atomic uint32_t engine_idle;  /* 1 while the engine sleeps in the kernel (not while it spins) */
     _Atomic uint64_t engine_wait;  /* while it sleeps: it can move only once a running
                                       processor's clock passes this (0 while busy) */
     _Atomic uint32_t abort;        /* nonzero: the job is failing, stop */

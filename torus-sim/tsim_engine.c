@@ -49,7 +49,7 @@ void eng_wake(tsim_engine *e, int proc, uint64_t t)
     atomic_store(&p->wake_mask, 0);
     atomic_store(&p->state, TSIM_P_RUNNING);
     atomic_fetch_add(&p->bell, 1);
-    tsim_futex_wake(&p->bell);
+    if (atomic_load(&p->asleep)) tsim_futex_wake(&p->bell); /* not while it spins */
 }
 
 static int inj_room(const tsim_ring *r, uint32_t need)
@@ -85,15 +85,23 @@ static void wake_if_ready(tsim_engine *e, int proc, uint64_t t)
 
 static void src_pull(tsim_engine *e, int proc);
 
+/* Adds to a counter only the engine thread writes (readers load it): a
+ * relaxed load and store, not a locked read-modify-write per packet. */
+static inline void own_add(_Atomic uint64_t *c, uint64_t x)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + x, memory_order_relaxed);
+}
+
 void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
 {
     npkt *n = &e->pool[pk];
     n->s.m.t_arrive = t;
+    n->s.m.hops = n->hops;
     e->delivered++;
     tsim_proc *p = &e->seg->procs[proc];
     int c = n->s.p.hw.chunks;
-    atomic_fetch_add_explicit(&p->pkts_received, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&p->bytes_received, (uint64_t)c * TSIM_CHUNK, memory_order_relaxed);
+    own_add(&p->pkts_received, 1); /* the engine's alone */
+    own_add(&p->bytes_received, (uint64_t)c * TSIM_CHUNK);
     if (atomic_load(&p->state) == TSIM_P_ENGINE) {
         uint64_t done = t;
         if (e->has_src && e->src.sink)
@@ -177,9 +185,9 @@ static void src_pull(tsim_engine *e, int proc)
         memset(&n->s.m, 0, sizeof n->s.m);
         n->s.m.t_inject = q->src_t;
         n->s.m.src = (uint32_t)proc;
-        atomic_fetch_add_explicit(&e->seg->procs[proc].pkts_injected, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&e->seg->procs[proc].bytes_injected, (uint64_t)c * TSIM_CHUNK,
-                                  memory_order_relaxed);
+        /* an engine-driven processor has no process to inject beside it */
+        own_add(&e->seg->procs[proc].pkts_injected, 1);
+        own_add(&e->seg->procs[proc].bytes_injected, (uint64_t)c * TSIM_CHUNK);
         int fifo = q->src_fifo;
         q->src_has = 0;
         if (q->src_live) {
@@ -357,6 +365,12 @@ static void process(tsim_engine *e, const ev *v)
     e->now = v->t;
     e->events += v->type != EV_PROXY; /* the network's events: the same whoever runs a loop */
     switch (v->type) {
+    case EV_HEAD: /* most events: one dispatch, not two */
+        net_head(e, v->a, v->b, v->pkt, v->t);
+        break;
+    case EV_LINK_FREE:
+        net_link_free(e, v->a, v->t);
+        break;
     case EV_INJ:
         net_inject(e, v->a, v->b, v->pkt, v->t);
         break;
@@ -425,7 +439,7 @@ static void publish_done(tsim_engine *e, uint64_t h)
         if (want && want <= h) {
             atomic_store(&p->sync_target, 0);
             atomic_fetch_add(&p->bell, 1);
-            tsim_futex_wake(&p->bell);
+            if (atomic_load(&p->asleep)) tsim_futex_wake(&p->bell);
         }
     }
 }
@@ -507,14 +521,12 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
              * publishing it (both sides store, then load) */
             eng_publish_quiet(e);
             atomic_store(&s->engine_wait, sleep_until(e));
-            atomic_store(&s->engine_idle, 1);
             int r2, b2;
             uint64_t h2 = horizon(e, &r2, &b2);
             tsim_cores_note(e, r2);
             if (h2 == h0)
-                tsim_wait_change(&s->engine_bell, bell, 100,
-                                 r2 <= e->ncpu ? tsim_engine_spins() : 0);
-            atomic_store(&s->engine_idle, 0);
+                tsim_wait_change(&s->engine_bell, bell, 100, r2 <= e->ncpu ? tsim_engine_spins() : 0,
+                                 &s->engine_idle);
             atomic_store(&s->engine_wait, 0);
         }
     }
@@ -563,10 +575,14 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
     tsim_engine *e = calloc(1, sizeof *e);
     if (!e) return NULL;
     e->seg = seg;
+    e->self_pid = (int)getpid();
     e->g = seg->geom;
     e->prm = seg->params;
     e->nprocs = e->g.nnodes * TSIM_CPUS;
-    e->rt = calloc((size_t)e->g.nnodes, sizeof *e->rt);
+    void *rt = NULL; /* aligned: a router's hot fields in whole cache lines */
+    if (!posix_memalign(&rt, 64, (size_t)e->g.nnodes * sizeof *e->rt))
+        memset(rt, 0, (size_t)e->g.nnodes * sizeof *e->rt);
+    e->rt = rt;
     e->ep = calloc((size_t)e->nprocs, sizeof *e->ep);
     e->freelist = NIL;
     e->trace_at = UINT64_MAX;
@@ -583,6 +599,7 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
     }
     for (int n = 0; n < e->g.nnodes; n++) {
         router *r = &e->rt[n];
+        r->ret_min = UINT64_MAX;
         for (int port = 0; port < TSIM_NPORTS; port++)
             for (int v = 0; v < TSIM_NVC; v++) {
                 r->inq[port][v].head = r->inq[port][v].tail = NIL;

@@ -3,6 +3,7 @@
 #define TSIM_ENGINE_PRIV_H
 
 #include <pthread.h>
+#include <stddef.h>
 
 #include "tsim.h"
 #include "tsim_evq.h"
@@ -36,14 +37,18 @@ enum ev_type {
 #define WANT_SP 0x40    /* the VN scratchpad channel */
 #define WANT_LOOP 0x100 /* the loopback path: a packet to its own node */
 
-/* A packet in flight, owned by the engine. */
+/* A packet in flight, owned by the engine. What a hop reads and writes
+ * (the header fields routing needs, copied at injection, and the hop
+ * count, written into s.m at delivery) fills the first cache line; the
+ * slot itself, touched at injection and delivery only, follows. The pool
+ * is 64-byte aligned (pkt_alloc). */
 typedef struct npkt {
-    tsim_slot s;
-    uint64_t seq;    /* deterministic creation order: arbitration tie-break */
+    _Alignas(64) uint64_t seq; /* deterministic creation order: arbitration tie-break */
     uint64_t t_head; /* head reached the current router */
     uint32_t next;   /* queue link */
     int32_t proc;    /* source processor */
     int32_t dstn;    /* destination node (from the header, at injection) */
+    uint32_t fail_gen; /* router generation when it last failed to move */
     uint8_t in_port; /* port it came in on, or TSIM_NPORTS for injection */
     uint8_t vc;      /* VC it occupies at this router */
     uint8_t fifo;    /* injection FIFO it came from */
@@ -52,8 +57,11 @@ typedef struct npkt {
     int8_t det;         /* its dimension-order port here (-1: none), and the */
     uint8_t prof;       /* profitable ports adaptive routing may take (hints applied) */
     uint16_t fail_free; /* ports free when it last failed to move */
-    uint32_t fail_gen; /* router generation when it last failed to move */
+    uint8_t chunks, flags, hints, group; /* s.p.hw's, copied at injection */
+    uint32_t hops;   /* links crossed so far (s.m.hops once delivered) */
+    tsim_slot s;
 } npkt;
+_Static_assert(offsetof(npkt, s) <= 64, "npkt: the hop's fields in one cache line");
 
 /* A router queue. What arbitration needs of its head is cached here so a
  * scan touches only the router, not the packets. */
@@ -72,33 +80,48 @@ typedef struct credit_ret {
 } credit_ret;
 #define TSIM_MAX_RET 128
 
+/* Hot fields first, by how often an arbitration touches them, in whole
+ * cache lines (the array is 64-byte aligned: tsim_engine_new): a hop
+ * reads and writes lines 0-4 of its router and the credit list of the
+ * one upstream; the queues, the link counters and the rest of the credit
+ * list come after. */
 typedef struct router {
-    /* hot: read by every arbitration */
-    uint32_t waiting;                       /* packets queued here */
+    /* line 0 */
+    _Alignas(64) uint32_t waiting;          /* packets queued here */
     uint32_t gen;                           /* bumped when tokens or reception room return */
     /* nonempty queues: bit port * NVC + vc an input queue, bit
      * NPORTS * NVC + cpu * NINJ + fifo an injection queue (QBIT_INJ) */
     uint64_t qmask;
-    uint32_t nret;
-    int32_t nbr[TSIM_NPORTS];               /* neighbour node per port, -1 at a mesh edge */
-    uint64_t ret_min;                       /* earliest pending credit return */
+    uint64_t ret_min;                       /* earliest pending credit return, UINT64_MAX: none */
     uint64_t armed;                         /* time of the queued EV_LINK_FREE, 0: none */
     /* free_now()'s mask, kept while it cannot change by itself: until fu,
      * the earliest time a busy port, scratchpad channel or the loopback
      * path frees (tsim_net.c). Movers update both. */
     uint64_t fu;
     uint32_t fmask;
-    uint64_t busy_until[TSIM_NPORTS];
-    uint64_t sp_busy[TSIM_CPUS];            /* scratchpad channel cpu -> other */
+    uint32_t nret;
     uint64_t loop_busy;                     /* loopback path into own reception FIFOs */
+    /* line 1 */
+    _Alignas(64) uint64_t busy_until[TSIM_NPORTS];
+    uint64_t sp_busy[TSIM_CPUS];            /* scratchpad channel cpu -> other */
+    /* lines 2-3 */
     int32_t credits[TSIM_NPORTS][TSIM_NVC]; /* free chunks downstream */
-    int32_t rec_used[TSIM_CPUS][TSIM_NREC]; /* modelled reception occupancy */
-    pq inq[TSIM_NPORTS][TSIM_NVC];
-    pq injq[TSIM_CPUS][TSIM_NINJ];
-    /* cold */
+    int32_t nbr[TSIM_NPORTS];               /* neighbour node per port, -1 at a mesh edge */
+    /* line 4 */
+    _Alignas(64) int32_t rec_used[TSIM_CPUS][TSIM_NREC]; /* modelled reception occupancy */
+    credit_ret ret[TSIM_MAX_RET];           /* the first few entries in use */
     tsim_link_stats link[TSIM_NPORTS];
-    credit_ret ret[TSIM_MAX_RET];
+    union { /* qs[b]: the queue of qmask bit b */
+        struct {
+            pq inq[TSIM_NPORTS][TSIM_NVC];
+            pq injq[TSIM_CPUS][TSIM_NINJ];
+        };
+        pq qs[TSIM_NPORTS * TSIM_NVC + TSIM_CPUS * TSIM_NINJ];
+    };
 } router;
+_Static_assert(offsetof(router, busy_until) == 64 && offsetof(router, credits) == 128 &&
+                   offsetof(router, rec_used) == 256,
+               "router: hot fields in whole cache lines");
 
 /* The engine's copy of a blocked processor's loop (tsim_proxy.c). */
 struct prx_a2a;
@@ -121,6 +144,7 @@ typedef struct prx_state {
     tsim_prx_rx rx[TSIM_PRX_RX];
     uint64_t pkts_recv, pkts_sent, reordered;
     int pid;           /* whose memory; the engine's own process: memcpy */
+    int self;          /* pid is the engine's own process (getpid() once, at adoption) */
     /* writes into the processor's memory, batched until it wakes */
     struct prx_wr *wr;
     /* bytes of the outgoing messages read ahead */
@@ -165,6 +189,7 @@ struct tsim_engine {
     tsim_geom g;
     tsim_params prm;
     int nprocs;
+    int self_pid;      /* the engine's process (getpid() is a system call) */
     router *rt;
     eproc *ep;
     evq q;
@@ -211,6 +236,9 @@ void tsim_cores_free(tsim_engine *e);
 /* tsim_net.c: the routers and links. */
 void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t);
 void net_event(tsim_engine *e, const ev *v);
+/* EV_HEAD and EV_LINK_FREE, dispatched by the engine's loop itself. */
+void net_head(tsim_engine *e, int node, int port_vc, uint32_t pk, uint64_t t);
+void net_link_free(tsim_engine *e, int node, uint64_t t);
 void net_arbitrate(tsim_engine *e, int node, uint64_t t);
 void net_rec_free(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t);
 uint32_t pkt_alloc(tsim_engine *e);

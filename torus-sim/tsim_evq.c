@@ -16,8 +16,18 @@ int evq_init(evq *q)
     memset(q, 0, sizeof *q);
     q->freel = EVQ_NIL;
     q->bk = malloc(TSIM_EVQ_SPAN * sizeof *q->bk);
-    if (!q->bk) return -1;
-    for (unsigned i = 0; i < TSIM_EVQ_SPAN; i++) q->bk[i].head = q->bk[i].tail = EVQ_NIL;
+    q->capnd = 1024;
+    q->nd = calloc(q->capnd, sizeof *q->nd); /* node EVQ_NONE: key 0 */
+    if (!q->bk || !q->nd) {
+        free(q->bk);
+        free(q->nd);
+        return -1;
+    }
+    q->nnd = 1;
+    for (unsigned i = 0; i < TSIM_EVQ_SPAN; i++) {
+        q->bk[i].head = EVQ_NIL;
+        q->bk[i].tail = EVQ_NONE;
+    }
     return 0;
 }
 
@@ -106,7 +116,7 @@ void evq_push_slow(evq *q, const ev *v)
 }
 
 /* Moves far events that the calendar window [cur, cur + SPAN) now covers. */
-static void migrate(evq *q)
+void evq_migrate(evq *q)
 {
     while (q->nfar && q->far[0].t - q->cur < TSIM_EVQ_SPAN) {
         ev v = far_pop(q);
@@ -136,13 +146,13 @@ int evq_pop_below_slow(evq *q, uint64_t h, ev *out)
     if (!q->ncal) {
         if (!q->nfar || q->far[0].t >= h) return 0;
         q->cur = q->far[0].t;
-        migrate(q);
+        evq_migrate(q);
     }
     uint64_t t = q->cur + next_offset(q);
     if (t >= h) return 0;
     if (t != q->cur) {
         q->cur = t;
-        if (q->nfar && q->far[0].t - q->cur < TSIM_EVQ_SPAN) migrate(q);
+        if (q->nfar && q->far[0].t - q->cur < TSIM_EVQ_SPAN) evq_migrate(q);
     }
     evq_take(q, (unsigned)(t & MASK), t, out);
     return 1;

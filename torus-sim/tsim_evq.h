@@ -35,9 +35,13 @@ typedef struct evq_node {
 } evq_node;
 
 #define EVQ_NIL UINT32_MAX
+/* Node 0 is never an event: an empty bucket's tail, with key 0, so that
+ * the inline push appends without asking whether the bucket is empty
+ * (which of the two it is varies from push to push, unpredictably). */
+#define EVQ_NONE 0u
 
 typedef struct evq_bucket {
-    uint32_t head, tail; /* EVQ_NIL: empty */
+    uint32_t head, tail; /* empty: head EVQ_NIL, tail EVQ_NONE */
 } evq_bucket;
 
 typedef struct evq {
@@ -67,13 +71,14 @@ static inline void evq_push(evq *q, const ev *v)
     if (v->t - q->cur < TSIM_EVQ_SPAN && q->freel != EVQ_NIL) {
         unsigned idx = (unsigned)(v->t & (TSIM_EVQ_SPAN - 1));
         evq_bucket *b = &q->bk[idx];
-        if (b->head == EVQ_NIL || q->nd[b->tail].key < v->key) {
+        if (q->nd[b->tail].key < v->key) { /* an empty bucket's tail: key 0 */
             uint32_t n = q->freel;
             evq_node *x = &q->nd[n];
             q->freel = x->next;
             *x = (evq_node){v->key, v->type, v->a, v->b, v->pkt, EVQ_NIL};
-            if (b->head == EVQ_NIL) b->head = n;
-            else q->nd[b->tail].next = n;
+            q->nd[b->tail].next = n; /* node EVQ_NONE's next is never read */
+            uint32_t was_empty = -(uint32_t)(b->tail == EVQ_NONE); /* a mask: no branch */
+            b->head = (n & was_empty) | (b->head & ~was_empty);
             b->tail = n;
             q->bits[idx / 64] |= 1ull << (idx % 64);
             q->ncal++;
@@ -91,22 +96,34 @@ static inline void evq_take(evq *q, unsigned idx, uint64_t t, ev *out)
     evq_node *x = &q->nd[n];
     *out = (ev){t, x->key, x->type, x->a, x->b, x->pkt};
     b->head = x->next;
-    if (b->head == EVQ_NIL) {
-        b->tail = EVQ_NIL;
-        q->bits[idx / 64] &= ~(1ull << (idx % 64));
-    }
+    uint64_t emptied = b->head == EVQ_NIL;
+    _Static_assert(EVQ_NONE == 0, "evq_take: an emptied tail is masked to EVQ_NONE");
+    b->tail &= (uint32_t)emptied - 1; /* masks, not branches */
+    q->bits[idx / 64] &= ~(emptied << (idx % 64));
     x->next = q->freel;
     q->freel = n;
     q->ncal--;
 }
 
-/* Pops the earliest event if its time is below h. */
+void evq_migrate(evq *q);
+
+/* Pops the earliest event if its time is below h. The earliest nonempty
+ * bucket is found inline when it shares cur's bitmap word (below
+ * saturation events are a few cycles apart: nearly always); otherwise,
+ * and with an empty calendar, the general path looks further. */
 static inline int evq_pop_below(evq *q, uint64_t h, ev *out)
 {
     if (q->cur < h) {
         unsigned idx = (unsigned)(q->cur & (TSIM_EVQ_SPAN - 1));
-        if (q->bk[idx].head != EVQ_NIL) {
-            evq_take(q, idx, q->cur, out);
+        uint64_t m = q->bits[idx / 64] >> (idx % 64);
+        if (m) {
+            /* calendar events lie in [cur, cur + SPAN): bit k of m is time cur + k */
+            unsigned k = (unsigned)__builtin_ctzll(m);
+            uint64_t t = q->cur + k;
+            if (t >= h) return 0;
+            q->cur = t; /* k == 0: unchanged, and nothing far is due (far >= cur + SPAN) */
+            if (q->nfar && q->far[0].t - t < TSIM_EVQ_SPAN) evq_migrate(q);
+            evq_take(q, idx + k, t, out);
             return 1;
         }
     }

@@ -62,14 +62,23 @@ static inline int tsim_engine_spins(void)
 }
 
 /* Spins briefly (the waker is often just about to answer on the other
- * core), then sleeps. Host-time tuning only: simulated time is unaffected. */
-static inline void tsim_wait_change(_Atomic uint32_t *w, uint32_t expect, int timeout_ms, int spins)
+ * core), then sleeps, with *asleep set to 1 only while in the kernel: a
+ * waker bumps *w, then looks at *asleep, and makes the wake system call
+ * only if it is set — not while this side still spins (in a ping-pong the
+ * engine spins through every rank's blocking kick, and a spinning rank
+ * needs no wake either). We set *asleep, then look at *w once more (both
+ * sides store, then load). Host-time tuning only: simulated time is
+ * unaffected. */
+static inline void tsim_wait_change(_Atomic uint32_t *w, uint32_t expect, int timeout_ms, int spins,
+                                    _Atomic uint32_t *asleep)
 {
     for (int i = 0; i < spins; i++) {
         if (atomic_load_explicit(w, memory_order_acquire) != expect) return;
         __builtin_ia32_pause();
     }
-    tsim_futex_wait(w, expect, timeout_ms);
+    atomic_store(asleep, 1);
+    if (atomic_load(w) == expect) tsim_futex_wait(w, expect, timeout_ms);
+    atomic_store(asleep, 0);
 }
 
 static inline void tsim_futex_wake(_Atomic uint32_t *w)

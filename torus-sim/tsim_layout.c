@@ -4,9 +4,11 @@
  * (tsim_proxy.c) does the same for a blocked processor. Both walk them
  * here, piece by piece, so their segment counts — which cost simulated
  * time — are the same by construction. */
+#include <string.h>
 #include <sys/uio.h>
 
 #include "tsim.h"
+#include "tsim_layout.h"
 
 size_t tsim_layout_piece(const struct iovec *iov, size_t niov, tsim_lcur *c, size_t off, size_t n,
                          uint64_t *addr)
@@ -26,5 +28,19 @@ unsigned tsim_layout_segs(const struct iovec *iov, size_t niov, tsim_lcur *c, si
     for (size_t done = 0, k; done < n && (k = tsim_layout_piece(iov, niov, c, off + done, n - done, &a));
          done += k)
         segs++;
+    return segs;
+}
+
+unsigned tsim_layout_copy(const struct iovec *iov, size_t niov, tsim_lcur *c, size_t off,
+                          void *flat, size_t n, int gather)
+{
+    unsigned segs = 0;
+    uint64_t a;
+    for (size_t done = 0, k; done < n && (k = tsim_layout_piece(iov, niov, c, off + done, n - done, &a));
+         done += k, segs++) {
+        char *seg = (char *)(uintptr_t)a, *f = (char *)flat + done;
+        if (gather) memcpy(f, seg, k);
+        else memcpy(seg, f, k);
+    }
     return segs;
 }

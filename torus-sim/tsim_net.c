@@ -6,6 +6,10 @@
 
 #include "tsim_engine_priv.h"
 
+/* The steps of an arbitration, inlined into both callers (the general
+ * loop and arrive's one-packet case) whatever the compiler's budget. */
+#define ARB_INLINE inline __attribute__((always_inline))
+
 uint32_t pkt_alloc(tsim_engine *e)
 {
     if (e->freelist != NIL) {
@@ -13,10 +17,14 @@ uint32_t pkt_alloc(tsim_engine *e)
         e->freelist = e->pool[pk].next;
         return pk;
     }
-    if (e->npool == e->cappool) {
-        e->cappool = e->cappool ? e->cappool * 2 : 1024;
-        e->pool = realloc(e->pool, e->cappool * sizeof *e->pool);
-        if (!e->pool) abort();
+    if (e->npool == e->cappool) { /* aligned: a packet's hop fields in one line */
+        uint32_t cap = e->cappool ? e->cappool * 2 : 1024;
+        void *m;
+        if (posix_memalign(&m, 64, cap * sizeof *e->pool)) abort();
+        if (e->npool) memcpy(m, e->pool, e->npool * sizeof *e->pool);
+        free(e->pool);
+        e->pool = m;
+        e->cappool = cap;
     }
     return e->npool++;
 }
@@ -65,7 +73,7 @@ _Static_assert(QBIT_INJ + TSIM_CPUS * TSIM_NINJ <= 64, "qmask: one bit per queue
 
 static inline pq *q_of_bit(router *r, unsigned b)
 {
-    return b < QBIT_INJ ? &r->inq[0][0] + b : &r->injq[0][0] + (b - QBIT_INJ);
+    return &r->qs[b];
 }
 
 /* A mover left queue q (bit b) empty or not. */
@@ -75,6 +83,7 @@ static inline void q_mark(router *r, const pq *q, unsigned b)
 }
 
 static void set_want(const tsim_engine *e, int node, npkt *p);
+static void arrive(tsim_engine *e, int node, pq *q, unsigned qb, uint32_t pk, uint64_t t);
 static inline int dst_node(const tsim_engine *e, const tsim_hwhdr *hw);
 
 void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
@@ -88,15 +97,15 @@ void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
     p->vc = TSIM_VC_ESC;
     p->fifo = (uint8_t)fifo;
     p->dim = 3;
-    p->s.m.hops = 0;
+    p->hops = 0;
+    p->chunks = p->s.p.hw.chunks;
+    p->flags = p->s.p.hw.flags;
+    p->hints = p->s.p.hw.hints;
+    p->group = p->s.p.hw.group;
     p->dstn = dst_node(e, &p->s.p.hw);
     set_want(e, node, p);
-    e->ep[proc].inj_used[fifo] += p->s.p.hw.chunks;
-    router *r = &e->rt[node];
-    r->waiting++;
-    q_push(e, &r->injq[cpu][fifo], pk);
-    r->qmask |= 1ull << (QBIT_INJ + cpu * TSIM_NINJ + fifo);
-    net_arbitrate(e, node, t);
+    e->ep[proc].inj_used[fifo] += p->chunks;
+    arrive(e, node, &e->rt[node].injq[cpu][fifo], QBIT_INJ + cpu * TSIM_NINJ + fifo, pk, t);
 }
 
 /* Frees the buffer space a packet held where it waited. */
@@ -104,7 +113,7 @@ static int held_chunks(const tsim_engine *e, int port, int vc, int c);
 
 static void release_source(tsim_engine *e, int node, npkt *p, uint64_t t)
 {
-    int c = p->s.p.hw.chunks;
+    int c = p->chunks;
     if (p->in_port == TSIM_NPORTS) {
         ev_push(e, t, EV_INJ_FREE, p->proc, p->fifo, (uint32_t)c);
     } else {
@@ -117,8 +126,8 @@ static void release_source(tsim_engine *e, int node, npkt *p, uint64_t t)
             return;
         }
         u->ret[u->nret++] = (credit_ret){at, (uint16_t)(p->in_port * TSIM_NVC + p->vc), (uint16_t)c};
-        if (u->nret == 1 || at < u->ret_min) u->ret_min = at;
-        if (u->waiting && (u->armed <= e->now || at < u->armed)) {
+        u->ret_min = at < u->ret_min ? at : u->ret_min; /* UINT64_MAX while the list was empty */
+        if ((u->waiting != 0) & ((u->armed <= e->now) | (at < u->armed))) {
             u->armed = at;
             ev_push(e, at, EV_LINK_FREE, up, 0, 0);
         }
@@ -127,7 +136,7 @@ static void release_source(tsim_engine *e, int node, npkt *p, uint64_t t)
 
 static int rec_fifo_for(const npkt *p)
 {
-    if (p->s.p.hw.flags & TSIM_F_HP) return TSIM_REC_HP;
+    if (p->flags & TSIM_F_HP) return TSIM_REC_HP;
     return p->in_port == TSIM_NPORTS ? 0 : p->in_port;
 }
 
@@ -135,21 +144,21 @@ static int rec_fifo_for(const npkt *p)
 static void to_reception(tsim_engine *e, int node, uint32_t pk, int copy, uint64_t t)
 {
     npkt *p = &e->pool[pk];
-    int g = p->s.p.hw.group % TSIM_CPUS, f = rec_fifo_for(p);
+    int g = p->group % TSIM_CPUS, f = rec_fifo_for(p);
     uint32_t d = pk;
     if (copy) {
         d = pkt_alloc(e);
         p = &e->pool[pk]; /* pool may have moved */
         e->pool[d] = *p;
     }
-    e->rt[node].rec_used[g][f] += p->s.p.hw.chunks;
+    e->rt[node].rec_used[g][f] += p->chunks;
     ev_push(e, t, EV_DELIVER, tsim_proc_index(node, g), f, d);
 }
 
 static int rec_room(const tsim_engine *e, int node, const npkt *p)
 {
-    int g = p->s.p.hw.group % TSIM_CPUS, f = rec_fifo_for(p);
-    return e->rt[node].rec_used[g][f] + p->s.p.hw.chunks <= (int)e->prm.fifo_chunks;
+    int g = p->group % TSIM_CPUS, f = rec_fifo_for(p);
+    return e->rt[node].rec_used[g][f] + p->chunks <= (int)e->prm.fifo_chunks;
 }
 
 /* Buffer space a packet of c chunks holds on (port, vc). On the escape and
@@ -170,10 +179,13 @@ static int held_chunks(const tsim_engine *e, int port, int vc, int c)
  * full packets, continuing in it room for one. */
 static int need_chunks(const tsim_engine *e, const npkt *p, int port, int vc)
 {
-    int c = p->s.p.hw.chunks, d = port / 2;
+    int c = p->chunks, d = port / 2;
     if (vc == TSIM_VC_ESC || vc == TSIM_VC_HP) {
-        int entering = p->dim != d || p->vc != vc;
-        if (e->g.torus[d]) return entering ? 2 * TSIM_MAX_CHUNKS : TSIM_MAX_CHUNKS;
+        /* selects: whether the ring is a torus's and whether the packet
+         * enters it vary from hop to hop */
+        int entering = (p->dim != d) | (p->vc != vc);
+        int ring = TSIM_MAX_CHUNKS << entering;
+        return e->g.torus[d] ? ring : c;
     }
     return c;
 }
@@ -198,7 +210,6 @@ static unsigned route_prof(const tsim_engine *e, int node, const npkt *p);
  * them and choose_output needs no second look at the routing table. */
 static void set_want(const tsim_engine *e, int node, npkt *p)
 {
-    const tsim_hwhdr *hw = &p->s.p.hw;
     p->fail_gen = UINT32_MAX;
     p->det = -1;
     p->prof = 0;
@@ -212,11 +223,11 @@ static void set_want(const tsim_engine *e, int node, npkt *p)
     }
     p->det = (int8_t)route_det(e, node, p);
     unsigned w = 1u << p->det;
-    if ((hw->flags & TSIM_F_DYNAMIC) && !(hw->flags & TSIM_F_DEPOSIT)) {
+    if ((p->flags & TSIM_F_DYNAMIC) && !(p->flags & TSIM_F_DEPOSIT)) {
         unsigned prof = route_prof(e, node, p);
-        if (hw->hints) prof &= hw->hints;
+        if (p->hints) prof &= p->hints;
         p->prof = (uint8_t)prof;
-        if (!(hw->flags & TSIM_F_HP)) w |= prof;
+        if (!(p->flags & TSIM_F_HP)) w |= prof;
     }
     p->want = (uint16_t)w;
 }
@@ -235,23 +246,22 @@ static unsigned route_prof(const tsim_engine *e, int node, const npkt *p)
 }
 
 /* Picks the output of packet p at node: returns port and sets *vc, or -1. */
-static int choose_output(tsim_engine *e, int node, const npkt *p, uint64_t t, int *vc)
+static ARB_INLINE int choose_output(tsim_engine *e, int node, const npkt *p, uint64_t t, int *vc)
 {
     const router *r = &e->rt[node];
-    const tsim_hwhdr *hw = &p->s.p.hw;
     int det = p->det;
-    if (hw->flags & TSIM_F_HP) {
+    if (p->flags & TSIM_F_HP) {
         *vc = TSIM_VC_HP;
         return usable(r, e, p, det, TSIM_VC_HP, t) ? det : -1;
     }
-    if ((hw->flags & TSIM_F_DYNAMIC) && !(hw->flags & TSIM_F_DEPOSIT)) {
+    if ((p->flags & TSIM_F_DYNAMIC) && !(p->flags & TSIM_F_DEPOSIT)) {
         unsigned prof = p->prof;
         int best = -1, bestvc = 0, bestfree = -1;
         for (int port = 0; port < TSIM_NPORTS; port++) {
             if (!(prof & (1u << port)) || r->busy_until[port] > t) continue;
             for (int v = TSIM_VC_DYN0; v <= TSIM_VC_DYN1; v++) {
                 int fr = r->credits[port][v];
-                if (fr >= hw->chunks && fr > bestfree) {
+                if (fr >= p->chunks && fr > bestfree) {
                     best = port;
                     bestvc = v;
                     bestfree = fr;
@@ -267,11 +277,11 @@ static int choose_output(tsim_engine *e, int node, const npkt *p, uint64_t t, in
     return usable(r, e, p, det, TSIM_VC_ESC, t) ? det : -1;
 }
 
-static void send_on_link(tsim_engine *e, int node, uint32_t pk, int port, int vc, uint64_t t)
+static ARB_INLINE void send_on_link(tsim_engine *e, int node, uint32_t pk, int port, int vc, uint64_t t)
 {
     router *r = &e->rt[node];
     npkt *p = &e->pool[pk];
-    int c = p->s.p.hw.chunks;
+    int c = p->chunks;
     uint64_t ser = ser_cycles(&e->prm, c);
     release_source(e, node, p, t + ser);
     r->busy_until[port] = t + ser;
@@ -282,31 +292,38 @@ static void send_on_link(tsim_engine *e, int node, uint32_t pk, int port, int vc
     p->vc = (uint8_t)vc;
     p->dim = (uint8_t)(port / 2);
     p->in_port = (uint8_t)port;
-    p->s.m.hops++;
+    p->hops++;
     e->hops++;
     ev_push(e, t + e->prm.hop_latency, EV_HEAD, r->nbr[port], port << 4 | vc, pk);
 }
 
-/* Tries to move packet pk (head of queue q at node) one step. A mover
- * takes what it leaves by: its bit in *free (free_now's mask) is cleared
- * and the router's fu lowered to when it frees, so the mask stays
- * free_now(r, t) without recomputing it. */
-static int try_move(tsim_engine *e, int node, pq *q, unsigned qb, uint64_t t, unsigned *free)
+/* A mover leaves its queue (q: NULL for a packet that arrived at an empty
+ * router and moves on at once, never queued). */
+static inline void leave(tsim_engine *e, router *r, pq *q, unsigned qb)
+{
+    if (!q) return;
+    q_pop(e, q);
+    q_mark(r, q, qb);
+    r->waiting--;
+}
+
+/* Tries to move packet pk (head of queue q at node, or q NULL: see leave)
+ * one step. A mover takes what it leaves by: its bit in *free (free_now's
+ * mask) is cleared and the router's fu lowered to when it frees, so the
+ * mask stays free_now(r, t) without recomputing it. */
+static ARB_INLINE int try_move(tsim_engine *e, int node, uint32_t pk, pq *q, unsigned qb, uint64_t t,
+                             unsigned *free)
 {
     router *r = &e->rt[node];
-    uint32_t pk = q->head;
     npkt *p = &e->pool[pk];
-    const tsim_hwhdr *hw = &p->s.p.hw;
-    int c = hw->chunks;
+    int c = p->chunks;
 
     if (p->in_port == TSIM_NPORTS && p->fifo == TSIM_INJ_SP) {
         int cpu = p->proc % TSIM_CPUS, other = cpu ^ 1;
         if (r->sp_busy[cpu] > t || r->rec_used[other][TSIM_REC_SP] + c > (int)e->prm.fifo_chunks)
             return 0;
         uint64_t dur = e->prm.sp_cycles_per_byte * (uint64_t)c * TSIM_CHUNK;
-        q_pop(e, q);
-        q_mark(r, q, qb);
-        r->waiting--;
+        leave(e, r, q, qb);
         r->sp_busy[cpu] = t + dur;
         if (dur) {
             if (r->sp_busy[other] > t) *free &= ~(unsigned)WANT_SP;
@@ -334,20 +351,16 @@ static int try_move(tsim_engine *e, int node, pq *q, unsigned qb, uint64_t t, un
                 if (at < r->fu) r->fu = at;
             }
         }
-        q_pop(e, q);
-        q_mark(r, q, qb);
-        r->waiting--;
+        leave(e, r, q, qb);
         release_source(e, node, p, at);
         to_reception(e, node, pk, 0, at);
         return 1;
     }
-    int deposit = (hw->flags & TSIM_F_DEPOSIT) && p->in_port != TSIM_NPORTS;
+    int deposit = (p->flags & TSIM_F_DEPOSIT) && p->in_port != TSIM_NPORTS;
     if (deposit && !rec_room(e, node, p)) return 0;
     int vc, port = choose_output(e, node, p, t, &vc);
     if (port < 0) return 0;
-    q_pop(e, q);
-    q_mark(r, q, qb);
-    r->waiting--;
+    leave(e, r, q, qb);
     if (deposit) {
         uint64_t at = p->t_head + ser_cycles(&e->prm, c);
         to_reception(e, node, pk, 1, at < t ? t : at);
@@ -355,7 +368,7 @@ static int try_move(tsim_engine *e, int node, pq *q, unsigned qb, uint64_t t, un
     send_on_link(e, node, pk, port, vc, t);
     if (r->busy_until[port] > t) {
         *free &= ~(1u << port);
-        if (r->busy_until[port] < r->fu) r->fu = r->busy_until[port];
+        r->fu = r->busy_until[port] < r->fu ? r->busy_until[port] : r->fu;
     }
     return 1;
 }
@@ -369,17 +382,20 @@ typedef struct cand {
 /* Earliest future time a busy link, scratchpad channel or the loopback
  * path of r frees (UINT64_MAX: none busy); free is free_now(r, t): only
  * the busy ports need a look. */
-static uint64_t busy_min(const router *r, uint64_t t, unsigned free)
+static ARB_INLINE uint64_t busy_min(const router *r, uint64_t t, unsigned free)
 {
+    /* branch-free: a free one counts as UINT64_MAX */
     uint64_t m = UINT64_MAX;
-    for (unsigned b = ~free & ((1u << TSIM_NPORTS) - 1); b; b &= b - 1) {
-        uint64_t x = r->busy_until[__builtin_ctz(b)];
-        if (x < m) m = x;
+    for (int p = 0; p < TSIM_NPORTS; p++) {
+        uint64_t x = r->busy_until[p] | -(uint64_t)((free >> p) & 1);
+        m = x < m ? x : m;
     }
-    for (int c = 0; c < TSIM_CPUS; c++)
-        if (r->sp_busy[c] > t && r->sp_busy[c] < m) m = r->sp_busy[c];
-    if (!(free & WANT_LOOP) && r->loop_busy < m) m = r->loop_busy;
-    return m;
+    for (int c = 0; c < TSIM_CPUS; c++) {
+        uint64_t x = r->sp_busy[c] | -(uint64_t)(r->sp_busy[c] <= t);
+        m = x < m ? x : m;
+    }
+    uint64_t x = r->loop_busy | -(uint64_t)((free & WANT_LOOP) != 0);
+    return x < m ? x : m;
 }
 
 /* Branch-free: on a saturated router the ports' states are unpredictable. */
@@ -408,34 +424,61 @@ static inline int want_new(const router *r, const pq *q, unsigned free)
  * left waiting for a busy link are retried when the first busy link frees;
  * those waiting for credits or reception room are retried by the events
  * that return them. */
-void net_arbitrate(tsim_engine *e, int node, uint64_t t)
+/* An arbitration's start: applies the credits whose time has come and
+ * returns the free mask (free_now(r, t)). */
+static ARB_INLINE unsigned arb_begin(router *r, uint64_t t)
 {
-    router *r = &e->rt[node];
-    cand c[TSIM_NPORTS * TSIM_NVC + TSIM_CPUS * TSIM_NINJ];
-    if (r->nret && r->ret_min <= t) { /* credits whose time has come */
+    if (r->ret_min <= t) { /* credits whose time has come (none pending: UINT64_MAX) */
+        /* Branch-free: which entries are due varies unpredictably. The
+         * list is a set (sums and a minimum are taken of it), so the ones
+         * left keep their order, compacted. */
         uint64_t m = UINT64_MAX;
-        for (uint32_t i = 0; i < r->nret;) {
-            if (r->ret[i].t <= t) {
-                unsigned pv = r->ret[i].port_vc;
-                r->credits[pv / TSIM_NVC][pv % TSIM_NVC] += r->ret[i].chunks;
-                r->ret[i] = r->ret[--r->nret];
-                r->gen++;
-            } else {
-                if (r->ret[i].t < m) m = r->ret[i].t;
-                i++;
-            }
+        uint32_t n = r->nret, k = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            credit_ret x = r->ret[i];
+            uint32_t due = x.t <= t;
+            r->credits[x.port_vc / TSIM_NVC][x.port_vc % TSIM_NVC] += x.chunks & -due;
+            r->ret[k] = x;
+            k += !due;
+            m = !due && x.t < m ? x.t : m;
         }
+        r->gen += n - k;
+        r->nret = k;
         r->ret_min = m;
     }
-    /* The first round looks at every queue. Within one call nothing frees
-     * (ports, credits and reception room are only taken, gen stays), so a
-     * head that failed fails again: later rounds need only the heads that
-     * movers uncovered. */
     unsigned free = r->fmask;
     if (t >= r->fu) { /* something busy has freed since the mask was made */
         free = free_now(r, t);
         r->fu = busy_min(r, t, free);
     }
+    return free;
+}
+
+/* An arbitration's end: keeps the free mask and, with packets left
+ * waiting, makes sure a wake-up comes at the earliest of a busy resource
+ * freeing and a credit returning (credits due by t were applied: every
+ * pending one lies after t). */
+static ARB_INLINE void arb_end(tsim_engine *e, router *r, int node, uint64_t t, unsigned free)
+{
+    r->fmask = free;
+    if (r->waiting) {
+        uint64_t w = r->ret_min < r->fu ? r->ret_min : r->fu;
+        if ((w != UINT64_MAX) & ((r->armed <= t) | (w < r->armed))) { /* one branch, not three */
+            r->armed = w;
+            ev_push(e, w, EV_LINK_FREE, node, 0, 0);
+        }
+    }
+}
+
+void net_arbitrate(tsim_engine *e, int node, uint64_t t)
+{
+    router *r = &e->rt[node];
+    cand c[TSIM_NPORTS * TSIM_NVC + TSIM_CPUS * TSIM_NINJ];
+    /* The first round looks at every queue. Within one call nothing frees
+     * (ports, credits and reception room are only taken, gen stays), so a
+     * head that failed fails again: later rounds need only the heads that
+     * movers uncovered. */
+    unsigned free = arb_begin(r, t);
     int n = 0;
     for (uint64_t m = r->qmask; m; m &= m - 1) {
         unsigned b = (unsigned)__builtin_ctzll(m);
@@ -454,7 +497,7 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
         }
         int moved = 0;
         for (int i = 0; i < n; i++) {
-            if (try_move(e, node, c[i].q, c[i].bit, t, &free)) {
+            if (try_move(e, node, c[i].q->head, c[i].q, c[i].bit, t, &free)) {
                 c[moved] = c[i]; /* i >= moved: nothing still to try is overwritten */
                 moved++;
             } else {
@@ -469,17 +512,39 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
                 c[n++] = (cand){q->t_head, q->seq, q, c[i].bit};
         }
     }
-    r->fmask = free;
+    arb_end(e, r, node, t, free);
+}
+
+/* Packet pk joins queue q (bit qb) of node at t, and the router
+ * arbitrates. At an empty router the arbitration's one candidate is pk
+ * itself (most hops below saturation): it is tried straight away, the
+ * same test and the same move, and queued only if it stays. */
+static void arrive(tsim_engine *e, int node, pq *q, unsigned qb, uint32_t pk, uint64_t t)
+{
+    router *r = &e->rt[node];
     if (r->waiting) {
-        /* the earliest of a busy resource freeing and a credit returning
-         * (credits due by t were applied above: every pending one lies
-         * after t) */
-        uint64_t w = r->nret && r->ret_min < r->fu ? r->ret_min : r->fu;
-        if (w != UINT64_MAX && (r->armed <= t || w < r->armed)) {
-            r->armed = w;
-            ev_push(e, w, EV_LINK_FREE, node, 0, 0);
-        }
+        r->waiting++;
+        q_push(e, q, pk);
+        r->qmask |= 1ull << qb;
+        net_arbitrate(e, node, t);
+        return;
     }
+    unsigned free = arb_begin(r, t);
+    const npkt *p = &e->pool[pk];
+    unsigned w = p->want & free; /* want_new's test, on the packet */
+    int cand = (w != 0) & ((p->fail_gen != r->gen) | ((w & ~(unsigned)p->fail_free) != 0));
+    if (cand && try_move(e, node, pk, NULL, 0, t, &free)) {
+        r->fmask = free;
+        return;
+    }
+    r->waiting++;
+    q_push(e, q, pk);
+    r->qmask |= 1ull << qb;
+    if (cand) {
+        q->fail_gen = r->gen;
+        q->fail_free = (uint16_t)free;
+    }
+    arb_end(e, r, node, t, free);
 }
 
 void net_rec_free(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t)
@@ -490,23 +555,29 @@ void net_rec_free(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t)
     if (r->waiting) net_arbitrate(e, proc / TSIM_CPUS, t);
 }
 
+void net_head(tsim_engine *e, int node, int port_vc, uint32_t pk, uint64_t t)
+{
+    npkt *p = &e->pool[pk];
+    p->t_head = t;
+    set_want(e, node, p);
+    arrive(e, node, &e->rt[node].inq[port_vc >> 4][port_vc & 15],
+           (unsigned)((port_vc >> 4) * TSIM_NVC + (port_vc & 15)), pk, t);
+}
+
+void net_link_free(tsim_engine *e, int node, uint64_t t)
+{
+    if (e->rt[node].armed == t) e->rt[node].armed = 0;
+    net_arbitrate(e, node, t);
+}
+
 void net_event(tsim_engine *e, const ev *v)
 {
     switch (v->type) {
-    case EV_HEAD: {
-        router *r = &e->rt[v->a];
-        npkt *p = &e->pool[v->pkt];
-        p->t_head = v->t;
-        set_want(e, v->a, p);
-        r->waiting++;
-        q_push(e, &r->inq[v->b >> 4][v->b & 15], v->pkt);
-        r->qmask |= 1ull << ((v->b >> 4) * TSIM_NVC + (v->b & 15));
-        net_arbitrate(e, v->a, v->t);
+    case EV_HEAD:
+        net_head(e, v->a, v->b, v->pkt, v->t);
         break;
-    }
     case EV_LINK_FREE:
-        if (e->rt[v->a].armed == v->t) e->rt[v->a].armed = 0;
-        net_arbitrate(e, v->a, v->t);
+        net_link_free(e, v->a, v->t);
         break;
     case EV_CREDIT:
         e->rt[v->a].credits[v->b >> 4][v->b & 15] += (int32_t)v->pkt;

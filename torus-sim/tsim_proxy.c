@@ -66,7 +66,7 @@ static int wr_flush(tsim_engine *e, int proc)
     size_t total = 0;
     for (int i = 0; i < w->n; i++) total += w->loc[i].iov_len;
     int rc = 0;
-    if (x->pid == (int)getpid()) {
+    if (x->self) {
         for (int i = 0; i < w->n; i++) memcpy(w->rem[i].iov_base, w->loc[i].iov_base, w->loc[i].iov_len);
     } else if (process_vm_writev(x->pid, w->loc, (unsigned long)w->n, w->rem, (unsigned long)w->n, 0) !=
                (ssize_t)total) {
@@ -114,7 +114,7 @@ int prx_read(tsim_engine *e, int proc, const struct iovec *loc, const struct iov
              size_t total, const char *what)
 {
     prx_state *x = &e->ep[proc].prx;
-    if (x->pid == (int)getpid()) {
+    if (x->self) {
         for (int i = 0; i < cnt; i++) memcpy(loc[i].iov_base, rem[i].iov_base, rem[i].iov_len);
         return 0;
     }
@@ -137,7 +137,7 @@ static const uint8_t *tx_bytes(tsim_engine *e, int proc, int k, uint64_t off, si
     if (!x->txbuf[k] && !(x->txbuf[k] = malloc(TX_AHEAD))) return NULL;
     size_t len = t->len - off < TX_AHEAD ? (size_t)(t->len - off) : TX_AHEAD;
     if (len < n) return NULL;
-    if (t->niov) { /* a layout: its pieces, up to a read's worth of them */
+    if (t->niov && !t->buf) { /* a layout (not staged): its pieces, up to a read's worth of them */
         struct iovec l[LAYOUT_READ], r[LAYOUT_READ];
         size_t got = 0, k2;
         int cnt = 0;
@@ -210,7 +210,7 @@ static int read_layout(tsim_engine *e, int proc, uint64_t addr, uint64_t niov, u
     prx_state *x = &e->ep[proc].prx;
     size_t bytes = niov * sizeof **v;
     struct iovec l = {*v, bytes}, r = {(void *)(uintptr_t)addr, bytes};
-    if (x->pid == (int)getpid()) memcpy(*v, (const void *)(uintptr_t)addr, bytes);
+    if (x->self) memcpy(*v, (const void *)(uintptr_t)addr, bytes);
     else if (process_vm_readv(x->pid, &l, 1, &r, 1, 0) != (ssize_t)bytes) return -1;
     uint64_t sum = 0;
     for (uint64_t i = 0; i < niov; i++) sum += (*v)[i].iov_len;
@@ -239,9 +239,10 @@ static int adopt(tsim_engine *e, int proc)
         d->nrx > TSIM_PRX_RX || (d->start && d->empties >= d->polls) ||
         (mask & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL ||
         atomic_load(&p->inj_need) != TSIM_MAX_CHUNKS || pid <= 0 ||
-        (pid == (int)getpid() && e->seg->name[0]))
+        (pid == e->self_pid && e->seg->name[0]))
         return 0;
     x->pid = pid;
+    x->self = pid == e->self_pid;
     x->vt = atomic_load(&p->vt);
     x->inj_full = (mask >> 8) & 0xffu;
     x->dispatch_cycles = e->prm.ml_dispatch_cycles; /* never the rank's word for a cost */
@@ -561,11 +562,14 @@ static int poll_once(tsim_engine *e, int proc)
     }
     /* the bytes first: a write that fails leaves the packet to the processor */
     uint64_t w = off < rx->cap ? (off + n <= rx->cap ? n : rx->cap - off) : 0, segs = 0;
-    if (w && !rx->niov && prx_wr_add(e, proc, rx->buf + off, s->p.payload, w) != 0) {
+    if (w && (!rx->niov || rx->buf) && prx_wr_add(e, proc, rx->buf + off, s->p.payload, w) != 0) {
         prx_handover(e, proc, TSIM_PRX_POLL);
         return -1;
     }
-    if (w && rx->niov) { /* scattered into a layout: each piece its own write */
+    if (w && rx->niov && rx->buf) { /* a layout's host stage: its pieces counted */
+        size_t i = (size_t)(rx - x->rx);
+        segs = tsim_layout_segs(x->rxiov[i], rx->niov, &x->rxcur[i], off, w);
+    } else if (w && rx->niov) { /* scattered into a layout: each piece its own write */
         size_t i = (size_t)(rx - x->rx), k;
         uint64_t a;
         for (uint64_t done = 0; done < w; done += k, segs++) {

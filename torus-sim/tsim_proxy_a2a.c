@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "tsim_layout.h"
 #include "tsim_proxy.h"
 
 #define PAY TSIM_PAYLOAD_MAX
@@ -35,6 +36,7 @@
 #define WIN_ROUNDS 64
 #define MAX_W (1u << 24)        /* the software header's packet index */
 #define IOV_BATCH 1024
+#define LAYOUT_MAX (1u << 24)   /* segments of one block's layout */
 
 struct prx_a2a {
     tsim_prx_a2a_peer *peer; /* by group rank; peer[i].order: schedule position i */
@@ -54,6 +56,18 @@ struct prx_a2a {
     uint8_t *win;
     size_t win_cap;
     uint32_t W, w0, wn;
+    /* layouts (TSIM_A2A_LAYOUTS): each peer's lists, copied into segs
+     * (peer i's send list at segs + soff[i], its receive list at
+     * segs + roff[i]), the cursors of the gathers' charges, of the
+     * window's reads and of the scatters, and whether the cursor's packet
+     * was gathered */
+    int layouts, gathered;
+    tsim_prx_a2a_lay *lay;
+    struct iovec *segs;
+    size_t segs_cap, *soff, *roff;
+    tsim_lcur *gcur, *wcur, *rcur;
+    uint16_t lay_seq, lay_gid; /* the collective whose lists segs holds */
+    uint64_t lay_table;        /* its table's address; 0: none held */
 };
 
 static uint32_t npk(uint64_t bytes) { return (uint32_t)((bytes + PAY - 1) / PAY); }
@@ -67,6 +81,13 @@ void a2a_free(prx_state *x)
     free(a->rank_of);
     free(a->seen);
     free(a->win);
+    free(a->lay);
+    free(a->segs);
+    free(a->soff);
+    free(a->roff);
+    free(a->gcur);
+    free(a->wcur);
+    free(a->rcur);
     free(a);
     x->a2a = NULL;
 }
@@ -81,8 +102,67 @@ static int grow(tsim_engine *e, struct prx_a2a *a, uint32_t n)
     if (k) a->npk = k;
     uint8_t *s = realloc(a->seen, n);
     if (s) a->seen = s;
-    if (!p || !k || !s) return -1;
+    tsim_prx_a2a_lay *l = realloc(a->lay, n * sizeof *l);
+    if (l) a->lay = l;
+    size_t *so = realloc(a->soff, n * sizeof *so), *ro = so ? realloc(a->roff, n * sizeof *ro) : NULL;
+    if (so) a->soff = so;
+    if (ro) a->roff = ro;
+    tsim_lcur *gc = realloc(a->gcur, n * sizeof *gc);
+    if (gc) a->gcur = gc;
+    tsim_lcur *wc = realloc(a->wcur, n * sizeof *wc);
+    if (wc) a->wcur = wc;
+    tsim_lcur *rc = realloc(a->rcur, n * sizeof *rc);
+    if (rc) a->rcur = rc;
+    if (!p || !k || !s || !l || !so || !ro || !gc || !wc || !rc) return -1;
     a->cap = n;
+    return 0;
+}
+
+/* The layouts' segment lists, copied into a->segs (each checked against
+ * its block's count): 0, or -1 to refuse the description. Kept for the
+ * rest of the collective: the rank may not change them while it runs. */
+static int read_lists(tsim_engine *e, int proc, struct prx_a2a *a, const tsim_prx_a2a *s)
+{
+    uint32_t n = s->n;
+    if (a->lay_table == s->peers && a->lay_seq == s->seq && a->lay_gid == s->gid) {
+        for (uint32_t i = 0; i < n; i++) a->gcur[i] = a->wcur[i] = a->rcur[i] = (tsim_lcur){0, 0};
+        return 0;
+    }
+    a->lay_table = 0;
+    size_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const tsim_prx_a2a_lay *l = &a->lay[i];
+        if (l->sniov > LAYOUT_MAX || l->rniov > LAYOUT_MAX || (l->sniov && !l->siov) ||
+            (l->rniov && !l->riov))
+            return -1;
+        a->soff[i] = total;
+        total += l->sniov;
+        a->roff[i] = total;
+        total += l->rniov;
+    }
+    if (total > a->segs_cap) {
+        struct iovec *v = realloc(a->segs, total * sizeof *v);
+        if (!v) return -1;
+        a->segs = v;
+        a->segs_cap = total;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const tsim_prx_a2a_lay *l = &a->lay[i];
+        for (int dir = 0; dir < 2; dir++) {
+            uint64_t cnt = dir ? l->rniov : l->sniov, addr = dir ? l->riov : l->siov;
+            struct iovec *v = a->segs + (dir ? a->roff[i] : a->soff[i]);
+            if (!cnt) continue;
+            struct iovec lo = {v, cnt * sizeof *v}, re = {(void *)(uintptr_t)addr, lo.iov_len};
+            if (prx_read(e, proc, &lo, &re, 1, lo.iov_len,
+                         "work description: an alltoall layout the engine cannot read") != 0)
+                return -1;
+            uint64_t sum = 0;
+            for (uint64_t k = 0; k < cnt; k++) sum += v[k].iov_len;
+            if (sum != (dir ? a->peer[i].rcount : a->peer[i].scount)) return -1;
+        }
+        a->gcur[i] = a->wcur[i] = a->rcur[i] = (tsim_lcur){0, 0};
+    }
+    a->lay_table = s->peers, a->lay_seq = s->seq, a->lay_gid = s->gid;
     return 0;
 }
 
@@ -102,9 +182,17 @@ int a2a_adopt(tsim_engine *e, int proc, const tsim_prx *d)
     struct prx_a2a *a = x->a2a;
     if (grow(e, a, n) != 0) return 0;
     size_t bytes = n * sizeof *a->peer;
-    struct iovec l = {a->peer, bytes}, r = {(void *)(uintptr_t)s->peers, bytes};
-    if (prx_read(e, proc, &l, &r, 1, bytes, "work description: the alltoall's table the engine cannot read") != 0)
+    int layouts = (s->resv & TSIM_A2A_LAYOUTS) != 0;
+    struct iovec l[2] = {{a->peer, bytes}, {a->lay, n * sizeof *a->lay}},
+                 r = {(void *)(uintptr_t)s->peers, bytes};
+    if (prx_read(e, proc, l, &r, 1, bytes, "work description: the alltoall's table the engine cannot read") != 0)
         return 0;
+    if (layouts) {
+        struct iovec r2 = {(void *)(uintptr_t)(s->peers + bytes), l[1].iov_len};
+        if (prx_read(e, proc, &l[1], &r2, 1, l[1].iov_len,
+                     "work description: the alltoall's table the engine cannot read") != 0)
+            return 0;
+    }
     memset(a->rank_of, 0xff, (size_t)e->nprocs * sizeof *a->rank_of);
     memset(a->seen, 0, n);
     uint64_t need = 0;
@@ -126,6 +214,9 @@ int a2a_adopt(tsim_engine *e, int proc, const tsim_prx *d)
         left += a->npk[o] > sent ? a->npk[o] - sent : 0;
     }
     if (left != s->left) return 0; /* else a push could look for packets forever */
+    if (layouts && read_lists(e, proc, a, s) != 0) return 0;
+    a->layouts = layouts;
+    a->gathered = layouts && (s->resv & TSIM_A2A_GATHERED);
     a->n = n, a->me = s->me, a->pos = s->pos, a->round = s->round, a->rr = s->rr_fifo;
     a->type = s->type, a->seq = s->seq, a->gid = s->gid;
     a->left = s->left, a->need = s->need, a->recv = s->recv;
@@ -159,6 +250,7 @@ void a2a_answer(tsim_engine *e, int proc, tsim_prx *d)
     d->a2a.moved = a->moved;
     d->a2a.pkts_sent = a->pkts_sent;
     d->a2a.pkts_recv = a->pkts_recv;
+    d->a2a.resv = (uint8_t)((d->a2a.resv & ~TSIM_A2A_GATHERED) | (a->gathered ? TSIM_A2A_GATHERED : 0));
     x->inj_full = 0; /* the advance's send round found nothing to send */
 }
 
@@ -175,6 +267,24 @@ static int window(tsim_engine *e, int proc, uint32_t r)
         const tsim_prx_a2a_peer *p = &a->peer[i];
         if (i == a->me || p->scount <= base) continue;
         size_t len = (size_t)(p->scount - base < span ? p->scount - base : span);
+        if (a->layouts && a->lay[i].sniov) { /* the layout's pieces, gathered into the window */
+            const struct iovec *v = a->segs + a->soff[i];
+            uint64_t addr;
+            for (size_t got = 0, k; got < len; got += k) {
+                k = tsim_layout_piece(v, a->lay[i].sniov, &a->wcur[i], base + got, len - got, &addr);
+                if (!k) return -1; /* cannot happen: the list's total was checked */
+                loc[cnt] = (struct iovec){a->win + (size_t)i * span + got, k};
+                rem[cnt] = (struct iovec){(void *)(uintptr_t)addr, k};
+                total += k;
+                if (++cnt == IOV_BATCH) {
+                    if (prx_read(e, proc, loc, rem, cnt, total,
+                                 "work description: an alltoall send layout the engine cannot read") != 0)
+                        return -1;
+                    cnt = 0, total = 0;
+                }
+            }
+            continue;
+        }
         loc[cnt] = (struct iovec){a->win + (size_t)i * span, len};
         rem[cnt] = (struct iovec){(void *)(uintptr_t)(p->sbuf + base), len};
         total += len;
@@ -216,6 +326,15 @@ static int push(tsim_engine *e, int proc)
         const tsim_prx_a2a_peer *q = &a->peer[d];
         uint64_t off = (uint64_t)a->round * PAY;
         size_t n = (size_t)(q->scount - off < PAY ? q->scount - off : PAY);
+        if (a->layouts && a->lay[d].sniov && !a->gathered) {
+            /* coll_a2a.c gathers the packet before its first FIFO try, once */
+            uint64_t c = (uint64_t)tsim_layout_segs(a->segs + a->soff[d], a->lay[d].sniov, &a->gcur[d],
+                                                    off, n) * e->prm.ddt_seg_cycles;
+            a->gathered = 1;
+            x->vt += c;
+            atomic_store(&p->vt, x->vt);
+            atomic_fetch_add_explicit(&p->ddt_cycles, c, memory_order_relaxed);
+        }
         unsigned chunks = prx_chunks(n);
         int sent = 0;
         for (unsigned k = 0; k < NFIFO && !sent; k++) {
@@ -239,6 +358,7 @@ static int push(tsim_engine *e, int proc)
             sent = 1;
         }
         if (!sent) break;
+        a->gathered = 0;
         a->left--;
         a->pushed++;
         a->pkts_sent++;
@@ -273,12 +393,27 @@ static int take(tsim_engine *e, int proc)
     }
     const tsim_prx_a2a_peer *q = &a->peer[src];
     size_t n = (size_t)(q->rcount - off < PAY ? q->rcount - off : PAY);
-    if (prx_wr_add(e, proc, q->rbuf + off, s->p.payload, n) != 0) {
+    uint64_t segs = 0;
+    if (a->layouts && a->lay[src].rniov) { /* scattered into the layout: each piece its own write */
+        const struct iovec *v = a->segs + a->roff[src];
+        uint64_t addr;
+        for (size_t done = 0, k; done < n; done += k, segs++) {
+            k = tsim_layout_piece(v, a->lay[src].rniov, &a->rcur[src], off + done, n - done, &addr);
+            if (!k || prx_wr_add(e, proc, addr, s->p.payload + done, k) != 0) {
+                prx_handover(e, proc, TSIM_PRX_POLL); /* the pieces written are rewritten by it */
+                return -1;
+            }
+        }
+    } else if (prx_wr_add(e, proc, q->rbuf + off, s->p.payload, n) != 0) {
         prx_handover(e, proc, TSIM_PRX_POLL);
         return -1;
     }
     prx_consume(e, proc, f);
-    x->vt += x->dispatch_cycles; /* ml_dispatch of a collective's packet */
+    /* ml_dispatch of a collective's packet, then coll_a2a.c's scatter */
+    x->vt += x->dispatch_cycles + segs * e->prm.ddt_seg_cycles;
+    if (segs)
+        atomic_fetch_add_explicit(&e->seg->procs[proc].ddt_cycles, segs * e->prm.ddt_seg_cycles,
+                                  memory_order_relaxed);
     a->recv += n;
     a->pkts_recv++;
     x->pkts_recv++;

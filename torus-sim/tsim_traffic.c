@@ -31,6 +31,7 @@ struct tsim_traffic {
     uint64_t t_begin, t_end;
     tsrc *src;
     uint8_t *seen;       /* N * K bits: (src, seq) delivered */
+    uint8_t (*xyz)[3];   /* each rank's node's coordinates: no divisions per packet */
     uint32_t *last_det, *last_ad, *last_hp; /* per (src, dst): highest seq + 1, or NULL */
     /* counters */
     uint64_t delivered, duplicated, corrupted, misrouted, reord_det, reord_ad;
@@ -190,12 +191,13 @@ tsim_traffic *tsim_traffic_new(const tsim_geom *g, const tsim_params *p,
     t->src = calloc((size_t)t->n, sizeof *t->src);
     t->seen = calloc(seen_bytes, 1);
     t->hist = calloc(HIST_EXACT, sizeof *t->hist);
+    t->xyz = calloc((size_t)t->n, sizeof *t->xyz);
     if (t->n <= 1024) { /* order tracking costs 8 N^2 bytes */
         t->last_det = calloc((size_t)t->n * t->n, sizeof *t->last_det);
         t->last_ad = calloc((size_t)t->n * t->n, sizeof *t->last_ad);
         t->last_hp = calloc((size_t)t->n * t->n, sizeof *t->last_hp);
     }
-    if (!t->src || !t->seen || !t->hist ||
+    if (!t->src || !t->seen || !t->hist || !t->xyz ||
         (t->n <= 1024 && (!t->last_det || !t->last_ad || !t->last_hp))) {
         tsim_traffic_free(t);
         snprintf(err, errlen, "out of memory for %d x %llu packets", c->nprocs,
@@ -203,6 +205,9 @@ tsim_traffic *tsim_traffic_new(const tsim_geom *g, const tsim_params *p,
         return NULL;
     }
     for (int r = 0; r < t->n; r++) {
+        int xyz[3];
+        tsim_coords(&t->g, r, xyz);
+        for (int i = 0; i < 3; i++) t->xyz[r][i] = (uint8_t)xyz[i];
         seed4(t->src[r].rng, c->seed, 2 * (uint64_t)r + 1);
         seed4(t->src[r].sink_rng, c->seed, 2 * (uint64_t)r + 2);
     }
@@ -214,6 +219,7 @@ void tsim_traffic_free(tsim_traffic *t)
     if (!t) return;
     free(t->src);
     free(t->seen);
+    free(t->xyz);
     free(t->hist);
     free(t->big);
     free(t->last_det);
@@ -365,9 +371,7 @@ static int traffic_next(void *ctx, int proc, uint64_t *tp, tsim_pkt *k, int *fif
     if (t->cfg.hp_frac > 0 && (double)(tsim_traffic_rand(s->rng) >> 11) * 0x1.0p-53 < t->cfg.hp_frac)
         flags = TSIM_F_HP;
     memset(&k->hw, 0, sizeof k->hw);
-    int c[3];
-    tsim_coords(&t->g, d, c);
-    for (int i = 0; i < 3; i++) k->hw.dst[i] = (uint8_t)c[i];
+    memcpy(k->hw.dst, t->xyz[d], 3);
     k->hw.chunks = (uint8_t)chunks;
     k->hw.flags = (uint8_t)flags;
     put32(k->sw, (uint32_t)r);
@@ -402,7 +406,7 @@ static uint64_t traffic_sink(void *ctx, int proc, int fifo, const tsim_meta *m, 
 {
     (void)fifo;
     tsim_traffic *t = ctx;
-    int me = proc / TSIM_CPUS, c[3];
+    int me = proc / TSIM_CPUS;
     uint64_t done = m->t_arrive;
     if (proc % TSIM_CPUS == 0 && me < t->n) { /* model this rank's consumer */
         tsrc *s = &t->src[me];
@@ -423,9 +427,7 @@ static uint64_t traffic_sink(void *ctx, int proc, int fifo, const tsim_meta *m, 
         t->corrupted++;
         return done;
     }
-    tsim_coords(&t->g, me, c);
-    if (proc % TSIM_CPUS || me >= t->n || k->hw.dst[0] != c[0] || k->hw.dst[1] != c[1] ||
-        k->hw.dst[2] != c[2]) {
+    if (proc % TSIM_CPUS || me >= t->n || memcmp(k->hw.dst, t->xyz[me], 3)) {
         t->misrouted++;
         return done;
     }

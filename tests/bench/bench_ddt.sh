@@ -3,8 +3,10 @@
 # of char blocks, stride twice the block, in each BGLMPI_DATATYPE mode —
 # VN within a node (the VN protocol's layout copy) and CO over one torus
 # link — simulated cycles per half round trip and host ms per round trip;
-# then layouts of application kernels (NAS MG, MILC, WRF, Specfem) and the
-# issue's goals for 128-byte blocks (reported, not enforced).
+# then layouts of application kernels (NAS MG, MILC, WRF, Specfem), the
+# alltoalls of 16 ranks (a zero-copy Bruck alltoall on datatypes, EPiGRAM
+# style, and the torus alltoall of a vector type) and the issue's goals for
+# 128-byte blocks (reported, not enforced).
 set -eu
 if [ ! -x "$PREFIX/bin/ddt_bench" ]; then echo "  skipped: MPICH not built (make mpich)"; exit 0; fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -17,6 +19,9 @@ grep -v '^mpirun\|^bglemu:' "$tmp/co" | sed 's/^/    /'
 echo "  application layouts (ddt_bench --kernels), VN then CO:"
 mpirun -np 2 -mode VN -shape 1x1x1 -clock none ddt_bench --kernels 2>&1 | grep -v '^mpirun' | sed 's/^/    /'
 mpirun -np 2 -shape 2x1x1 -clock none ddt_bench --kernels 2>&1 | grep -v '^mpirun\|^bglemu:' | sed 's/^/    /'
+echo "  alltoall, 16 ranks (ddt_bench --alltoall): MPI_Alltoall contiguous, the datatype Bruck alltoall, MPI_Alltoall of a vector; per mode; CO on 4x2x2, then VN on 2x2x2:"
+mpirun -np 16 -shape 4x2x2 -clock none ddt_bench --alltoall 2>&1 | grep -v '^mpirun\|^bglemu:' | sed 's/^/    /'
+mpirun -np 16 -mode VN -shape 2x2x2 -clock none ddt_bench --alltoall 2>&1 | grep -v '^mpirun\|^bglemu:\|^#' | sed 's/^/    /'
 for m in vn co; do
   awk -v m="$m" '
     /^# contiguous:/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+$/) c[++n] = $i }

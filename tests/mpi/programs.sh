@@ -165,6 +165,21 @@ run ddt-co -np 2 -shape 2x1x1 -clock none "$out/ddt_modes"
 passed ddt-co "BGLMPI_DATATYPE=pack|zerocopy|memo, CO over a link: vector, indexed, struct, subarray, resized, different layouts of one signature, 12 B..160 kB, posted and unexpected, zero bytes, truncated, type-handle reuse"
 run ddt-vn -np 2 -mode VN -shape 1x1x1 -clock none "$out/ddt_modes"
 passed ddt-vn "the same in VN mode (the VN protocol's layout copy)"
+run ddt-coll-co -np 8 -shape 2x2x2 -clock none --report "$tmp/ddt-coll-on.json" "$out/ddt_coll"
+passed ddt-coll-co "BGLMPI_DATATYPE=pack|zerocopy|memo in the torus collectives, CO on 2x2x2: alltoall, alltoallv, alltoallw, bcast (torus3, torus1) of vector, indexed, struct, subarray, resized types, sender and receiver with different layouts of one signature, gaps untouched; zerocopy and memo cheaper than pack for a fragmented type"
+grep '^ddt_coll:' "$tmp/ddt-coll-co.out" | sed 's/^/    /'
+# the engine's data path gathers and scatters the alltoall's layouts for
+# blocked ranks: the report must be the one of ranks woken per packet
+BGLEMU_PROXY=0 run ddt-coll-off -np 8 -shape 2x2x2 -clock none --report "$tmp/ddt-coll-off.json" "$out/ddt_coll"
+if [ "$(cat "$tmp/ddt-coll-off.rc")" = 0 ] && [ -s "$tmp/ddt-coll-on.json" ] &&
+   diff <(grep -v '"job"' "$tmp/ddt-coll-on.json") <(grep -v '"job"' "$tmp/ddt-coll-off.json") >/dev/null; then
+  ok "ddt_coll: the same report (clocks, ddt_cycles, links) whether the engine runs blocked ranks' layout alltoalls or every packet wakes its rank"
+else
+  notok "ddt_coll: reports differ with BGLEMU_PROXY=0"
+fi
+run ddt-coll-vn -np 8 -mode VN -shape 2x2x1 -clock none "$out/ddt_coll"
+passed ddt-coll-vn "the same in VN mode (8 ranks on 2x2x1)"
+grep '^ddt_coll:' "$tmp/ddt-coll-vn.out" | sed 's/^/    /'
 run large -np 2 -shape 2x1x1 -clock none "$out/large" 64
 passed large "64 MiB each way, every word checked"
 grep '^large:' "$tmp/large.out" | sed 's/^/    /'

@@ -700,6 +700,127 @@ START_TEST(group_a2a_vn)
 }
 END_TEST
 
+/* ---- layouts (coll_bcast_layout_in) ---------------------------------- */
+
+/* Rank r's layout of len bytes in area: segments of 5 + (3r mod 17) bytes,
+ * each followed by a 2-byte gap (area: lay_span bytes). */
+static size_t lay_seg(int r) { return 5 + (size_t)(3 * r) % 17; }
+static size_t lay_span(size_t len, size_t seg) { return (len + seg - 1) / seg * (seg + 2) + 1; }
+static size_t lay_make(uint8_t *area, size_t len, size_t seg, struct iovec *v)
+{
+    size_t k = 0;
+    for (size_t off = 0; off < len; off += seg, k++)
+        v[k] = (struct iovec){area + k * (seg + 2), len - off < seg ? len - off : seg};
+    return k;
+}
+
+/* Broadcasts into layouts, every rank its own segment size, from three
+ * roots, 1 and 3 routes: the data through the layout, the gaps untouched,
+ * the segments charged (aux[0]: this rank's ddt_cycles). */
+static void rk_bc_layout(crk *r)
+{
+    static const size_t sizes[] = {1, 240, 241, 3000, 20000};
+    int n = r->w->n, roots[3] = {0, n / 2, n - 1};
+    size_t seg = lay_seg(r->rank);
+    unsigned seed = 7;
+    for (int k = 0; k < 3; k++)
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+            for (int routes = 1; routes <= 3; routes += 2, seed++) {
+                size_t len = sizes[si], span = lay_span(len, seg);
+                uint8_t *area = malloc(span);
+                struct iovec *v = malloc((len / seg + 1) * sizeof *v);
+                memset(area, 0xEE, span);
+                size_t nv = lay_make(area, len, seg, v), b = 0;
+                if (r->rank == roots[k])
+                    for (size_t i = 0; i < nv; i++)
+                        for (size_t q = 0; q < v[i].iov_len; q++) ((uint8_t *)v[i].iov_base)[q] = pat(b++, seed);
+                coll_layout blk = {NULL, v, nv, len};
+                if (coll_bcast_layout_in(r->c, coll_world(r->c), &blk, roots[k], routes) != 0)
+                    crk_fail(r, "coll_bcast_layout_in root %d len %zu failed", roots[k], len);
+                r->checks++;
+                b = 0;
+                for (size_t i = 0; i < nv; i++) {
+                    const uint8_t *p = v[i].iov_base;
+                    for (size_t q = 0; q < v[i].iov_len; q++, b++)
+                        if (p[q] != pat(b, seed)) {
+                            crk_fail(r, "layout bcast root %d routes %d len %zu: byte %zu wrong", roots[k], routes,
+                                     len, b);
+                            q = v[i].iov_len, i = nv;
+                            break;
+                        }
+                }
+                size_t marked = 0;
+                for (size_t i = 0; i < nv; i++) marked += v[i].iov_len;
+                size_t ee = 0;
+                for (size_t i = 0; i < span; i++) ee += area[i] == 0xEE;
+                if (r->rank != roots[k] && ee < span - marked)
+                    crk_fail(r, "layout bcast len %zu: a gap byte was written", len);
+                free(area), free(v);
+            }
+    r->aux[0] = atomic_load(&r->pp.p->ddt_cycles);
+}
+
+static void bc_layout_case(int x, int y, int z, ml_mode mode)
+{
+    cworld *w = cw_run(x, y, z, 1, mode, rk_bc_layout, NULL);
+    for (int i = 0; i < w->n; i++)
+        ck_assert_msg(w->r[i].aux[0] > 0, "rank %d: no datatype work charged for its layouts", i);
+    printf("coll: bcast into layouts on a %dx%dx%d torus, %s mode (%d ranks; segments of 5..21 bytes, a "
+           "different size on every rank): 3 roots x 5 sizes (1..20000 B) x {1, 3 routes}, %d layouts "
+           "checked byte for byte, gaps untouched, segments charged (rank 0: %llu ddt cycles); %llu cycles\n",
+           x, y, z, mode == ML_MODE_VN ? "VN" : "CO", w->n, cw_checks(w), (unsigned long long)w->r[0].aux[0],
+           (unsigned long long)cw_max_end(w));
+    cw_free(w);
+}
+
+START_TEST(bcast_layout_3x2x1_co) { bc_layout_case(3, 2, 1, ML_MODE_CO); }
+END_TEST
+START_TEST(bcast_layout_2x2x1_vn) { bc_layout_case(2, 2, 1, ML_MODE_VN); }
+END_TEST
+
+/* The charges of a layout alltoall, exactly: 2 ranks, each sends the other
+ * 100 bytes gathered from 4 segments of 25 (80 cycles at 20 per segment)
+ * and receives 100 bytes scattered into 5 segments of 20 (100 cycles);
+ * its own 10 bytes go from 2 segments of 5 into 1 of 10 (2 pieces: 40).
+ * The data arrives in place. */
+static void rk_a2a_cost(crk *r)
+{
+    uint8_t src[2][130], dst[2][110];
+    struct iovec sv[2][4], rv[2][5];
+    coll_layout sl[2], rl[2];
+    int me = r->rank, peer = 1 - me;
+    memset(dst, 0xEE, sizeof dst);
+    for (int k = 0; k < 130; k++) src[peer][k] = src[me][k] = (uint8_t)(k * 3 + me);
+    for (int k = 0; k < 4; k++) sv[peer][k] = (struct iovec){src[peer] + k * 30, 25};
+    for (int k = 0; k < 5; k++) rv[peer][k] = (struct iovec){dst[peer] + k * 22, 20};
+    sv[me][0] = (struct iovec){src[me], 5}, sv[me][1] = (struct iovec){src[me] + 50, 5};
+    rv[me][0] = (struct iovec){dst[me] + 7, 10};
+    sl[peer] = (coll_layout){NULL, sv[peer], 4, 100}, rl[peer] = (coll_layout){NULL, rv[peer], 5, 100};
+    sl[me] = (coll_layout){NULL, sv[me], 2, 10}, rl[me] = (coll_layout){NULL, rv[me], 1, 10};
+    if (coll_alltoallw_in(r->c, coll_world(r->c), sl, rl) != 0) crk_fail(r, "coll_alltoallw_in failed");
+    r->aux[0] = atomic_load(&r->pp.p->ddt_cycles);
+    r->checks++;
+    for (int k = 0; k < 100; k++) /* the peer's bytes k of its 25-byte segments at a 30 stride */
+        if (dst[peer][k / 20 * 22 + k % 20] != (uint8_t)((k / 25 * 30 + k % 25) * 3 + peer))
+            crk_fail(r, "byte %d from rank %d wrong", k, peer);
+    for (int k = 0; k < 10; k++)
+        if (dst[me][7 + k] != (uint8_t)((k < 5 ? k : 45 + k) * 3 + me)) crk_fail(r, "own byte %d wrong", k);
+    if (dst[me][6] != 0xEE || dst[me][17] != 0xEE || dst[peer][20] != 0xEE) crk_fail(r, "a gap was written");
+}
+
+START_TEST(a2a_layout_cost)
+{
+    cworld *w = cw_run(2, 1, 1, 1, ML_MODE_CO, rk_a2a_cost, NULL);
+    for (int i = 0; i < 2; i++)
+        ck_assert_msg(w->r[i].aux[0] == 220, "rank %d: %llu ddt cycles, want 80 + 100 + 40", i,
+                      (unsigned long long)w->r[i].aux[0]);
+    printf("coll: alltoall of layouts on 2 ranks: 100 bytes from 4 segments into 5, 10 bytes to itself "
+           "from 2 into 1: data in place, gaps untouched, exactly 220 ddt cycles each (gather 80, scatter "
+           "100, own block 40)\n");
+    cw_free(w);
+}
+END_TEST
+
 Suite *coll_suite(void)
 {
     (void)dummy;
@@ -722,6 +843,8 @@ Suite *coll_suite(void)
     tcase_add_test(tc, bcast_5x1x1_torus_co);
     tcase_add_test(tc, bcast_partial_machine);
     tcase_add_test(tc, bcast_deterministic_and_3routes_faster);
+    tcase_add_test(tc, bcast_layout_3x2x1_co);
+    tcase_add_test(tc, bcast_layout_2x2x1_vn);
     suite_add_tcase(s, tc);
     TCase *ta = tcase_create("alltoall");
     tcase_set_timeout(ta, 240);
@@ -729,6 +852,7 @@ Suite *coll_suite(void)
     tcase_add_test(ta, a2a_2x2x2_vn);
     tcase_add_test(ta, a2a_4x4x4_co);
     tcase_add_test(ta, a2av_4x2x1_vn);
+    tcase_add_test(ta, a2a_layout_cost);
     tcase_add_test(ta, mixed_back_to_back);
     tcase_add_test(ta, group_boxes);
     tcase_add_test(ta, group_bcast_halves_co);

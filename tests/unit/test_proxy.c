@@ -51,7 +51,7 @@ typedef struct rank {
     struct iovec *siov[MSGS], *riov[MSGS];
     size_t sn[MSGS], rn[MSGS];
     volatile int got, sent;
-    uint64_t end;
+    uint64_t end, staged;
 } rank;
 
 static void on_done(ml_ctx *ml, void *arg)
@@ -116,13 +116,14 @@ static void *rank_main(void *arg)
         if (ml_wait_idle(r->ml, "test: receive", 4) != 0) break;
     }
     r->end = pl_now(&r->pp);
+    r->staged = ml_get_stats(r->ml)->staged;
     ml_finalize(r->ml);
     pl_close(&r->pp, 0);
     return NULL;
 }
 
 typedef struct outcome {
-    uint64_t end[NR], ddt[NR];
+    uint64_t end[NR], ddt[NR], staged;
     uint64_t link_pkts, link_busy;
     tsim_result res;
     uint8_t *data[2];
@@ -174,8 +175,10 @@ static void run(const job *j, int proxy, outcome *o)
             o->link_pkts = o->link_pkts * 31 + ls->packets;
             o->link_busy = o->link_busy * 31 + ls->busy_cycles;
         }
+    o->staged = 0;
     for (int i = 0; i < j->nranks; i++) {
         o->end[i] = r[i].end;
+        o->staged += r[i].staged;
         if (j->fan) { /* message k to rank k + 1 */
             ck_assert_int_eq(r[i].got, i > 0);
             if (i > 0)
@@ -347,6 +350,50 @@ START_TEST(proxy_layouts)
 }
 END_TEST
 
+/* Layouts of many small segments are staged on the host (ml_layout.c): the
+ * same clocks, datatype cycles, events and link counters as moving every
+ * packet piece by piece (BGLEMU_STAGE=0), the engine doing the packets. */
+static void check_staged(const job *j, const char *what)
+{
+    outcome a, b;
+    setenv("BGLEMU_STAGE", "0", 1);
+    run(j, 1, &a);
+    unsetenv("BGLEMU_STAGE");
+    run(j, 1, &b);
+    ck_assert_msg(a.staged == 0 && b.staged >= 2, "%s: %llu layouts staged (want none), %llu (want both sides)",
+                  what, (unsigned long long)a.staged, (unsigned long long)b.staged);
+    for (int i = 0; i < j->nranks; i++) {
+        ck_assert_msg(a.end[i] == b.end[i], "%s: rank %d ends at %llu staged, %llu piece by piece", what, i,
+                      (unsigned long long)b.end[i], (unsigned long long)a.end[i]);
+        ck_assert_uint_eq(a.ddt[i], b.ddt[i]);
+    }
+    ck_assert_uint_eq(a.res.end_time, b.res.end_time);
+    ck_assert_uint_eq(a.res.events, b.res.events);
+    ck_assert_uint_eq(a.link_busy, b.link_busy);
+    ck_assert_uint_eq(a.res.proxy_read, b.res.proxy_read);
+    ck_assert_uint_eq(a.res.proxy_sent, b.res.proxy_sent);
+    printf("proxy: %-34s staged %llu layouts: end %llu cycles, datatype cycles %llu, as piece by piece\n", what,
+           (unsigned long long)b.staged, (unsigned long long)b.res.end_time, (unsigned long long)b.ddt[1]);
+    for (int i = 0; i < 2; i++) free(a.data[i]), free(b.data[i]);
+}
+
+START_TEST(proxy_layouts_staged)
+{
+    g_layout = 1;
+    job a = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0};
+    check_staged(&a, "staged: rendezvous");
+    job b = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0};
+    check_staged(&b, "staged: rendezvous, coprocessor");
+    job c = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 0};
+    check_staged(&c, "staged: adaptive eager, two hops");
+    job d = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0};
+    check_staged(&d, "staged: three rendezvous, both ways");
+    job e = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 0};
+    check_staged(&e, "staged: eager");
+    g_layout = 0;
+}
+END_TEST
+
 /* Loops handed over that the engine refuses run on their ranks at once. */
 START_TEST(proxy_refused)
 {
@@ -382,6 +429,7 @@ Suite *proxy_suite(void)
     tcase_add_test(tc, proxy_several_peers);
     tcase_add_test(tc, proxy_refused);
     tcase_add_test(tc, proxy_layouts);
+    tcase_add_test(tc, proxy_layouts_staged);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -34,6 +34,7 @@ typedef struct rk {
 
 struct world {
     int n, order;
+    int layouts;  /* most blocks are layouts (coll_alltoallw_in), with gaps */
     size_t scale; /* block sizes: up to this many bytes */
     rk r[MAXR];
 };
@@ -47,6 +48,77 @@ static size_t count(const world *w, int s, int d, int k)
 
 static uint8_t byte(int s, int d, int k, size_t i) { return (uint8_t)(s * 7 + d * 13 + k * 31 + i * 3 + 1); }
 
+/* A layout of len bytes in area: segments of seg bytes, each followed by a
+ * 3-byte gap; the segment count. area needs lay_span(len, seg) bytes. */
+static size_t lay_span(size_t len, size_t seg) { return (len + seg - 1) / seg * (seg + 3); }
+static size_t lay_make(uint8_t *area, size_t len, size_t seg, struct iovec *v)
+{
+    size_t k = 0;
+    for (size_t off = 0; off < len; off += seg, k++)
+        v[k] = (struct iovec){area + k * (seg + 3), len - off < seg ? len - off : seg};
+    return k;
+}
+
+/* Layout rounds: block j of rank me is a layout unless (me + j) % 3 == 0
+ * (those stay plain buffers), segments of 40..99 bytes sending and
+ * 33..82 receiving, so that the two sides' segments never line up. */
+static void run_layouts(rk *r, coll_group *g, int grp, int gn, const int *half, int k)
+{
+    world *w = r->w;
+    int me = r->rank;
+    coll_layout sl[MAXR], rl[MAXR];
+    struct iovec *sv[MAXR], *rv[MAXR];
+    uint8_t *sa[MAXR], *ra[MAXR];
+    size_t rseg[MAXR], rspan[MAXR];
+    for (int j = 0; j < gn; j++) {
+        int sj = grp ? half[j] : j, lay = (me + sj) % 3 != 0;
+        size_t sc = 8 * count(w, me, sj, k), rc = 8 * count(w, sj, me, k); /* up to 36 packets */
+        size_t ss = 40 + (size_t)(me * 3 + sj) % 60;
+        rseg[j] = 33 + (size_t)(me + sj * 5) % 50;
+        sa[j] = malloc(lay_span(sc, ss) + 1);
+        rspan[j] = lay_span(rc, rseg[j]);
+        ra[j] = malloc(rspan[j] + 1);
+        sv[j] = malloc((sc / ss + 1) * sizeof **sv);
+        rv[j] = malloc((rc / rseg[j] + 1) * sizeof **rv);
+        memset(ra[j], 0xEE, rspan[j] + 1);
+        size_t sn = lay_make(sa[j], sc, ss, sv[j]), b = 0;
+        if (lay) {
+            for (size_t i = 0; i < sn; i++)
+                for (size_t q = 0; q < sv[j][i].iov_len; q++) ((uint8_t *)sv[j][i].iov_base)[q] = byte(me, sj, k, b++);
+            sl[j] = (coll_layout){NULL, sv[j], sn, sc};
+        } else { /* a plain buffer */
+            for (size_t i = 0; i < sc; i++) sa[j][i] = byte(me, sj, k, i);
+            sl[j] = (coll_layout){sa[j], NULL, 0, sc};
+        }
+        size_t rn = lay_make(ra[j], rc, rseg[j], rv[j]);
+        rl[j] = lay && rc ? (coll_layout){NULL, rv[j], rn, rc} : (coll_layout){ra[j], NULL, 0, rc};
+    }
+    if (coll_alltoallw_in(r->c, grp ? g : coll_world(r->c), sl, rl) != 0) r->bad++;
+    for (int j = 0; j < gn; j++) {
+        int sj = grp ? half[j] : j;
+        size_t rc = 8 * count(w, sj, me, k);
+        if (rl[j].niov) { /* through the layout; the gaps untouched */
+            size_t b = 0;
+            for (size_t i = 0; i < rl[j].niov; i++) {
+                const uint8_t *p = rv[j][i].iov_base;
+                for (size_t q = 0; q < rv[j][i].iov_len; q++, b++) {
+                    if (p[q] != byte(sj, me, k, b)) r->bad++;
+                    r->sum = r->sum * 31 + p[q];
+                }
+                for (size_t q = rv[j][i].iov_len; q < rseg[j] + 3 && p + q < ra[j] + rspan[j]; q++)
+                    if (p[q] != 0xEE) r->bad++;
+            }
+        } else {
+            for (size_t i = 0; i < rc; i++) {
+                if (ra[j][i] != byte(sj, me, k, i)) r->bad++;
+                r->sum = r->sum * 31 + ra[j][i];
+            }
+            if (ra[j][rc] != 0xEE) r->bad++;
+        }
+        free(sa[j]), free(ra[j]), free(sv[j]), free(rv[j]);
+    }
+}
+
 static void *rk_main(void *arg)
 {
     rk *r = arg;
@@ -59,6 +131,10 @@ static void *rk_main(void *arg)
         int grp = k % 2 == 1; /* every other round: the even ranks only */
         if (grp && !g) continue;
         int gn = grp ? nh : n;
+        if (w->layouts) {
+            run_layouts(r, g, grp, gn, half, k);
+            continue;
+        }
         size_t sc[MAXR], sd[MAXR], rc[MAXR], rd[MAXR], st = 0, rt = 0;
         for (int j = 0; j < gn; j++) {
             int sj = grp ? half[j] : j;
@@ -92,7 +168,7 @@ static void *rk_main(void *arg)
 }
 
 typedef struct outcome {
-    uint64_t end[MAXR], sum[MAXR], links;
+    uint64_t end[MAXR], sum[MAXR], ddt[MAXR], links;
     coll_stats st[MAXR];
     tsim_result res;
 } outcome;
@@ -145,16 +221,19 @@ static void run(int x, int y, int z, ml_mode mode, world *w, int proxy, outcome 
         o->end[i] = w->r[i].end;
         o->sum[i] = w->r[i].sum;
         o->st[i] = w->r[i].st;
+        o->ddt[i] = atomic_load(&seg->procs[seg->rank_proc[i]].ddt_cycles);
     }
     tsim_engine_free(e);
     tsim_seg_destroy(seg);
     unsetenv("BGLEMU_PROXY");
 }
 
-static void check_same(int x, int y, int z, ml_mode mode, int order, size_t scale, const char *what)
+static void check_same_l(int x, int y, int z, ml_mode mode, int order, size_t scale, int layouts,
+                         const char *what)
 {
     static world w;
     static outcome a, b;
+    w.layouts = layouts;
     w.order = order;
     w.scale = scale;
     run(x, y, z, mode, &w, 0, &a);
@@ -163,6 +242,10 @@ static void check_same(int x, int y, int z, ml_mode mode, int order, size_t scal
         ck_assert_msg(a.end[i] == b.end[i], "%s: rank %d ends at %llu with the engine's help, %llu without",
                       what, i, (unsigned long long)b.end[i], (unsigned long long)a.end[i]);
         ck_assert_uint_eq(a.sum[i], b.sum[i]);
+        ck_assert_msg(a.ddt[i] == b.ddt[i], "%s: rank %d's ddt_cycles %llu with the engine's help, %llu without",
+                      what, i, (unsigned long long)b.ddt[i], (unsigned long long)a.ddt[i]);
+        ck_assert_msg(layouts ? a.ddt[i] > 0 : a.ddt[i] == 0, "%s: rank %d's ddt_cycles %llu", what, i,
+                      (unsigned long long)a.ddt[i]);
         ck_assert_msg(!memcmp(&a.st[i], &b.st[i], sizeof a.st[i]), "%s: rank %d's statistics differ", what, i);
     }
     ck_assert_uint_eq(a.res.end_time, b.res.end_time);
@@ -179,6 +262,11 @@ static void check_same(int x, int y, int z, ml_mode mode, int order, size_t scal
            what, w.n, (unsigned long long)b.res.end_time, (unsigned long long)a.res.wakes,
            (unsigned long long)b.res.wakes, (unsigned long long)b.res.proxy_read,
            (unsigned long long)b.res.proxy_sent, (unsigned long long)b.res.packets_delivered);
+}
+
+static void check_same(int x, int y, int z, ml_mode mode, int order, size_t scale, const char *what)
+{
+    check_same_l(x, y, z, mode, order, scale, 0, what);
 }
 
 START_TEST(a2a_co_random)
@@ -199,6 +287,20 @@ START_TEST(a2a_4x4x2_rank)
 }
 END_TEST
 
+/* Layouts (coll_alltoallw_in): the engine gathers from the senders'
+ * segments and scatters into the receivers' exactly as the ranks would. */
+START_TEST(a2a_layouts_co)
+{
+    check_same_l(2, 2, 2, ML_MODE_CO, COLL_A2A_RANDOM, 3000, 1, "CO, layouts");
+}
+END_TEST
+
+START_TEST(a2a_layouts_vn)
+{
+    check_same_l(2, 2, 1, ML_MODE_VN, COLL_A2A_STAGGER, 2000, 1, "VN, layouts");
+}
+END_TEST
+
 Suite *proxy_a2a_suite(void)
 {
     Suite *s = suite_create("proxy_a2a");
@@ -207,6 +309,8 @@ Suite *proxy_a2a_suite(void)
     tcase_add_test(t, a2a_co_random);
     tcase_add_test(t, a2a_vn_stagger);
     tcase_add_test(t, a2a_4x4x2_rank);
+    tcase_add_test(t, a2a_layouts_co);
+    tcase_add_test(t, a2a_layouts_vn);
     suite_add_tcase(s, t);
     return s;
 }

@@ -213,6 +213,7 @@ static void complete_recv(MPIR_Request * rreq)
         MPIR_Request_add_ref(match);
         MPIR_Request_add_ref(rreq);
     }
+    MPIDI_BGL_dt_charge_unexp_late(rreq);
     MPIDIG_REQUEST(rreq, req->target_cmpl_cb) (rreq);
     if (match) {
         match->status = rreq->status;

@@ -3,7 +3,10 @@
  * alltoall) on intracommunicators: the alltoall on any, the broadcast on
  * those whose ranks fill a box of nodes (MPI_COMM_WORLD on a full machine,
  * rectangular sub-meshes). Intercommunicators, MPI_IN_PLACE and other
- * broadcasts go to MPICH's algorithms. Non-contiguous datatypes are packed.
+ * broadcasts go to MPICH's algorithms. Non-contiguous datatypes travel as
+ * layouts (each packet gathered from the sender's segments and scattered
+ * into the receiver's; MPI_Alltoallw too) unless BGLMPI_DATATYPE=pack,
+ * which packs them (the collective network's broadcast always does).
  * MPI_Barrier, MPI_Allreduce, MPI_Reduce (and MPI_Bcast with tree or auto)
  * on communicators that hold the whole partition go to the collective
  * network and the global interrupt (collectives/coll_tree.h).
@@ -274,6 +277,26 @@ int MPIDI_BGL_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int
     if (!tree && (!grp || !coll_group_hw_ok(grp)))
         return MPIR_Bcast_impl(buffer, count, datatype, root, comm_ptr, errflag);
 
+    int mode;
+    mpi_errno = MPIDI_BGL_dt_mode(&mode);
+    MPIR_ERR_CHECK(mpi_errno);
+    /* the three-route trees are deeper (an extra hop, one more stage): with
+     * less than a packet per route one tree is sooner */
+    int routes = a == 1 && data_sz >= 3 * TSIM_PAYLOAD_MAX ? 3 : 1;
+    if (!tree && !dt_contig && data_sz > 0 && mode != MPIDI_BGL_DT_PACK) {
+        /* zero-copy: the root gathers every packet from its layout, every
+         * other rank scatters it into its own (and forwards from there) */
+        MPIDI_BGL_layout_t l;
+        mpi_errno = MPIDI_BGL_dt_layout(buffer, count, datatype, data_sz, mode, &l);
+        MPIR_ERR_CHECK(mpi_errno);
+        coll_layout blk = { NULL, l.iov, l.n, (size_t) data_sz };
+        MPIDI_BGL_clock_enter();
+        if (coll_bcast_layout_in(g->coll, grp, &blk, root, routes) != 0)
+            MPIDI_BGL_job_aborted("broadcast");
+        MPIDI_BGL_clock_leave();
+        MPIDI_BGL_dt_layout_free(&l);
+        goto fn_exit;
+    }
     void *buf = (char *) buffer + true_lb, *tmp = NULL;
     MPI_Aint done;
     if (!dt_contig && data_sz > 0) {
@@ -286,9 +309,6 @@ int MPIDI_BGL_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int
         buf = tmp;
     }
     MPIDI_BGL_clock_enter();
-    /* the three-route trees are deeper (an extra hop, one more stage): with
-     * less than a packet per route one tree is sooner */
-    int routes = a == 1 && data_sz >= 3 * TSIM_PAYLOAD_MAX ? 3 : 1;
     if (tree) {
         if (coll_tree_bcast(g->coll, buf, (size_t) data_sz, MPIDIU_rank_to_lpid(root, comm_ptr)))
             MPIDI_BGL_job_aborted("broadcast");
@@ -337,6 +357,112 @@ static int a2a_group(const void *sendbuf, MPIR_Comm * comm, coll_group ** grp)
     return mpi_errno;
 }
 
+/* ---- derived datatypes in the torus alltoall: each peer's block a layout ----
+ * (BGLMPI_DATATYPE=zerocopy|memo; bgl_dt.c). The alltoall gathers each
+ * packet from the sender's segments and scatters it into the receiver's:
+ * no block is packed or unpacked. */
+
+/* n blocks' description and what to free after the call. */
+typedef struct {
+    coll_layout *send, *recv;
+    MPIDI_BGL_layout_t *keep;   /* 2n translations (iov NULL: none) */
+    struct iovec *split[2];     /* the alltoall's split lists */
+    int n;
+} a2a_blocks;
+
+static int blocks_new(a2a_blocks * b, int n)
+{
+    memset(b, 0, sizeof *b);
+    b->n = n;
+    b->send = MPL_calloc(2 * (size_t) n, sizeof *b->send, MPL_MEM_BUFFER);
+    b->keep = MPL_calloc(2 * (size_t) n, sizeof *b->keep, MPL_MEM_BUFFER);
+    if (!b->send || !b->keep)
+        return MPI_ERR_NO_MEM;
+    b->recv = b->send + n;
+    return MPI_SUCCESS;
+}
+
+static void blocks_free(a2a_blocks * b)
+{
+    for (int i = 0; b->keep && i < 2 * b->n; i++)
+        MPIDI_BGL_dt_layout_free(&b->keep[i]);
+    MPL_free(b->keep);
+    MPL_free(b->send);
+    MPL_free(b->split[0]);
+    MPL_free(b->split[1]);
+}
+
+/* count x type at buf as one block: the buffer from its true lower bound
+ * when contiguous, else the datatype's layout (translated or looked up,
+ * charged: bgl_dt.c). */
+static int one_block(const void *buf, MPI_Aint count, MPI_Datatype type, int mode, coll_layout * out,
+                     MPIDI_BGL_layout_t * keep)
+{
+    int contig;
+    MPI_Aint bytes, lb;
+    MPIR_Datatype *dtp;
+    if (count == 0) {   /* nothing: the type is not looked at (it may be MPI_DATATYPE_NULL) */
+        *out = (coll_layout) {(void *) buf, NULL, 0, 0};
+        return MPI_SUCCESS;
+    }
+    MPIDI_Datatype_get_info(count, type, contig, bytes, dtp, lb);
+    (void) dtp;
+    if (contig || bytes == 0) {
+        *out = (coll_layout) {(char *) buf + lb, NULL, 0, (size_t) bytes};
+        return MPI_SUCCESS;
+    }
+    int mpi_errno = MPIDI_BGL_dt_layout(buf, count, type, bytes, mode, keep);
+    *out = (coll_layout) {NULL, keep->iov, keep->n, (size_t) bytes};
+    return mpi_errno;
+}
+
+/* The alltoall's n blocks of count x type each, one after the other from
+ * buf: one translation of n*count elements, cut at every `per` bytes. */
+static int split_blocks(const void *buf, MPI_Aint count, MPI_Datatype type, int n, int mode,
+                        coll_layout * out, MPIDI_BGL_layout_t * keep, struct iovec **split)
+{
+    coll_layout all;
+    int mpi_errno = one_block(buf, count * n, type, mode, &all, keep);
+    if (mpi_errno != MPI_SUCCESS)
+        return mpi_errno;
+    size_t per = all.len / (size_t) n;
+    if (!all.niov) {
+        for (int i = 0; i < n; i++)
+            out[i] = (coll_layout) {(char *) all.buf + (size_t) i * per, NULL, 0, per};
+        return MPI_SUCCESS;
+    }
+    /* a block boundary may cut a segment: at most n - 1 more pieces */
+    struct iovec *v = MPL_malloc((all.niov + (size_t) n) * sizeof *v, MPL_MEM_BUFFER);
+    if (!v)
+        return MPI_ERR_NO_MEM;
+    *split = v;
+    tsim_lcur cur = { 0, 0 };
+    size_t k = 0;
+    for (int i = 0; i < n; i++) {
+        size_t first = k, got, done = 0;
+        uint64_t addr;
+        while (done < per &&
+               (got = tsim_layout_piece(all.iov, all.niov, &cur, (size_t) i * per + done, per - done,
+                                        &addr))) {
+            v[k++] = (struct iovec) {(void *) (uintptr_t) addr, got};
+            done += got;
+        }
+        out[i] = (coll_layout) {NULL, v + first, k - first, per};
+        if (!per)
+            out[i] = (coll_layout) {(void *) buf, NULL, 0, 0};
+    }
+    return MPI_SUCCESS;
+}
+
+static int a2a_layouts(coll_group * grp, a2a_blocks * b, const char *what)
+{
+    MPIDI_BGL_clock_enter();
+    if (coll_alltoallw_in(MPIDI_BGL_global.coll, grp, b->send, b->recv) != 0)
+        MPIDI_BGL_job_aborted(what);
+    MPIDI_BGL_clock_leave();
+    return MPI_SUCCESS;
+}
+
 int MPIDI_BGL_mpi_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                            void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
                            MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag)
@@ -344,6 +470,7 @@ int MPIDI_BGL_mpi_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype
     int mpi_errno = MPI_SUCCESS;
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
     coll_group *grp;
+    void *stmp = NULL, *rtmp = NULL;    /* before any jump to fn_exit, which frees them */
     mpi_errno = a2a_group(sendbuf, comm_ptr, &grp);
     MPIR_ERR_CHECK(mpi_errno);
     if (!grp)
@@ -356,8 +483,26 @@ int MPIDI_BGL_mpi_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype
     int rcontig = blocks_contig(recvcount, recvtype, &rbytes, &rlb);
     MPIR_ERR_CHKANDJUMP2(sbytes != rbytes, mpi_errno, MPI_ERR_TRUNCATE, "**bgl_a2asize",
                          "**bgl_a2asize %L %L", (long long) sbytes, (long long) rbytes);
+    int mode;
+    mpi_errno = MPIDI_BGL_dt_mode(&mode);
+    MPIR_ERR_CHECK(mpi_errno);
+    if ((!scontig || !rcontig) && sbytes > 0 && mode != MPIDI_BGL_DT_PACK) {
+        /* zero-copy: every peer's block a layout (or a plain block) */
+        a2a_blocks b;
+        mpi_errno = blocks_new(&b, n);
+        if (mpi_errno == MPI_SUCCESS)
+            mpi_errno = split_blocks(sendbuf, sendcount, sendtype, n, mode, b.send, &b.keep[0],
+                                     &b.split[0]);
+        if (mpi_errno == MPI_SUCCESS)
+            mpi_errno = split_blocks(recvbuf, recvcount, recvtype, n, mode, b.recv, &b.keep[1],
+                                     &b.split[1]);
+        if (mpi_errno == MPI_SUCCESS)
+            mpi_errno = a2a_layouts(grp, &b, "alltoall");
+        blocks_free(&b);
+        return mpi_errno;
+    }
     const void *sb = (const char *) sendbuf + slb;
-    void *rb = (char *) recvbuf + rlb, *stmp = NULL, *rtmp = NULL;
+    void *rb = (char *) recvbuf + rlb;
     if (!scontig && sbytes > 0) {
         stmp = MPL_malloc(sbytes * n, MPL_MEM_BUFFER);
         MPIR_ERR_CHKANDJUMP(!stmp, mpi_errno, MPI_ERR_NO_MEM, "**nomem");
@@ -411,12 +556,37 @@ int MPIDI_BGL_mpi_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
     mpi_errno = a2a_group(sendbuf, comm_ptr, &grp);
     MPIR_ERR_CHECK(mpi_errno);
     MPI_Aint ssz, sext, slb, rsz, rext, rlb;
-    /* element types that are not packed bytes: MPICH's algorithm */
-    if (!grp || !packed_type(sendtype, &ssz, &sext, &slb) ||
-        !packed_type(recvtype, &rsz, &rext, &rlb))
+    int mode, n = comm_ptr->local_size;
+    mpi_errno = MPIDI_BGL_dt_mode(&mode);
+    MPIR_ERR_CHECK(mpi_errno);
+    int spacked = packed_type(sendtype, &ssz, &sext, &slb);
+    int rpacked = packed_type(recvtype, &rsz, &rext, &rlb);
+    if (grp && (!spacked || !rpacked) && mode != MPIDI_BGL_DT_PACK) {
+        /* zero-copy: each peer's elements a layout */
+        for (int i = 0; i < n; i++)
+            if (sendcounts[i] < 0 || recvcounts[i] < 0)
+                grp = NULL;
+        a2a_blocks b;
+        if (grp && (mpi_errno = blocks_new(&b, n)) == MPI_SUCCESS) {
+            for (int i = 0; i < n && mpi_errno == MPI_SUCCESS; i++) {
+                mpi_errno = one_block((const char *) sendbuf + sdispls[i] * sext, sendcounts[i],
+                                      sendtype, mode, &b.send[i], &b.keep[i]);
+                if (mpi_errno == MPI_SUCCESS)
+                    mpi_errno = one_block((char *) recvbuf + rdispls[i] * rext, recvcounts[i],
+                                          recvtype, mode, &b.recv[i], &b.keep[n + i]);
+            }
+            if (mpi_errno == MPI_SUCCESS)
+                mpi_errno = a2a_layouts(grp, &b, "alltoallv");
+        }
+        if (grp) {
+            blocks_free(&b);
+            return mpi_errno;
+        }
+    }
+    /* element types that are not packed bytes (BGLMPI_DATATYPE=pack): MPICH's algorithm */
+    if (!grp || !spacked || !rpacked)
         return MPIR_Alltoallv_impl(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                                    rdispls, recvtype, comm_ptr, errflag);
-    int n = comm_ptr->local_size;
     size_t *v = MPL_malloc(4 * (size_t) n * sizeof *v, MPL_MEM_BUFFER);
     MPIR_ERR_CHKANDJUMP(!v, mpi_errno, MPI_ERR_NO_MEM, "**nomem");
     for (int i = 0; i < n; i++) {
@@ -436,6 +606,49 @@ int MPIDI_BGL_mpi_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
         MPIDI_BGL_job_aborted("alltoallv");
     MPIDI_BGL_clock_leave();
     MPL_free(v);
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* MPI_Alltoallw on the torus alltoall (BGLMPI_ALLTOALL=torus, where
+ * MPI_Alltoall goes): each peer's block, of its own type at its own byte
+ * displacement, is a layout or a plain block. BGLMPI_DATATYPE=pack (the
+ * layouts' staging is what alltoallw never had) and MPI_IN_PLACE: MPICH's
+ * algorithm, as before. */
+int MPIDI_BGL_mpi_alltoallw(const void *sendbuf, const MPI_Aint * sendcounts,
+                            const MPI_Aint * sdispls, const MPI_Datatype * sendtypes,
+                            void *recvbuf, const MPI_Aint * recvcounts, const MPI_Aint * rdispls,
+                            const MPI_Datatype * recvtypes, MPIR_Comm * comm_ptr,
+                            MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, mode;
+    coll_group *grp;
+    mpi_errno = a2a_group(sendbuf, comm_ptr, &grp);
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIDI_BGL_dt_mode(&mode);
+    MPIR_ERR_CHECK(mpi_errno);
+    int n = comm_ptr->local_size;
+    for (int i = 0; grp && i < n; i++)
+        if (sendcounts[i] < 0 || recvcounts[i] < 0)
+            grp = NULL;
+    if (!grp || mode == MPIDI_BGL_DT_PACK)
+        return MPIR_Alltoallw_impl(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
+                                   rdispls, recvtypes, comm_ptr, errflag);
+    a2a_blocks b;
+    mpi_errno = blocks_new(&b, n);
+    for (int i = 0; i < n && mpi_errno == MPI_SUCCESS; i++) {
+        mpi_errno = one_block((const char *) sendbuf + sdispls[i], sendcounts[i], sendtypes[i], mode,
+                              &b.send[i], &b.keep[i]);
+        if (mpi_errno == MPI_SUCCESS)
+            mpi_errno = one_block((char *) recvbuf + rdispls[i], recvcounts[i], recvtypes[i], mode,
+                                  &b.recv[i], &b.keep[n + i]);
+    }
+    /* the torus alltoall needs each pair's sizes to agree (MPI requires it) */
+    if (mpi_errno == MPI_SUCCESS)
+        mpi_errno = a2a_layouts(grp, &b, "alltoallw");
+    blocks_free(&b);
   fn_exit:
     return mpi_errno;
   fn_fail:

@@ -1,4 +1,4 @@
-/* bglemu CH4 netmod "bgl": MPI_Bcast, MPI_Alltoall and MPI_Alltoallv on the torus,
+/* bglemu CH4 netmod "bgl": MPI_Bcast, MPI_Alltoall, MPI_Alltoallv and MPI_Alltoallw on the torus,
  * MPI_Barrier, MPI_Allreduce and MPI_Reduce (and MPI_Bcast, BGLMPI_BCAST=tree)
  * on the collective network and the global interrupt.
  * CH4 reaches these through the collective selection file mpirun points
@@ -37,6 +37,25 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_alltoallv(const void *sendbuf,
 {
     return MPIDI_BGL_mpi_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                                    rdispls, recvtype, comm_ptr, errflag);
+}
+
+int MPIDI_BGL_mpi_alltoallw(const void *sendbuf, const MPI_Aint * sendcounts,
+                            const MPI_Aint * sdispls, const MPI_Datatype * sendtypes,
+                            void *recvbuf, const MPI_Aint * recvcounts, const MPI_Aint * rdispls,
+                            const MPI_Datatype * recvtypes, MPIR_Comm * comm_ptr,
+                            MPIR_Errflag_t * errflag);
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_alltoallw(const void *sendbuf,
+                                                    const MPI_Aint sendcounts[],
+                                                    const MPI_Aint sdispls[],
+                                                    const MPI_Datatype sendtypes[], void *recvbuf,
+                                                    const MPI_Aint recvcounts[],
+                                                    const MPI_Aint rdispls[],
+                                                    const MPI_Datatype recvtypes[],
+                                                    MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag)
+{
+    return MPIDI_BGL_mpi_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
+                                   rdispls, recvtypes, comm_ptr, errflag);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_barrier(MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag)

@@ -31,6 +31,10 @@ int MPIDI_BGL_am_isend_reply(MPIR_Comm * comm, int src_rank, int handler_id,
 bool MPIDI_BGL_am_check_eager(MPI_Aint am_hdr_sz, MPI_Aint data_sz, const void *data,
                               MPI_Aint count, MPI_Datatype datatype, MPIR_Request * sreq);
 int MPIDI_BGL_progress(int vci, int blocking);
+/* MPIDIG's unpacking of an unexpected message into a non-contiguous receive,
+ * charged (bgl_dt.c): as the receive is posted, or as the data completes. */
+void MPIDI_BGL_dt_charge_unexp(MPIR_Request * rreq, MPI_Aint count, MPI_Datatype dt);
+void MPIDI_BGL_dt_charge_unexp_late(MPIR_Request * rreq);
 MPIDIG_recv_data_copy_cb MPIDI_BGL_data_copy_cb(uint32_t attr);
 /* bgl_coll.c: MPI_Bcast / MPI_Alltoall (torus collectives or MPICH's) */
 int MPIDI_BGL_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,

@@ -10,11 +10,18 @@
 #define NETMOD_INLINE_H_INCLUDED
 
 /* MPICH's fallbacks send everything through MPIDIG, except broadcast,
- * alltoall and alltoallv (torus collectives), barrier, allreduce and
+ * alltoall, alltoallv and alltoallw (torus collectives), barrier, allreduce and
  * reduce (collective network and global interrupt), which bgl_coll.h
  * takes. */
 #include "netmod_am_fallback_send.h"
+/* (the receive fallbacks under other names: MPIDI_NM_mpi_irecv and
+ * MPIDI_NM_mpi_imrecv below wrap them to charge MPIDIG's unpacking of an
+ * unexpected message) */
+#define MPIDI_NM_mpi_irecv MPIDI_BGL_fallback_irecv
+#define MPIDI_NM_mpi_imrecv MPIDI_BGL_fallback_imrecv
 #include "netmod_am_fallback_recv.h"
+#undef MPIDI_NM_mpi_irecv
+#undef MPIDI_NM_mpi_imrecv
 #include "netmod_am_fallback_probe.h"
 #include "netmod_am_fallback_rma.h"
 #include "netmod_am_fallback_part.h"
@@ -22,6 +29,7 @@
 #define MPIDI_NM_mpi_bcast MPIDI_BGL_fallback_bcast
 #define MPIDI_NM_mpi_alltoall MPIDI_BGL_fallback_alltoall
 #define MPIDI_NM_mpi_alltoallv MPIDI_BGL_fallback_alltoallv
+#define MPIDI_NM_mpi_alltoallw MPIDI_BGL_fallback_alltoallw
 #define MPIDI_NM_mpi_barrier MPIDI_BGL_fallback_barrier
 #define MPIDI_NM_mpi_allreduce MPIDI_BGL_fallback_allreduce
 #define MPIDI_NM_mpi_reduce MPIDI_BGL_fallback_reduce
@@ -29,12 +37,41 @@
 #undef MPIDI_NM_mpi_bcast
 #undef MPIDI_NM_mpi_alltoall
 #undef MPIDI_NM_mpi_alltoallv
+#undef MPIDI_NM_mpi_alltoallw
 #undef MPIDI_NM_mpi_barrier
 #undef MPIDI_NM_mpi_allreduce
 #undef MPIDI_NM_mpi_reduce
 #include "bgl_coll.h"
 
 #include "bgl_am.h"
+
+/* A message that arrived before its receive was posted waits in MPIDIG's
+ * unexpected buffer; posting the receive makes MPIDIG copy it out there
+ * and then, completing the receive at once. Into a non-contiguous receive
+ * that copy is an unpack, which the model charges like the netmod's own
+ * (bgl_dt.c). The BUSY case, whose copy runs when the data is all in, is
+ * charged where it completes (bgl_am.c). */
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_irecv(void *buf, MPI_Aint count, MPI_Datatype datatype,
+                                                int rank, int tag, MPIR_Comm * comm,
+                                                int context_offset, MPIDI_av_entry_t * addr,
+                                                MPIR_Request ** request, MPIR_Request * partner)
+{
+    int mpi_errno = MPIDI_BGL_fallback_irecv(buf, count, datatype, rank, tag, comm,
+                                             context_offset, addr, request, partner);
+    if (mpi_errno == MPI_SUCCESS && *request)
+        MPIDI_BGL_dt_charge_unexp(*request, count, datatype);
+    return mpi_errno;
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_imrecv(void *buf, MPI_Aint count, MPI_Datatype datatype,
+                                                 MPIR_Request * message)
+{
+    int mpi_errno = MPIDI_BGL_fallback_imrecv(buf, count, datatype, message);
+    if (mpi_errno == MPI_SUCCESS)
+        MPIDI_BGL_dt_charge_unexp(message, count, datatype);
+    return mpi_errno;
+}
+
 #include "bgl_progress.h"
 #include "bgl_proc.h"
 #include "bgl_request.h"
