@@ -7,6 +7,14 @@
 
 #include "coll_internal.h"
 
+/* A buffer the collective receives into, 64-byte aligned: where it lies in
+ * its cache lines decides which cpu receives (ml_recv.c's grant), and
+ * malloc's placement is the host's, not the simulation's. */
+static void *lines_alloc(size_t len)
+{
+    return aligned_alloc(64, (len + 63) / 64 * 64 + (len == 0) * 64);
+}
+
 typedef struct p2p_hdr {
     uint8_t magic[2]; /* 'C', 'L' */
     uint8_t kind;     /* OP_P2P_* */
@@ -48,7 +56,7 @@ void coll_upcall(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t len
         return;
     }
     coll_p2p_early *e = calloc(1, sizeof *e);
-    if (!e || !(e->buf = malloc(len ? len : 1))) abort();
+    if (!e || !(e->buf = lines_alloc(len))) abort();
     e->seq = h.seq;
     e->src = src;
     e->len = len;
@@ -178,7 +186,7 @@ int coll_allreduce_max_p2p(coll_ctx *c, uint64_t *v, int n)
     const int N = c->nranks, me = c->rank;
     size_t bytes = (size_t)n * sizeof *v;
     size_t *cd = malloc(2 * (size_t)N * sizeof *cd);
-    uint64_t *tmp = malloc((size_t)N * bytes);
+    uint64_t *tmp = lines_alloc((size_t)N * bytes);
     if (!cd || !tmp) {
         free(cd);
         free(tmp);

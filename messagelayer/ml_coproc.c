@@ -1,6 +1,7 @@
 /* The coprocessor (CO mode): a second thread on cpu 1 of the node with its
  * own clock. Its permanent work unit receives rendezvous data sent to its
- * FIFO group; transient units come from ml_costart. It talks to the main
+ * FIFO group (a whole message, or a split's whole lines: ml_recv.c's
+ * grant); transient units come from ml_costart. It talks to the main
  * processor only through the scratchpad FIFOs, so every hand-over is timed
  * and deterministic. */
 #include <stdlib.h>
@@ -97,8 +98,10 @@ static void *co_main(void *arg)
             ml->co_fn(co, ml->co_arg);
             co_send(ml, T_CO_DONE, 0);
         } else if (sw.type == T_RZV_DATA) {
-            /* the slot was set up by the main processor before its grant */
-            ml_rx *rx = &ml->slots[sw.id];
+            /* the slot (or a split's part) was set up by the main processor
+             * before its grant */
+            ml_rx *rx = sw.id & ML_CO_PART ? &ml->co_part[sw.id & (ML_CO_PART - 1)]
+                                           : &ml->slots[sw.id];
             unsigned segs = ml_rx_write(rx, &ml->co_reordered, sw.w, s.p.payload,
                         rx->len - sw.w < TSIM_PAYLOAD_MAX ? rx->len - sw.w : TSIM_PAYLOAD_MAX);
             ml_charge_ddt(co, (uint64_t)segs * ml->prm->ddt_seg_cycles);

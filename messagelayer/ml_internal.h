@@ -12,7 +12,8 @@
  *   data packets (EAGER_DATA, AE_DATA, RZV_DATA, VN_DATA): w = offset,
  *     id = receiver slot (RZV, VN)
  *   control (AE_CONFIRM, GRANT, VN_ACK, VN_NACK, CO_*): id = sender's
- *     message id; GRANT/NACK: w = receiver slot, b = receiving cpu */
+ *     message id; GRANT/NACK: w = receiver slot, b = receiving cpu
+ *     (GRANT: ML_CPU_*, ML_CPU_SPLIT + head for a split reception) */
 enum ml_type {
     T_ONE = 1,
     T_EAGER, T_EAGER_DATA,
@@ -81,7 +82,8 @@ typedef struct ml_rx {
     uint64_t vn_niov;      /* VN: 0, or vn_addr is the sender's layout of this many segments */
     uint64_t vn_key;       /* VN: its layout key, 0 for none */
     ml_cursor cur;         /* layout: where the last packet was scattered */
-    uint8_t used, cpu;
+    uint8_t used, cpu;     /* cpu: ML_CPU_* (the grant's b less a split's head) */
+    uint32_t co_lo, co_hi; /* ML_CPU_SPLIT: the coprocessor's bytes (ml_split_end) */
     /* receptions whose data packets are still to come (the engine may read
      * them while this processor is blocked: ml_proxy.c) */
     struct ml_rx *act_next, *act_prev;
@@ -134,6 +136,10 @@ struct ml_ctx {
     ml_msg *ids[ML_MAX_IDS];    /* sends waiting for the other side */
     uint16_t next_id;
     ml_rx slots[ML_MAX_IDS];    /* rendezvous / VN receptions */
+    /* the coprocessor's part of split reception k: its data packets carry
+     * id k | ML_CO_PART (set up by the main processor before the grant,
+     * then the coprocessor's until its T_CO_RZV_DONE) */
+    ml_rx co_part[ML_MAX_IDS];
     int depth;                  /* advance re-entry */
     int outstanding;            /* sends not yet done */
     ml_stats st;
@@ -161,6 +167,39 @@ struct ml_ctx {
     ml_packet_fn user_fn[256 - ML_TYPE_USER]; /* ml_register_packet */
     void *user_arg[256 - ML_TYPE_USER];
 };
+
+/* Who receives a rendezvous message (the grant's b). BG/L's L1 caches are
+ * not coherent (32-byte lines): the coprocessor must not write a line the
+ * main processor may hold. A flat buffer not aligned to ml_coproc_align is
+ * split: the coprocessor takes its whole lines [head, ml_split_end), the
+ * main processor the partial lines before and after (head, the tail: less
+ * than a line each); b = ML_CPU_SPLIT + head. Each part's packets end at
+ * its boundaries, so no packet straddles two cpus (docs/calibration.md). */
+enum { ML_CPU_MAIN, ML_CPU_CO, ML_CPU_SPLIT };
+#define ML_CO_PART 0x8000u /* data packet id: the coprocessor's part of a split */
+_Static_assert(ML_MAX_IDS <= ML_CO_PART, "slot ids must leave ML_CO_PART free");
+
+/* End of the coprocessor's whole lines of a split (len, head < align). */
+static inline size_t ml_split_end(size_t len, size_t head, size_t align)
+{
+    return head + (len - head) / align * align;
+}
+
+/* The part of a message offset off lies in, for a grant's b: the
+ * offset the part ends at; *co says whether it is the coprocessor's.
+ * Packets of a part are at most TSIM_PAYLOAD_MAX from its start on. */
+static inline size_t ml_part_end(uint8_t b, size_t len, size_t align, size_t off, int *co)
+{
+    *co = b == ML_CPU_CO;
+    if (b < ML_CPU_SPLIT) return len;
+    size_t head = (size_t)(b - ML_CPU_SPLIT), mid = ml_split_end(len, head, align);
+    if (off < head) return head;
+    if (off < mid) {
+        *co = 1;
+        return mid;
+    }
+    return len;
+}
 
 /* ml_send.c */
 int ml_send_progress(ml_ctx *ml);

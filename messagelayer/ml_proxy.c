@@ -84,6 +84,15 @@ static void describe_tx(ml_ctx *ml, tsim_prx_tx *t, ml_msg *m)
         t->flags = vn ? 0 : TSIM_F_DYNAMIC;
         t->group = (uint8_t)(vn || !m->used ? dproc % TSIM_CPUS : m->used);
         t->type = vn ? T_VN_DATA : T_RZV_DATA;
+        if (!vn && m->used >= ML_CPU_SPLIT) {
+            /* a split: the part it is in, which ends where a message would
+             * (the engine hands back before a part's last packet) */
+            int co;
+            t->len = ml_part_end(m->used, m->len, ml->prm->ml_coproc_align, m->off, &co);
+            t->group = (uint8_t)(co ? 1 : dproc % TSIM_CPUS);
+            t->id = (uint16_t)(co ? m->seq | ML_CO_PART : m->seq);
+            return;
+        }
     } else {
         int ae = m->proto == ML_ADAPTIVE;
         t->fifo = (uint8_t)ml_fifo_for(ml, m->dst);

@@ -120,15 +120,33 @@ static void send_ctl(ml_ctx *ml, int src, int fifo, uint8_t type, uint8_t b, uin
 static void grant(ml_ctx *ml, uint16_t k)
 {
     ml_rx *rx = &ml->slots[k];
-    /* data whose buffer (or a layout's first segment) is cache-line aligned is
-     * received by the coprocessor */
+    /* data whose buffer (or a layout's first segment) is cache-line aligned
+     * is received by the coprocessor; a flat buffer that is not, by both:
+     * the coprocessor its whole lines, if it has any (ml_split_end) */
+    size_t align = ml->prm->ml_coproc_align;
     uintptr_t at = rx->r.niov ? (uintptr_t)rx->r.iov[0].iov_base : (uintptr_t)rx->r.buf;
-    uint8_t cpu = ml->co_running && ml->prm->ml_coproc_align &&
-                  at % ml->prm->ml_coproc_align == 0 && rx->r.cap >= rx->len;
+    uint8_t b = ML_CPU_MAIN, cpu = ML_CPU_MAIN;
+    if (ml->co_running && align && rx->r.cap >= rx->len) {
+        size_t head = (align - at % align) % align;
+        if (!head) {
+            b = cpu = ML_CPU_CO;
+        } else if (!rx->r.niov && align <= 128 && head < rx->len &&
+                   ml_split_end(rx->len, head, align) > head) {
+            b = (uint8_t)(ML_CPU_SPLIT + head);
+            cpu = ML_CPU_SPLIT;
+            rx->co_lo = (uint32_t)head;
+            rx->co_hi = (uint32_t)ml_split_end(rx->len, head, align);
+            ml_rx *c = &ml->co_part[k]; /* its bytes already counted as there */
+            *c = (ml_rx){.r = {.buf = rx->r.buf, .cap = rx->r.cap}, .len = rx->co_hi,
+                         .got = rx->co_lo, .src = rx->src, .used = 1, .cpu = ML_CPU_CO};
+        }
+    }
     rx->cpu = cpu;
-    send_ctl(ml, rx->src, ml_fifo_for(ml, rx->src), T_GRANT, cpu, rx->sender_id, k);
+    send_ctl(ml, rx->src, ml_fifo_for(ml, rx->src), T_GRANT, b, rx->sender_id, k);
     if (rx->len == 0) rx_complete(ml, rx);
-    else if (!cpu) ml_act_add(ml, rx, T_RZV_DATA, k);
+    /* a split's own packets are few (its partial lines): the engine's loop
+     * (ml_proxy.c) hands those back rather than know the split */
+    else if (cpu == ML_CPU_MAIN) ml_act_add(ml, rx, T_RZV_DATA, k);
 }
 
 /* VN with a layout on either side: the sender's segment list is read from
@@ -477,14 +495,21 @@ static void dispatch(ml_ctx *ml, const tsim_slot *s, int replay)
     case T_RZV_DATA:
     case T_VN_DATA: {
         ml_rx *rx = &ml->slots[sw.id];
+        size_t end = rx->cpu == ML_CPU_SPLIT && sw.w < rx->co_lo ? rx->co_lo : rx->len;
         rx_write(ml, rx, sw.w, s->p.payload,
-                    rx->len - sw.w < TSIM_PAYLOAD_MAX ? rx->len - sw.w : TSIM_PAYLOAD_MAX);
+                    end - sw.w < TSIM_PAYLOAD_MAX ? end - sw.w : TSIM_PAYLOAD_MAX);
         if (rx->got >= rx->len) rx_complete(ml, rx);
         break;
     }
-    case T_CO_RZV_DONE:
-        rx_complete(ml, &ml->slots[sw.id]);
+    case T_CO_RZV_DONE: {
+        ml_rx *rx = &ml->slots[sw.id & (ML_CO_PART - 1)];
+        if (sw.id & ML_CO_PART) { /* the coprocessor's part of a split is in */
+            ml->co_part[sw.id & (ML_CO_PART - 1)].used = 0;
+            rx->got += rx->co_hi - rx->co_lo;
+        }
+        if (!(sw.id & ML_CO_PART) || rx->got >= rx->len) rx_complete(ml, rx);
         break;
+    }
     case T_VN_ACK: {
         ml_msg *m = ml->ids[sw.id];
         ml->ids[sw.id] = NULL;

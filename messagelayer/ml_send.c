@@ -233,14 +233,18 @@ static int step(ml_ctx *ml, int dst)
 /* Rendezvous (and VN fallback) data after the grant: one packet per call. */
 static int data_step(ml_ctx *ml, ml_msg *m)
 {
-    size_t n = m->len - m->off < TSIM_PAYLOAD_MAX ? m->len - m->off : TSIM_PAYLOAD_MAX;
-    ml_sw d = {m->proto == ML_VN ? T_VN_DATA : T_RZV_DATA, 0, m->seq, (uint32_t)m->off};
-    int vn = m->proto == ML_VN;
+    int vn = m->proto == ML_VN, co = 0;
+    /* m->seq holds the receiver's slot, m->used the grant's b: the
+     * receiving cpu, or a split whose parts' packets go to their own cpus */
+    size_t end = vn ? m->len : ml_part_end(m->used, m->len, ml->prm->ml_coproc_align, m->off, &co);
+    size_t n = end - m->off < TSIM_PAYLOAD_MAX ? end - m->off : TSIM_PAYLOAD_MAX;
+    ml_sw d = {vn ? T_VN_DATA : T_RZV_DATA, 0,
+               (uint16_t)(m->used >= ML_CPU_SPLIT && co ? m->seq | ML_CO_PART : m->seq),
+               (uint32_t)m->off};
     int dproc = ml->map.proc[m->dst];
     uint8_t tmp[TSIM_PAYLOAD_MAX];
-    /* m->seq holds the receiver's slot, m->used the receiving cpu */
     if (try_inject(ml, dproc, vn ? TSIM_INJ_SP : ml_fifo_for(ml, m->dst), vn ? 0 : TSIM_F_DYNAMIC,
-                   vn ? (unsigned)dproc % TSIM_CPUS : m->used, &d, msg_bytes(ml, m, m->off, n, tmp),
+                   vn ? (unsigned)dproc % TSIM_CPUS : (unsigned)co, &d, msg_bytes(ml, m, m->off, n, tmp),
                    n, NULL, 0))
         return 0;
     m->off += n;

@@ -911,6 +911,82 @@ START_TEST(layout_cost)
 }
 END_TEST
 
+/* ---- CO mode: an unaligned buffer split between the two cpus ---------- */
+/* Receive buffers 16 bytes past a 32-byte line (glibc's malloc above its
+ * mmap threshold): a message's whole lines go to the coprocessor, the
+ * partial lines at its ends to the main processor (ml_recv.c's grant). */
+static const size_t split_sizes[] = {1 << 20, 20, 40, 56, 48};
+#define NSPLIT (sizeof split_sizes / sizeof split_sizes[0])
+#define SPLIT_OFF 16
+
+static void split_up(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t len,
+                     ml_recv *out, void *uarg)
+{
+    on_up(ml, src, hdr, hdrlen, len, out, uarg);
+    out->buf = (uint8_t *)out->buf + SPLIT_OFF;
+    out->cap = len;
+}
+
+static void split_sender(rk *r)
+{
+    if (r->rank != 0) {
+        wait_rx(r, NSPLIT);
+        return;
+    }
+    ml_msg m[NSPLIT];
+    uint32_t h[NSPLIT];
+    volatile int nsent = 0;
+    for (size_t i = 0; i < NSPLIT; i++) {
+        h[i] = (uint32_t)i;
+        m[i] = (ml_msg){.dst = 1, .hdr = &h[i], .hdrlen = sizeof h[i], .buf = g_src + 3 + i,
+                        .len = split_sizes[i], .proto = ML_RZV, .done = sent, .arg = (void *)&nsent};
+        ck_assert_int_eq(ml_send(r->ml, &m[i]), 0);
+    }
+    while (nsent < (int)NSPLIT)
+        if (!ml_advance(r->ml) && ml_idle(r->ml, "test: sends") != 0) return;
+}
+
+START_TEST(coproc_split_unaligned)
+{
+    printf("ml: CO rendezvous into buffers 16 bytes past a line: 1 MiB's whole lines on the "
+           "coprocessor, its partial lines (16 + 16 bytes) on the main processor; 20, 40 bytes "
+           "(no whole line) on the main processor, 56 bytes split 16 + 32 + 8, 48 bytes 16 + 32 + none\n");
+    size_t stride = (1 << 20) + 128;
+    g_src = malloc(stride);
+    srand(777);
+    for (size_t i = 0; i < stride; i++) g_src[i] = (uint8_t)rand();
+    world *w = world_new(2, 1, 1, 2, ML_MODE_CO);
+    w->up = split_up;
+    world_run(w, split_sender, stride);
+    rk *r = &w->r[1];
+    ck_assert_int_eq(r->nup, (int)NSPLIT);
+    for (size_t i = 0; i < NSPLIT; i++) {
+        const uint8_t *b = r->rbuf + i * r->stride;
+        ck_assert_int_eq(r->rx[i].done, 1);
+        ck_assert_msg(!memcmp(b + SPLIT_OFF, g_src + 3 + i, split_sizes[i]), "message %zu corrupted", i);
+        for (size_t k = 0; k < SPLIT_OFF; k++) ck_assert_uint_eq(b[k], 0); /* nothing outside */
+        for (size_t k = SPLIT_OFF + split_sizes[i]; k < SPLIT_OFF + split_sizes[i] + 32; k++)
+            ck_assert_uint_eq(b[k], 0);
+    }
+    /* the coprocessor read the whole lines: 1 MiB - 32 bytes in 4,369
+     * packets, the 56- and 48-byte messages' line in one each, and its stop
+     * request */
+    const tsim_proc *co1 = &w->seg->procs[w->seg->rank_proc[1] + 1];
+    size_t mid = (1u << 20) - 32, co_pkts = (mid + TSIM_PAYLOAD_MAX - 1) / TSIM_PAYLOAD_MAX + 2;
+    printf("    coprocessor %llu packets (%zu data), main processor %llu\n",
+           (unsigned long long)co1->pkts_received, co_pkts, (unsigned long long)r->st.pkts_recv);
+    ck_assert_uint_eq(co1->pkts_received, co_pkts + 1);
+    /* 8 chunks a 1 MiB packet, 2 a one-line one, 1 the stop request */
+    ck_assert_uint_eq(co1->bytes_received, (co_pkts - 2) * 8 * TSIM_CHUNK + 2 * 2 * TSIM_CHUNK + TSIM_CHUNK);
+    /* the main processor (its counts taken before ml_finalize): 5 scouts;
+     * the ends: 2 (1 MiB), 1, 1, 2 (56 bytes), 1 (48); the coprocessor's 3
+     * completions */
+    ck_assert_uint_eq(r->st.pkts_recv, 5 + 7 + 3);
+    world_free(w);
+    free(g_src);
+}
+END_TEST
+
 Suite *ml_suite(void)
 {
     Suite *s = suite_create("ml");
@@ -932,6 +1008,7 @@ Suite *ml_suite(void)
     tcase_add_test(tc, coproc_costart_cojoin);
     tcase_add_test(tc, thousands_outstanding);
     tcase_add_test(tc, fifo_by_direction);
+    tcase_add_test(tc, coproc_split_unaligned);
     suite_add_tcase(s, tc);
     TCase *tl = tcase_create("layouts");
     tcase_set_timeout(tl, 120);

@@ -25,6 +25,8 @@ typedef struct job {
     int delegate;   /* the receive loop hands itself to the engine before advancing */
     int burst;      /* all messages posted at once (several going out together) */
     int fan;        /* rank 0 sends message k to rank k + 1, all at once (several peers) */
+    int a2a;        /* every rank sends one message to each other rank, all at once
+                       (MSGS = NR - 1: several peers, several receptions each) */
 } job;
 
 /* Layouts (derived datatypes): sends gathered from pieces of LAY_S bytes,
@@ -48,8 +50,8 @@ typedef struct rank {
     ml_ctx *ml;
     int me;
     uint8_t *src, *dst;
-    struct iovec *siov[MSGS], *riov[MSGS];
-    size_t sn[MSGS], rn[MSGS];
+    struct iovec *siov[NR], *riov[NR]; /* riov by header (a2a: the sender) */
+    size_t sn[NR], rn[NR];
     volatile int got, sent;
     uint64_t end, staged;
 } rank;
@@ -87,20 +89,24 @@ static void *rank_main(void *arg)
     int recvs = r->me == 1 || (j->bidir && r->me == 0);
     int want = MSGS;
     if (j->fan) recvs = r->me > 0, want = 1;
+    if (j->a2a) sends = recvs = 1;
     ml_msg m[MSGS];
     int hdr[MSGS];
     for (int k = 0; k < MSGS && sends; k++) { /* one after another: MPI_Send in a loop */
-        hdr[k] = k;
-        m[k] = (ml_msg){.dst = j->fan ? k + 1 : peer, .hdr = &hdr[k], .hdrlen = sizeof hdr[k],
-                        .buf = r->src + (size_t)k * j->len + 1, .len = j->len, .proto = j->proto,
+        /* a2a: message k goes to rank me + k + 1 and lands at the receiver's
+         * place for its sender (hdr) */
+        int to = j->a2a ? (r->me + k + 1) % NR : j->fan ? k + 1 : peer;
+        hdr[k] = j->a2a ? r->me : k;
+        m[k] = (ml_msg){.dst = to, .hdr = &hdr[k], .hdrlen = sizeof hdr[k],
+                        .buf = r->src + (size_t)(j->a2a ? to : k) * j->len + 1, .len = j->len, .proto = j->proto,
                         .done = on_done, .arg = (void *)&r->sent};
         if (g_layout) {
-            r->siov[k] = pieces(r->src + (size_t)k * j->len + 1, j->len, LAY_S, &r->sn[k]);
+            r->siov[k] = pieces(r->src + (size_t)(j->a2a ? to : k) * j->len + 1, j->len, LAY_S, &r->sn[k]);
             m[k].iov = r->siov[k];
             m[k].niov = r->sn[k];
         }
         ck_assert_int_eq(ml_send(r->ml, &m[k]), 0);
-        while (r->sent < (j->burst || j->fan ? (k == MSGS - 1 ? MSGS : 0) : k + 1))
+        while (r->sent < (j->burst || j->fan || j->a2a ? (k == MSGS - 1 ? MSGS : 0) : k + 1))
             if (!ml_advance(r->ml) && ml_wait_idle(r->ml, "test: send", 1) != 0) break;
     }
     /* the MPI netmod's loop: four empty advances in a row, then block */
@@ -141,7 +147,7 @@ static void run(const job *j, int proxy, outcome *o)
     seg->geom.nranks = j->nranks;
     rank r[NR];
     memset(r, 0, sizeof r);
-    size_t bytes = (size_t)MSGS * j->len + 64;
+    size_t bytes = (size_t)NR * j->len + 64;
     for (int i = 0; i < j->nranks; i++) {
         int node = j->cpus == 2 ? i / 2 : i, cpu = j->cpus == 2 ? i % 2 : 0;
         seg->rank_proc[i] = tsim_proc_index(node, cpu);
@@ -179,6 +185,15 @@ static void run(const job *j, int proxy, outcome *o)
     for (int i = 0; i < j->nranks; i++) {
         o->end[i] = r[i].end;
         o->staged += r[i].staged;
+        if (j->a2a) { /* from every other rank, at its place */
+            ck_assert_int_eq(r[i].got, MSGS);
+            for (int s = 0; s < NR; s++)
+                ck_assert_msg(s == i || !memcmp(r[i].dst + (size_t)s * j->len,
+                                                r[s].src + (size_t)i * j->len + 1, j->len),
+                              "rank %d's message from %d corrupted", i, s);
+            if (i < 2) o->data[i] = NULL;
+            continue;
+        }
         if (j->fan) { /* message k to rank k + 1 */
             ck_assert_int_eq(r[i].got, i > 0);
             if (i > 0)
@@ -204,7 +219,7 @@ static void run(const job *j, int proxy, outcome *o)
         o->ddt[i] = seg->procs[seg->rank_proc[i]].ddt_cycles;
         free(r[i].src);
         free(r[i].dst - j->offset);
-        for (int k = 0; k < MSGS; k++) free(r[i].siov[k]), free(r[i].riov[k]);
+        for (int k = 0; k < NR; k++) free(r[i].siov[k]), free(r[i].riov[k]);
     }
     tsim_engine_free(e);
     tsim_seg_destroy(seg);
@@ -240,35 +255,67 @@ static void check_same(const job *j, const char *what, int want_read, int want_s
 
 START_TEST(proxy_rendezvous_heater)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0};
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0};
     check_same(&j, "rendezvous, no coprocessor", 1, 1);
 }
 END_TEST
 
 START_TEST(proxy_rendezvous_coproc)
 {
-    job j = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0};
+    job j = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0, 0};
     check_same(&j, "rendezvous, coprocessor receives", 1, 1);
+}
+END_TEST
+
+/* Unaligned receive buffers in CO mode: the whole lines go to the
+ * coprocessor, the partial lines at the ends to the main processor, each
+ * part's packets sent by the engine for the blocked sender. */
+START_TEST(proxy_rendezvous_coproc_split)
+{
+    job j = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 1 << 20, 0, 16, 0, 0, 0, 0};
+    check_same(&j, "rendezvous 1 MiB, split (offset 16)", 1, 1);
+}
+END_TEST
+
+START_TEST(proxy_rendezvous_coproc_split_odd)
+{
+    /* 300,001 bytes one after another: every message its own head and tail */
+    job j = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300001, 1, 16, 0, 0, 0, 0};
+    check_same(&j, "rendezvous, split, odd lengths, both ways", 1, 1);
+}
+END_TEST
+
+/* Several peers' split receptions in flight at once, both ways: every rank
+ * sends to and receives from three others, buffers at odd offsets. */
+START_TEST(proxy_rendezvous_coproc_split_a2a)
+{
+    job j = {ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 30001, 0, 3, 0, 0, 0, 1};
+    check_same(&j, "rendezvous, split, all to all, odd", 1, 1);
+    /* 4,593 bytes at offset 3: head 29, whole lines 4,544 (the last packet
+     * 224), tail 20 — a packet cut only at the message's end would straddle
+     * the cpus (the engine's description of a part must end it) */
+    job k = {ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 4593, 0, 3, 1, 0, 0, 1};
+    check_same(&k, "the same, 4593 B, loop handed over", 1, 1);
 }
 END_TEST
 
 START_TEST(proxy_eager)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 0};
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 0, 0};
     check_same(&j, "eager", 1, 1);
 }
 END_TEST
 
 START_TEST(proxy_adaptive)
 {
-    job j = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 0};
+    job j = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 0, 0};
     check_same(&j, "adaptive eager, two hops", 1, 1);
 }
 END_TEST
 
 START_TEST(proxy_bidirectional)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 0, 0, 0};
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 0, 0, 0, 0};
     check_same(&j, "rendezvous both ways", 1, 1);
 }
 END_TEST
@@ -276,7 +323,7 @@ END_TEST
 START_TEST(proxy_vn_fallback)
 {
     setenv("BGLEMU_VN_NOCOPY", "1", 1); /* VN data over the scratchpad */
-    job j = {ML_MODE_VN, 2, {1, 1, 1}, 2, ML_VN, 50000, 0, 16, 0, 0, 0};
+    job j = {ML_MODE_VN, 2, {1, 1, 1}, 2, ML_VN, 50000, 0, 16, 0, 0, 0, 0};
     check_same(&j, "VN without the direct copy", 1, 1);
     unsetenv("BGLEMU_VN_NOCOPY");
 }
@@ -284,29 +331,29 @@ END_TEST
 
 START_TEST(proxy_delegated_loop)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 1, 0, 0};
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 1, 0, 0, 0};
     check_same(&j, "rendezvous both ways, loop handed over", 1, 1);
-    job k = {ML_MODE_CO, 2, {2, 2, 1}, 1, ML_ONEPKT, 100, 1, 16, 1, 0, 0};
+    job k = {ML_MODE_CO, 2, {2, 2, 1}, 1, ML_ONEPKT, 100, 1, 16, 1, 0, 0, 0};
     check_same(&k, "one-packet both ways, loop handed over", 0, 0);
 }
 END_TEST
 
 START_TEST(proxy_several_peers)
 {
-    job j = {ML_MODE_HEATER, 4, {2, 2, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 1};
+    job j = {ML_MODE_HEATER, 4, {2, 2, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 1, 0};
     check_same(&j, "eager to three peers at once", 1, 1);
-    job k = {ML_MODE_HEATER, 4, {4, 1, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 1};
+    job k = {ML_MODE_HEATER, 4, {4, 1, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 1, 0};
     check_same(&k, "adaptive eager to three peers at once", 1, 1);
-    job l = {ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 50000, 0, 16, 1, 0, 1};
+    job l = {ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 50000, 0, 16, 1, 0, 1, 0};
     check_same(&l, "rendezvous to three peers, handed over", 1, 1);
 }
 END_TEST
 
 START_TEST(proxy_several_going_out)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0};
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0, 0};
     check_same(&j, "three rendezvous at once, both ways", 1, 1);
-    job k = {ML_MODE_VN, 4, {2, 1, 1}, 2, ML_RZV, 30000, 1, 16, 0, 1, 0};
+    job k = {ML_MODE_VN, 4, {2, 1, 1}, 2, ML_RZV, 30000, 1, 16, 0, 1, 0, 0};
     check_same(&k, "three rendezvous at once, VN mode", 1, 1);
 }
 END_TEST
@@ -316,16 +363,16 @@ END_TEST
 START_TEST(proxy_layouts)
 {
     g_layout = 1;
-    job a = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0};
+    job a = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0};
     check_same(&a, "layouts: rendezvous", 1, 1);
-    job b = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0};
+    job b = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0, 0};
     check_same(&b, "layouts: rendezvous, coprocessor", 1, 1);
-    job c = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 0};
+    job c = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 0, 0};
     check_same(&c, "layouts: adaptive eager, two hops", 1, 1);
-    job d = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0};
+    job d = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0, 0};
     check_same(&d, "layouts: three rendezvous, both ways", 1, 1);
     setenv("BGLEMU_VN_NOCOPY", "1", 1);
-    job v = {ML_MODE_VN, 2, {1, 1, 1}, 2, ML_VN, 50000, 0, 16, 0, 0, 0};
+    job v = {ML_MODE_VN, 2, {1, 1, 1}, 2, ML_VN, 50000, 0, 16, 0, 0, 0, 0};
     check_same(&v, "layouts: VN over the scratchpad", 1, 1);
     unsetenv("BGLEMU_VN_NOCOPY");
     g_layout = 0;
@@ -362,15 +409,15 @@ static void check_staged(const job *j, const char *what)
 START_TEST(proxy_layouts_staged)
 {
     g_layout = 1;
-    job a = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0};
+    job a = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0};
     check_staged(&a, "staged: rendezvous");
-    job b = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0};
+    job b = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0, 0};
     check_staged(&b, "staged: rendezvous, coprocessor");
-    job c = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 0};
+    job c = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 0, 0};
     check_staged(&c, "staged: adaptive eager, two hops");
-    job d = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0};
+    job d = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0, 0};
     check_staged(&d, "staged: three rendezvous, both ways");
-    job e = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 0};
+    job e = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 0, 0};
     check_staged(&e, "staged: eager");
     g_layout = 0;
 }
@@ -379,7 +426,7 @@ END_TEST
 /* Loops handed over that the engine refuses run on their ranks at once. */
 START_TEST(proxy_refused)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 1, 0, 0};
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 1, 0, 0, 0};
     outcome a, b;
     run(&j, 0, &a);
     run(&j, -1, &b);
@@ -400,6 +447,9 @@ Suite *proxy_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, proxy_rendezvous_heater);
     tcase_add_test(tc, proxy_rendezvous_coproc);
+    tcase_add_test(tc, proxy_rendezvous_coproc_split);
+    tcase_add_test(tc, proxy_rendezvous_coproc_split_odd);
+    tcase_add_test(tc, proxy_rendezvous_coproc_split_a2a);
     tcase_add_test(tc, proxy_eager);
     tcase_add_test(tc, proxy_adaptive);
     tcase_add_test(tc, proxy_bidirectional);

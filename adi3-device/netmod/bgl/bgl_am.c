@@ -30,12 +30,14 @@ typedef struct {
     } hdr;
 } MPIDI_BGL_send_t;
 
-/* A non-contiguous receive: the data lands here, then MPIDIG unpacks it. */
+/* A non-contiguous receive: the data lands here, then MPIDIG unpacks it
+ * (data on a line boundary: MPIDI_BGL_lines). */
 typedef struct {
     MPIR_Request *rreq;
     size_t len;
     int typed;                  /* a datatype to unpack into (charged) */
-    char data[];
+    char *data;                 /* in mem */
+    char mem[];
 } MPIDI_BGL_bounce_t;
 
 /* A non-contiguous receive straight into the user's layout. */
@@ -356,8 +358,9 @@ static void land(MPIR_Request * rreq, size_t len, ml_recv * out)
         out->arg = sc;
         return;
     }
-    MPIDI_BGL_bounce_t *b = MPL_malloc(sizeof *b + len, MPL_MEM_BUFFER);
+    MPIDI_BGL_bounce_t *b = MPL_malloc(sizeof *b + len + MPIDI_BGL_LINE_ALIGN - 1, MPL_MEM_BUFFER);
     MPIR_Assert(b);
+    b->data = MPIDI_BGL_lines(b->mem);
     b->rreq = rreq;
     b->len = len;
     b->typed = typed_noncontig;

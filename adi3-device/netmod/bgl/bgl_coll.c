@@ -300,11 +300,12 @@ int MPIDI_BGL_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int
         MPIDI_BGL_dt_layout_free(&l);
         goto fn_exit;
     }
-    void *buf = (char *) buffer + true_lb, *tmp = NULL;
+    void *buf = (char *) buffer + true_lb, *tmp = NULL, *tmp_mem = NULL;
     MPI_Aint done;
     if (!dt_contig && data_sz > 0) {
-        tmp = MPL_malloc(data_sz, MPL_MEM_BUFFER);
-        MPIR_ERR_CHKANDJUMP(!tmp, mpi_errno, MPI_ERR_NO_MEM, "**nomem");
+        tmp_mem = MPL_malloc(data_sz + MPIDI_BGL_LINE_ALIGN - 1, MPL_MEM_BUFFER);
+        MPIR_ERR_CHKANDJUMP(!tmp_mem, mpi_errno, MPI_ERR_NO_MEM, "**nomem");
+        tmp = MPIDI_BGL_lines(tmp_mem);
         if (comm_ptr->rank == root) {   /* staging is charged (bgl_dt.c) */
             MPIR_Typerep_pack(buffer, count, datatype, 0, tmp, data_sz, &done);
             MPIDI_BGL_dt_charge_copy(count, datatype, data_sz);
@@ -324,7 +325,7 @@ int MPIDI_BGL_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int
             MPIR_Typerep_unpack(tmp, data_sz, buffer, count, datatype, 0, &done);
             MPIDI_BGL_dt_charge_copy(count, datatype, data_sz);
         }
-        MPL_free(tmp);
+        MPL_free(tmp_mem);
     }
   fn_exit:
     return mpi_errno;
@@ -473,7 +474,7 @@ int MPIDI_BGL_mpi_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype
     int mpi_errno = MPI_SUCCESS;
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
     coll_group *grp;
-    void *stmp = NULL, *rtmp = NULL;    /* before any jump to fn_exit, which frees them */
+    void *stmp = NULL, *rtmp = NULL, *rtmp_mem = NULL;  /* before any jump to fn_exit, which frees them */
     mpi_errno = a2a_group(sendbuf, comm_ptr, &grp);
     MPIR_ERR_CHECK(mpi_errno);
     if (!grp)
@@ -514,8 +515,9 @@ int MPIDI_BGL_mpi_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype
         sb = stmp;
     }
     if (!rcontig && rbytes > 0) {
-        rtmp = MPL_malloc(rbytes * n, MPL_MEM_BUFFER);
-        MPIR_ERR_CHKANDJUMP(!rtmp, mpi_errno, MPI_ERR_NO_MEM, "**nomem");
+        rtmp_mem = MPL_malloc(rbytes * n + MPIDI_BGL_LINE_ALIGN - 1, MPL_MEM_BUFFER);
+        MPIR_ERR_CHKANDJUMP(!rtmp_mem, mpi_errno, MPI_ERR_NO_MEM, "**nomem");
+        rtmp = MPIDI_BGL_lines(rtmp_mem);
         rb = rtmp;
     }
     MPIDI_BGL_clock_enter();
@@ -528,7 +530,7 @@ int MPIDI_BGL_mpi_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype
     }
   fn_exit:
     MPL_free(stmp);
-    MPL_free(rtmp);
+    MPL_free(rtmp_mem);
     return mpi_errno;
   fn_fail:
     goto fn_exit;

@@ -12,6 +12,17 @@
 #define MPIDI_BGL_AM_HDR_MAX     (128 - 8)
 #define MPIDI_BGL_EAGER_LIMIT    (16 * 1024)
 
+/* Staging buffers the netmod receives into start on a 64-byte boundary:
+ * where a receive buffer lies in its cache lines decides which cpu receives
+ * it (ml_recv.c's grant), and malloc's placement is the host's, not the
+ * simulation's (the heap differs with and without the engine's data path,
+ * BGLEMU_PROXY). mem: MPL_malloc'd with MPIDI_BGL_LINE_ALIGN - 1 spare. */
+#define MPIDI_BGL_LINE_ALIGN 64
+static inline void *MPIDI_BGL_lines(void *mem)
+{
+    return (void *) (((uintptr_t) mem + MPIDI_BGL_LINE_ALIGN - 1) & ~(uintptr_t) (MPIDI_BGL_LINE_ALIGN - 1));
+}
+
 /* Out-of-line bodies of the inline netmod API (bgl_am.c): the inline wrappers
  * in bgl_am.h / bgl_progress.h only forward here, so a change to the netmod's
  * logic recompiles the netmod's own files, not the rest of MPICH. */
