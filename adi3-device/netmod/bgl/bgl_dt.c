@@ -72,53 +72,48 @@ void MPIDI_BGL_dt_charge_copy(MPI_Aint count, MPI_Datatype dt, MPI_Aint bytes)
                         (uint64_t) bytes * prm->ml_copy_cycles_per_kb / 1024);
 }
 
-/* MPIDIG's unpacking of an unexpected message into a non-contiguous
- * receive (netmod_inline.h): charged when the receive completed as it was
- * posted, with what the status says arrived. */
-void MPIDI_BGL_dt_charge_unexp(MPIR_Request * rreq, MPI_Aint count, MPI_Datatype dt)
+/* MPIDIG's unpacking of an unexpected message into count x dt, of which
+ * got bytes arrived: charged as the netmod's own unpack, if dt is not
+ * contiguous (a contiguous copy stays uncharged, as it always was). */
+static void charge_unpack(MPI_Aint count, MPI_Datatype dt, MPI_Aint got)
 {
     int contig;
     MPI_Aint bytes, lb;
     MPIR_Datatype *dtp;
-    if (!MPIR_Request_is_complete(rreq) || count <= 0)
-        return;
-    MPIDI_Datatype_get_info(count, dt, contig, bytes, dtp, lb);
-    (void) dtp;
-    (void) lb;
-    if (!contig)
-        MPIDI_BGL_dt_charge_copy(count, dt, MPL_MIN(MPIR_STATUS_GET_COUNT(rreq->status), bytes));
-}
-
-/* The same copy when the receive was posted while the message's data was
- * still arriving: MPIDIG makes it as the data completes, into the buffer of
- * the receive that matched it (MPI_Irecv) or claimed it (MPI_Mrecv). */
-void MPIDI_BGL_dt_charge_unexp_late(MPIR_Request * rreq)
-{
-    int status = MPIDIG_REQUEST(rreq, req->status), contig;
-    MPI_Aint count, bytes, lb;
-    MPI_Datatype dt;
-    MPIR_Datatype *dtp;
-    if (!(status & MPIDIG_REQ_UNEXPECTED))
-        return;
-    if (status & MPIDIG_REQ_UNEXP_DQUED) {
-        if (!(status & MPIDIG_REQ_UNEXP_CLAIMED))
-            return;
-        count = MPIDIG_REQUEST(rreq, req->rreq.mrcv_count);
-        dt = MPIDIG_REQUEST(rreq, req->rreq.mrcv_datatype);
-    } else if (status & MPIDIG_REQ_MATCHED) {
-        MPIR_Request *match = MPIDIG_REQUEST(rreq, req->rreq.match_req);
-        count = MPIDIG_REQUEST(match, count);
-        dt = MPIDIG_REQUEST(match, datatype);
-    } else {
-        return;
-    }
     if (count <= 0)
         return;
     MPIDI_Datatype_get_info(count, dt, contig, bytes, dtp, lb);
     (void) dtp;
     (void) lb;
     if (!contig)
-        MPIDI_BGL_dt_charge_copy(count, dt, MPL_MIN(MPIR_STATUS_GET_COUNT(rreq->status), bytes));
+        MPIDI_BGL_dt_charge_copy(count, dt, MPL_MIN(got, bytes));
+}
+
+/* ... when the receive completed as it was posted (netmod_inline.h). */
+void MPIDI_BGL_dt_charge_unexp(MPIR_Request * rreq, MPI_Aint count, MPI_Datatype dt)
+{
+    if (MPIR_Request_is_complete(rreq))
+        charge_unpack(count, dt, MPIR_STATUS_GET_COUNT(rreq->status));
+}
+
+/* ... when the receive was posted while the message's data was still
+ * arriving: MPIDIG copies as the data completes, into the buffer of the
+ * receive that matched it (MPI_Irecv) or claimed it (MPI_Mrecv). */
+void MPIDI_BGL_dt_charge_unexp_late(MPIR_Request * rreq)
+{
+    int status = MPIDIG_REQUEST(rreq, req->status);
+    if (!(status & MPIDIG_REQ_UNEXPECTED))
+        return;
+    if (status & MPIDIG_REQ_UNEXP_DQUED) {
+        if (status & MPIDIG_REQ_UNEXP_CLAIMED)
+            charge_unpack(MPIDIG_REQUEST(rreq, req->rreq.mrcv_count),
+                          MPIDIG_REQUEST(rreq, req->rreq.mrcv_datatype),
+                          MPIR_STATUS_GET_COUNT(rreq->status));
+    } else if (status & MPIDIG_REQ_MATCHED) {
+        MPIR_Request *match = MPIDIG_REQUEST(rreq, req->rreq.match_req);
+        charge_unpack(MPIDIG_REQUEST(match, count), MPIDIG_REQUEST(match, datatype),
+                      MPIR_STATUS_GET_COUNT(rreq->status));
+    }
 }
 
 /* ---- the layout cache (memo) ---- */
