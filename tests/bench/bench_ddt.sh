@@ -31,3 +31,15 @@ for m in vn co; do
       printf "  goals (%s, 128 B blocks): zerocopy %.2fx faster than pack (goal 1.5x), memo %.2fx (goal 2x in VN); contiguous modes within %.3f%% (goal 1%%)\n",
              toupper(m), p / z, p / mm, (hi - lo) * 100 / lo }' "$tmp/$m"
 done
+# Host time of a fragmented transfer against the contiguous one (the issue's
+# last goal, within 1.5x), with the host staging of fragmented layouts and
+# without it (BGLEMU_STAGE=0; docs/simulated-time.md): CO, 128-byte blocks.
+for st in 1 0; do
+  BGLEMU_STAGE=$st mpirun -np 2 -shape 2x1x1 -clock none ddt_bench --min 128 --max 128 --iters 5 >"$tmp/host$st" 2>&1
+  awk -v st="$st" '
+    /^# contiguous:/ { for (i = 1; i <= NF; i++) if ($i == "ms,"  || $i == "ms") c[++n] = $(i - 1) }
+    $1 == 128 { z = $5; mm = $7 }
+    END { lo = c[1]; for (i = 2; i <= n; i++) if (c[i] < lo) lo = c[i]
+          printf "  host ms per round trip (CO, 128 B blocks, BGLEMU_STAGE=%s): zerocopy %s, memo %s, contiguous %s at best (%.1fx; goal 1.5x)\n",
+                 st, z, mm, lo, (z < mm ? mm : z) / lo }' "$tmp/host$st"
+done
