@@ -98,11 +98,15 @@ unsigned pl_inj_room(const pl_proc *pp, int f)
     return r->cap - atomic_load(&r->used);
 }
 
-/* Pauses before sleeping while waiting for the engine. */
-static int spins(const pl_proc *pp)
+/* Waits for the engine: pauses, or on a core the ranks share, turns that
+ * yield it (tsim_futex.h), then sleeps. */
+static void wait_bell(const pl_proc *pp, uint32_t b)
 {
-    return atomic_load_explicit(&pp->seg->ranks_no_spin, memory_order_relaxed) ? tsim_spins_one_core()
-                                                                                  : tsim_spins();
+    tsim_proc *p = pp->p;
+    if (atomic_load_explicit(&pp->seg->ranks_no_spin, memory_order_relaxed))
+        tsim_wait_change(&p->bell, b, WAIT_MS, tsim_spins_one_core(), 1, &p->asleep);
+    else
+        tsim_wait_change(&p->bell, b, WAIT_MS, tsim_spins(), 0, &p->asleep);
 }
 
 int pl_sync(pl_proc *pp)
@@ -117,7 +121,7 @@ int pl_sync(pl_proc *pp)
         uint32_t b = atomic_load(&pp->p->bell);
         if (atomic_load(&s->done) >= pp->vt) break;
         if (pl_aborting(pp)) return -1;
-        tsim_wait_change(&pp->p->bell, b, WAIT_MS, spins(pp), &pp->p->asleep);
+        wait_bell(pp, b);
     }
     atomic_store(&pp->p->sync_target, 0);
     return 0;
@@ -228,7 +232,7 @@ static int block_on(pl_proc *pp, unsigned mask, unsigned need, const char *why)
     kick(pp);
     while (atomic_load(&p->state) == TSIM_P_BLOCKED) {
         if (pl_aborting(pp)) return -1;
-        tsim_wait_change(&p->bell, b, WAIT_MS, spins(pp), &p->asleep);
+        wait_bell(pp, b);
         b = atomic_load(&p->bell);
     }
     if (pl_tracing()) pl_trace_put(pp, PLT_BLOCK, !(mask & 0xffu), t0, atomic_load(&p->vt), -1, 0, 0, 0);

@@ -427,7 +427,7 @@ typedef struct tsim_seg {
     _Atomic uint32_t abort;        /* nonzero: the job is failing, stop */
     _Atomic uint32_t deadlock;     /* set by the engine before aborting */
     uint32_t progress_secs;        /* nonzero: engine reports progress this often */
-    _Atomic uint32_t ranks_no_spin; /* the ranks share one core: waiting ranks sleep at once */
+    _Atomic uint32_t ranks_no_spin; /* the ranks share one core: waiting ranks yield it, not pause */
     int32_t rank_proc[TSIM_MAX_PROCS]; /* rank -> processor index */
     char mapping[256];             /* how ranks were mapped, for reports */
     /* The one word every rank writes (tsim_kick), on a page of its own:

@@ -12,8 +12,9 @@
  * latency-bound (at the engine's sleeps, almost always fewer running ranks
  * than the other cores), the ranks share the other cores ("split"). A rank
  * hands its core straight to the next rank when it blocks, and with one core
- * for the ranks they do not spin at all: a spinning rank would hold the only
- * core its peer can run on. As soon as ranks run side by side (more running
+ * for the ranks a waiting rank does not pause (it would hold the only core
+ * its peer can run on): it yields the core turn by turn for a while, then
+ * sleeps (tsim_futex.h). As soon as ranks run side by side (more running
  * ranks than cores beside the engine, at more than a fifth of its sleeps),
  * every core is theirs again ("shared"): a job that computes in parallel
  * must not lose a core to an engine that mostly sleeps.
@@ -116,7 +117,7 @@ static void set_split(tsim_engine *e, int split)
     c->split = split;
     c->npids = known_pids(e);
     place_ranks(e, split ? &c->ranks : &c->all);
-    /* one core for all ranks: a spinning rank would hold its peer's core */
+    /* one core for all ranks: a pausing rank would hold its peer's core */
     atomic_store(&e->seg->ranks_no_spin, (uint32_t)(split && c->nrank_cpus == 1));
 }
 

@@ -526,7 +526,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
             tsim_cores_note(e, r2);
             if (h2 == h0)
                 tsim_wait_change(&s->engine_bell, bell, 100, r2 <= e->ncpu ? tsim_engine_spins() : 0,
-                                 &s->engine_idle);
+                                 0, &s->engine_idle);
             atomic_store(&s->engine_wait, 0);
         }
     }

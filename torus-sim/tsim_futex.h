@@ -3,6 +3,7 @@
 #define TSIM_FUTEX_H
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/syscall.h>
@@ -40,13 +41,18 @@ static inline int tsim_spins(void)
     return tsim_spin_setting(&spins, "BGLEMU_SPIN", 300);
 }
 
-/* A rank's spin while the ranks share one core (tsim_cores.c): none, since
- * it would hold the core the next rank to wake needs, unless BGLEMU_SPIN
- * says otherwise. */
+/* A rank's turns while the ranks share one core (tsim_cores.c), each one
+ * handing the core to any other runnable rank (sched_yield): BGLEMU_SPIN,
+ * default 200 (about 60-100 us with nobody else to run). A pausing spin
+ * would hold the core the next rank to wake needs; sleeping at once makes
+ * every hand-off wake a halted core: in a 2-rank ping-pong the ranks' core
+ * stood halted 56 % of the time and a round trip took 25 us, 5-6 us with
+ * yielding turns (the peer sees its bell at its next turn, no futex call,
+ * no inter-processor interrupt). */
 static inline int tsim_spins_one_core(void)
 {
     static _Atomic int spins = -1;
-    return tsim_spin_setting(&spins, "BGLEMU_SPIN", 0);
+    return tsim_spin_setting(&spins, "BGLEMU_SPIN", 200);
 }
 
 /* The engine's spin before it sleeps: BGLEMU_ENGINE_SPIN, default 2000
@@ -62,7 +68,8 @@ static inline int tsim_engine_spins(void)
 }
 
 /* Spins briefly (the waker is often just about to answer on the other
- * core), then sleeps, with *asleep set to 1 only while in the kernel: a
+ * core; with `yield`, giving the core to whoever else is runnable at each
+ * turn instead of pausing), then sleeps, with *asleep set to 1 only while in the kernel: a
  * waker bumps *w, then looks at *asleep, and makes the wake system call
  * only if it is set — not while this side still spins (in a ping-pong the
  * engine spins through every rank's blocking kick, and a spinning rank
@@ -70,11 +77,12 @@ static inline int tsim_engine_spins(void)
  * sides store, then load). Host-time tuning only: simulated time is
  * unaffected. */
 static inline void tsim_wait_change(_Atomic uint32_t *w, uint32_t expect, int timeout_ms, int spins,
-                                    _Atomic uint32_t *asleep)
+                                    int yield, _Atomic uint32_t *asleep)
 {
     for (int i = 0; i < spins; i++) {
         if (atomic_load_explicit(w, memory_order_acquire) != expect) return;
-        __builtin_ia32_pause();
+        if (yield) sched_yield();
+        else __builtin_ia32_pause();
     }
     atomic_store(asleep, 1);
     if (atomic_load(w) == expect) tsim_futex_wait(w, expect, timeout_ms);
