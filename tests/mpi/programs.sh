@@ -355,6 +355,18 @@ else
   notok "MPI_Alltoallv with and without the engine's help"
 fi
 
+# make bench's stream without the byte loops: the same simulated job
+run stream-all -np 2 -shape 2x1x1 -connect MESH -clock none --report "$tmp/stream-all.json" "$out/stream" --count 4 256K
+run stream-last -np 2 -shape 2x1x1 -connect MESH -clock none --report "$tmp/stream-last.json" "$out/stream" --count 4 --check-last 256K
+if [ "$(cat "$tmp/stream-all.rc")" = 0 ] && [ "$(cat "$tmp/stream-last.rc")" = 0 ] &&
+   grep -q '^ok 1 - stream: 4 x 262144 bytes received intact (0 wrong, the last message checked)' "$tmp/stream-last.out" &&
+   cmp -s <(grep -v '"job"\|"wall' "$tmp/stream-all.json") <(grep -v '"job"\|"wall' "$tmp/stream-last.json"); then
+  ok "stream --check-last: the last of 4 x 256 KiB checked; the report is that of the stream checking every byte"
+else
+  tail -n 5 "$tmp/stream-all.out" "$tmp/stream-last.out"
+  notok "stream --check-last against the stream checking every byte"
+fi
+
 bad=$(mpirun -np 2 -protocol fast "$out/pingpong" 2>&1); rc=$?
 if [ $rc = 2 ] && [ "$bad" = "mpirun: -protocol 'fast': want one-packet, eager, adaptive-eager, rendezvous or auto" ]; then
   ok "a bad -protocol is one line and exit 2"
