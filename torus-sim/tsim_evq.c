@@ -164,3 +164,24 @@ uint64_t evq_min_time(const evq *q)
     if (q->ncal) return q->cur + next_offset(q);
     return q->nfar ? q->far[0].t : UINT64_MAX;
 }
+
+/* Whether an event lies before t: the bitmap words up to t only, where
+ * evq_min_time would scan on to the first event, however far (a blocked
+ * processor's engine-run loop asks this at every step, with t just ahead
+ * of now). */
+int evq_any_before(const evq *q, uint64_t t)
+{
+    if (q->nfar && q->far[0].t < t) return 1;
+    if (!q->ncal || t <= q->cur) return 0;
+    if (t - q->cur >= TSIM_EVQ_SPAN) return 1;
+    unsigned start = (unsigned)(q->cur & MASK), n = (unsigned)(t - q->cur);
+    for (unsigned w = start / 64, lo = start % 64; n;) {
+        unsigned take = 64 - lo < n ? 64 - lo : n;
+        uint64_t m = (take == 64 ? ~0ull : ((1ull << take) - 1)) << lo;
+        if (q->bits[w] & m) return 1;
+        n -= take;
+        lo = 0;
+        w = (w + 1) % (TSIM_EVQ_SPAN / 64);
+    }
+    return 0;
+}

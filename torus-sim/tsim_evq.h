@@ -132,5 +132,6 @@ static inline int evq_pop_below(evq *q, uint64_t h, ev *out)
 static inline size_t evq_count(const evq *q) { return q->ncal + q->nfar; }
 /* Time of the earliest event, UINT64_MAX if none. */
 uint64_t evq_min_time(const evq *q);
+int evq_any_before(const evq *q, uint64_t t);
 
 #endif

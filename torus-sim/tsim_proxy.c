@@ -326,7 +326,7 @@ int prx_start(tsim_engine *e, int proc)
  * view is final run at once instead of as events of their own. */
 int prx_settled(tsim_engine *e, uint64_t vt)
 {
-    return vt <= e->now || (vt <= e->h && vt <= evq_min_time(&e->q));
+    return vt <= e->now || (vt <= e->h && !evq_any_before(&e->q, vt));
 }
 
 int prx_trigger(tsim_engine *e, int proc, uint64_t t, int rec_fifo)
