@@ -39,8 +39,9 @@ static void co_track(ml_ctx *ml, ml_rx *rx, uint16_t id)
  * packets of the receptions it is in the middle of (ml_proxy.c's loop,
  * flat: poll until a poll finds nothing, then block), so that a large
  * rendezvous message wakes the coprocessor at its last packet, not at every
- * one. */
-static int co_idle(ml_ctx *ml)
+ * one. With `start` the loop is handed over before its next poll instead
+ * (co_main, after a data packet). */
+static int co_idle(ml_ctx *ml, int start)
 {
     pl_proc *co = &ml->co;
     tsim_prx *d = &co->p->prx;
@@ -49,7 +50,8 @@ static int co_idle(ml_ctx *ml)
     d->polls = 1;
     d->flat = 1;
     d->batch = ML_ADVANCE_BATCH;
-    d->start = d->empties = 0;
+    d->start = (uint32_t)start;
+    d->empties = 0;
     d->ntx = d->nring = d->ring_pos = 0;
     d->nrx = (uint32_t)ml->co_nact;
     for (int i = 0; i < ml->co_nact; i++) {
@@ -65,6 +67,7 @@ static int co_idle(ml_ctx *ml)
     int rc = pl_block_need(co, TSIM_WAKE_REC_ALL, TSIM_MAX_CHUNKS, "coprocessor idle");
     d->polls = 0;
     d->flat = 0;
+    d->start = 0;
     if (rc != 0 || d->resume == TSIM_PRX_NONE) return rc;
     for (int i = 0; i < ml->co_nact; i++) { /* the engine stops before a reception's last packet */
         ml->co_act[i]->got = d->rx[i].got;
@@ -82,7 +85,7 @@ static void *co_main(void *arg)
     for (;;) {
         int f = pl_poll(co, TSIM_WAKE_REC_ALL);
         if (f < 0) {
-            if (co_idle(ml) != 0) break;
+            if (co_idle(ml, 0) != 0) break;
             continue;
         }
         tsim_slot s = *pl_peek(co, f);
@@ -107,6 +110,11 @@ static void *co_main(void *arg)
             ml_charge_ddt(co, (uint64_t)segs * ml->prm->ddt_seg_cycles);
             co_track(ml, rx, sw.id);
             if (rx->got >= rx->len) co_send(ml, T_CO_RZV_DONE, sw.id);
+            /* more data is most likely next, from several links at once
+             * when neighbours send together: then a poll seldom finds the
+             * FIFOs empty and the coprocessor never blocks. The engine
+             * reads such packets at the same times, so hand it the loop. */
+            else if (co_idle(ml, 1) != 0) break;
         }
     }
     pl_close(co, 0);
