@@ -99,14 +99,15 @@ unsigned pl_inj_room(const pl_proc *pp, int f)
 }
 
 /* Waits for the engine: pauses, or on a core the ranks share, turns that
- * yield it (tsim_futex.h), then sleeps. */
+ * yield it (tsim_futex.h) or nothing, then sleeps. */
 static void wait_bell(const pl_proc *pp, uint32_t b)
 {
     tsim_proc *p = pp->p;
-    if (atomic_load_explicit(&pp->seg->ranks_no_spin, memory_order_relaxed))
-        tsim_wait_change(&p->bell, b, WAIT_MS, tsim_spins_one_core(), 1, &p->asleep);
-    else
-        tsim_wait_change(&p->bell, b, WAIT_MS, tsim_spins(), 0, &p->asleep);
+    switch (atomic_load_explicit(&pp->seg->ranks_wait, memory_order_relaxed)) {
+    case TSIM_WAIT_TURNS: tsim_wait_change(&p->bell, b, WAIT_MS, tsim_spins_one_core(), 1, &p->asleep); break;
+    case TSIM_WAIT_SLEEP: tsim_wait_change(&p->bell, b, WAIT_MS, 0, 0, &p->asleep); break;
+    default: tsim_wait_change(&p->bell, b, WAIT_MS, tsim_spins(), 0, &p->asleep);
+    }
 }
 
 int pl_sync(pl_proc *pp)

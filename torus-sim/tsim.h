@@ -414,6 +414,11 @@ typedef struct tsim_proc {
 /* ---- the segment ------------------------------------------------------ */
 #define TSIM_MAGIC 0x42474c454d553031ull /* "BGLEMU01" */
 
+/* How a waiting rank waits before it sleeps (host time only): spinning
+ * where cores are free, in turns that yield the one core the ranks share
+ * when there are few of them, not at all when many share it. */
+enum { TSIM_WAIT_SPIN, TSIM_WAIT_TURNS, TSIM_WAIT_SLEEP };
+
 typedef struct tsim_seg {
     uint64_t magic;
     uint64_t size;
@@ -427,7 +432,7 @@ typedef struct tsim_seg {
     _Atomic uint32_t abort;        /* nonzero: the job is failing, stop */
     _Atomic uint32_t deadlock;     /* set by the engine before aborting */
     uint32_t progress_secs;        /* nonzero: engine reports progress this often */
-    _Atomic uint32_t ranks_no_spin; /* the ranks share one core: waiting ranks yield it, not pause */
+    _Atomic uint32_t ranks_wait;   /* how waiting ranks wait: TSIM_WAIT_* (tsim_cores.c) */
     int32_t rank_proc[TSIM_MAX_PROCS]; /* rank -> processor index */
     char mapping[256];             /* how ranks were mapped, for reports */
     /* The one word every rank writes (tsim_kick), on a page of its own:

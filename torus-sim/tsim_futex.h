@@ -43,12 +43,15 @@ static inline int tsim_spins(void)
 
 /* A rank's turns while the ranks share one core (tsim_cores.c), each one
  * handing the core to any other runnable rank (sched_yield): BGLEMU_SPIN,
- * default 200 (about 60-100 us with nobody else to run). A pausing spin
- * would hold the core the next rank to wake needs; sleeping at once makes
+ * default 200, and no more than 100 us (where others are runnable a turn
+ * lasts their slice). Only in jobs of two rank processes (tsim_cores.c:
+ * with more, the rank woken next is seldom one in its turns). A pausing
+ * spin would hold the core the next rank to wake needs; sleeping at once makes
  * every hand-off wake a halted core: in a 2-rank ping-pong the ranks' core
  * stood halted 56 % of the time and a round trip took 25 us, 5-6 us with
  * yielding turns (the peer sees its bell at its next turn, no futex call,
  * no inter-processor interrupt). */
+#define TSIM_TURNS_NS 100000L /* the turns' limit in wall time */
 static inline int tsim_spins_one_core(void)
 {
     static _Atomic int spins = -1;
@@ -79,10 +82,19 @@ static inline int tsim_engine_spins(void)
 static inline void tsim_wait_change(_Atomic uint32_t *w, uint32_t expect, int timeout_ms, int spins,
                                     int yield, _Atomic uint32_t *asleep)
 {
+    struct timespec t0 = {0, 0}, t;
+    if (yield && spins) clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int i = 0; i < spins; i++) {
         if (atomic_load_explicit(w, memory_order_acquire) != expect) return;
-        if (yield) sched_yield();
-        else __builtin_ia32_pause();
+        if (!yield) {
+            __builtin_ia32_pause();
+            continue;
+        }
+        sched_yield();
+        /* turns are for a core nobody else needs: where other ranks run,
+         * one turn lasts their whole slice, and the turns end */
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > TSIM_TURNS_NS) break;
     }
     atomic_store(asleep, 1);
     if (atomic_load(w) == expect) tsim_futex_wait(w, expect, timeout_ms);
