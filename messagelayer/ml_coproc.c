@@ -113,8 +113,10 @@ static void *co_main(void *arg)
             /* more data is most likely next, from several links at once
              * when neighbours send together: then a poll seldom finds the
              * FIFOs empty and the coprocessor never blocks. The engine
-             * reads such packets at the same times, so hand it the loop. */
-            else if (co_idle(ml, 1) != 0) break;
+             * reads such packets at the same times, so hand it the loop
+             * (only to the engine: without its help the loop goes on here,
+             * with its poll, as it always did). */
+            else if (ml->proxy && ml->co_nact && co_idle(ml, 1) != 0) break;
         }
     }
     pl_close(co, 0);

@@ -357,15 +357,15 @@ fi
 
 # ---- a CO halo exchange: faces from three links at once keep the coprocessor
 # reading back to back; the engine reads them for it, with the same result ----
-BGLEMU_PROXY_STATS=1 run halo-help -np 8 -shape 2x2x2 -clock none --report "$tmp/halo1.json" "$out/halo"
-BGLEMU_PROXY=0 run halo-wake -np 8 -shape 2x2x2 -clock none --report "$tmp/halo0.json" "$out/halo"
+BGLEMU_PROXY_STATS=1 run halo-help -np 27 -shape 3x3x3 -clock none --report "$tmp/halo1.json" "$out/halo"
+BGLEMU_PROXY=0 run halo-wake -np 27 -shape 3x3x3 -clock none --report "$tmp/halo0.json" "$out/halo"
 read_by=$(sed -n 's/^bglemu: engine read \([0-9]*\) and sent.*/\1/p' "$tmp/halo-help.out")
 delivered=$(sed -n 's/.*; \([0-9]*\) packets delivered.*/\1/p' "$tmp/halo-help.out")
 if [ "$(cat "$tmp/halo-help.rc")" = 0 ] && [ "$(cat "$tmp/halo-wake.rc")" = 0 ] &&
-   [ "$(grep -o 'ok [0-9]* - halo: 3 x 6 faces[^(]*(0 wrong)' "$tmp/halo-help.out" | wc -l)" = 8 ] &&
+   [ "$(grep -o 'ok [0-9]* - halo: 3 x 6 faces[^(]*(0 wrong)' "$tmp/halo-help.out" | wc -l)" = 27 ] &&
    [ -n "$read_by" ] && [ -n "$delivered" ] && [ $((read_by * 10 >= delivered * 9)) = 1 ] &&
    cmp -s <(grep -v '"job"\|"wall' "$tmp/halo1.json") <(grep -v '"job"\|"wall' "$tmp/halo0.json"); then
-  ok "CO halo exchange, 8 ranks: faces intact; the engine read $read_by of $delivered packets for waiting processors; the report is that of ranks woken per packet"
+  ok "CO halo exchange, 27 ranks (six neighbours each): faces intact; the engine read $read_by of $delivered packets for waiting processors; the report is that of ranks woken per packet"
 else
   tail -n 5 "$tmp/halo-help.out" "$tmp/halo-wake.out"
   notok "CO halo exchange: engine read '${read_by:-?}' of '${delivered:-?}' packets (want >= 90 %), or the reports differ"
