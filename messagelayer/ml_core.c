@@ -102,13 +102,14 @@ int ml_advance(ml_ctx *ml)
      * goes on from there: its polls, or its closing send round */
     int resume = ml->resume, moved = 0, i = 0;
     ml->resume = TSIM_PRX_NONE;
-    if (resume == TSIM_PRX_TAIL) return ml->resume_moved + ml_send_progress(ml);
+    if (resume == TSIM_PRX_TAIL) return ml->resume_moved + ml_send_phase(ml, ml->resume_pos, ml->resume_sent);
     ml->depth++;
     if (resume == TSIM_PRX_POLL) {
         moved = ml->resume_moved;
         i = ml->resume_consumed;
     } else { /* the engine may have sent some of this round's packets already */
-        moved = (resume == TSIM_PRX_ADVANCE ? ml->resume_moved : 0) + ml_send_progress(ml);
+        moved = resume == TSIM_PRX_ADVANCE ? ml->resume_moved + ml_send_phase(ml, ml->resume_pos, ml->resume_sent)
+                                           : ml_send_progress(ml);
     }
     for (; i < ML_ADVANCE_BATCH; i++) {
         int f = pl_poll(ml->pp, TSIM_WAKE_REC_ALL);

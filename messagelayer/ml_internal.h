@@ -162,6 +162,7 @@ struct ml_ctx {
     int proxy;                  /* describe waits to the engine (BGLEMU_PROXY != 0) */
     int stage;                  /* stage fragmented layouts on the host (BGLEMU_STAGE != 0) */
     int resume, resume_moved, resume_consumed; /* where the next advance picks up */
+    int resume_pos, resume_sent;               /* ... within its send round */
     ml_rx *reg_rx[TSIM_PRX_RX]; /* what the last description named */
     ml_msg *reg_tx[TSIM_PRX_TX];
     ml_packet_fn user_fn[256 - ML_TYPE_USER]; /* ml_register_packet */
@@ -203,6 +204,7 @@ static inline size_t ml_part_end(uint8_t b, size_t len, size_t align, size_t off
 
 /* ml_send.c */
 int ml_send_progress(ml_ctx *ml);
+int ml_send_phase(ml_ctx *ml, int pos, int sent);
 void ml_inject(ml_ctx *ml, int dst_proc, int fifo, unsigned flags, unsigned group,
                const ml_sw *sw, const void *a, size_t alen, const void *b, size_t blen);
 void ml_msg_finished(ml_ctx *ml, ml_msg *m);

@@ -162,6 +162,8 @@ static void apply(ml_ctx *ml, tsim_prx *d)
     ml->inj_full = d->inj_full;
     ml->resume = d->resume == TSIM_PRX_DONE ? TSIM_PRX_NONE : (int)d->resume;
     ml->resume_moved = (int)d->moved;
+    ml->resume_pos = (int)d->round_pos;
+    ml->resume_sent = (int)d->round_sent;
     ml->resume_consumed = (int)d->consumed;
     d->resume = TSIM_PRX_NONE;
 }

@@ -251,18 +251,32 @@ static int data_step(ml_ctx *ml, ml_msg *m)
     return 1;
 }
 
-int ml_send_progress(ml_ctx *ml)
+/* A send phase: control packets, then rounds (each message in turn one
+ * packet) until a round sends nothing. The engine may hand a phase back in
+ * the middle of a round, at a message's last packet (ml_proxy.c): the
+ * round goes on at position pos (the ring's peers from ring_pos, then the
+ * data list), `sent` packets having gone in it; the engine's packets are
+ * not counted again. */
+int ml_send_phase(ml_ctx *ml, int pos, int sent)
 {
-    ml->inj_full = 0;
-    int moved = ctl_progress(ml), round;
+    int moved = 0, round, skip = pos;
+    if (!pos && !sent) {
+        ml->inj_full = 0;
+        moved = ctl_progress(ml);
+    }
     do {
-        round = 0;
-        for (int i = 0; i < ml->nring; i++) {
+        round = sent;
+        for (int i = skip < ml->nring ? skip : ml->nring; i < ml->nring; i++) {
             int dst = ml->ring[(ml->ring_pos + i) % ml->nring];
             round += step(ml, dst);
         }
-        for (ml_msg **pm = &ml->data_head; *pm;) {
+        int d = 0;
+        for (ml_msg **pm = &ml->data_head; *pm; d++) {
             ml_msg *m = *pm;
+            if (d < skip - ml->nring) { /* its turn in this round has been */
+                pm = &m->next;
+                continue;
+            }
             round += data_step(ml, m);
             if (m->off >= m->len) {
                 *pm = m->next;
@@ -271,7 +285,8 @@ int ml_send_progress(ml_ctx *ml)
                 pm = &m->next;
             }
         }
-        moved += round;
+        moved += round - sent;
+        skip = sent = 0;
         /* drop peers with nothing left to send from the ring */
         int k = 0;
         for (int i = 0; i < ml->nring; i++) {
@@ -284,6 +299,8 @@ int ml_send_progress(ml_ctx *ml)
     } while (round);
     return moved;
 }
+
+int ml_send_progress(ml_ctx *ml) { return ml_send_phase(ml, 0, 0); }
 
 int ml_send(ml_ctx *ml, ml_msg *m)
 {

@@ -349,6 +349,8 @@ typedef struct tsim_prx {
     uint32_t moved;           /* packets the resumed advance has moved already */
     uint32_t consumed;        /* packets it has read already */
     uint32_t inj_full;        /* TSIM_WAKE_INJ bits its send round found full */
+    uint32_t round_pos;       /* ADVANCE / TAIL: the send round goes on at this position */
+    uint32_t round_sent;      /* ... with this many packets sent in it already */
     uint64_t pkts_recv, pkts_sent, reordered;
 } tsim_prx;
 

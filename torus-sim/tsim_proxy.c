@@ -387,6 +387,8 @@ void prx_handover(tsim_engine *e, int proc, int resume)
     d->moved = x->moved;
     d->consumed = x->consumed;
     d->inj_full = x->inj_full << 8;
+    d->round_pos = resume == TSIM_PRX_ADVANCE || resume == TSIM_PRX_TAIL ? x->rr : 0;
+    d->round_sent = resume == TSIM_PRX_ADVANCE || resume == TSIM_PRX_TAIL ? x->round : 0;
     d->pkts_recv = x->pkts_recv;
     d->pkts_sent = x->pkts_sent;
     d->reordered = x->reordered;
@@ -430,27 +432,30 @@ void prx_inject(tsim_engine *e, int proc, int fifo, uint32_t dst, unsigned flags
  * rounds repeat until one sends nothing. Returns 0 when that is so, 1 when
  * the step must wait for the engine to reach vt, -1 when the processor was
  * handed back. A message's last packet is the software's (its completion
- * runs there): the processor is handed back at the start of the round that
- * would send it, and runs that round itself. */
+ * runs there): the processor is handed back at that message's turn, if
+ * its FIFO has room, and goes on with the round from there itself
+ * (round_pos). A full FIFO is passed over as the processor would: handing
+ * back at the start of every round instead woke a rank per round while
+ * that FIFO stayed full (19,354 of 20,968 such hand-backs in a 64-rank
+ * halo exchange). */
 static int send_round(tsim_engine *e, int proc)
 {
     prx_state *x = &e->ep[proc].prx;
     tsim_proc *p = &e->seg->procs[proc];
     if (x->sp_fresh) x->inj_full = 0, x->sp_fresh = 0;
     for (;;) {
-        if (x->rr == 0)
-            for (uint32_t k = 0; k < x->ntx; k++)
-                if (x->tx[k].live && x->tx[k].off < x->tx[k].len &&
-                    x->tx[k].len - x->tx[k].off <= TSIM_PAYLOAD_MAX) {
-                    prx_handover(e, proc, x->phase == PH_SP_HEAD ? TSIM_PRX_ADVANCE : TSIM_PRX_TAIL);
-                    return -1;
-                }
         for (; x->rr < x->ntx; x->rr++) {
             /* the ring's peers from ring_pos on, then the data list */
             uint32_t k = x->rr < x->nring ? (x->ring_pos + x->rr) % x->nring : x->rr;
             tsim_prx_tx *t = &x->tx[k];
             if (!t->live || t->off >= t->len) continue;
             uint64_t n = t->len - t->off < TSIM_PAYLOAD_MAX ? t->len - t->off : TSIM_PAYLOAD_MAX;
+            int last = t->len - t->off <= TSIM_PAYLOAD_MAX;
+            if (last && prx_room(&p->inj[t->fifo]) >= prx_chunks(n)) {
+                prx_handover(e, proc, x->phase == PH_SP_HEAD ? TSIM_PRX_ADVANCE : TSIM_PRX_TAIL);
+                return -1;
+            }
+            if (last && !prx_settled(e, x->vt)) return 1; /* its gather is the processor's if room comes */
             if (t->niov && t->charged != t->off + 1) {
                 /* the message layer gathers the packet before it tries
                  * the FIFO (ml_send.c's msg_bytes), once per offset */

@@ -360,15 +360,17 @@ fi
 BGLEMU_PROXY_STATS=1 run halo-help -np 27 -shape 3x3x3 -clock none --report "$tmp/halo1.json" "$out/halo"
 BGLEMU_PROXY=0 run halo-wake -np 27 -shape 3x3x3 -clock none --report "$tmp/halo0.json" "$out/halo"
 read_by=$(sed -n 's/^bglemu: engine read \([0-9]*\) and sent.*/\1/p' "$tmp/halo-help.out")
+wakes=$(sed -n 's/^bglemu: engine read .*; \([0-9]*\) wakes$/\1/p' "$tmp/halo-help.out")
 delivered=$(sed -n 's/.*; \([0-9]*\) packets delivered.*/\1/p' "$tmp/halo-help.out")
 if [ "$(cat "$tmp/halo-help.rc")" = 0 ] && [ "$(cat "$tmp/halo-wake.rc")" = 0 ] &&
    [ "$(grep -o 'ok [0-9]* - halo: 3 x 6 faces[^(]*(0 wrong)' "$tmp/halo-help.out" | wc -l)" = 27 ] &&
    [ -n "$read_by" ] && [ -n "$delivered" ] && [ $((read_by * 10 >= delivered * 9)) = 1 ] &&
+   [ -n "$wakes" ] && [ $((wakes * 20 < delivered)) = 1 ] &&
    cmp -s <(grep -v '"job"\|"wall' "$tmp/halo1.json") <(grep -v '"job"\|"wall' "$tmp/halo0.json"); then
-  ok "CO halo exchange, 27 ranks (six neighbours each): faces intact; the engine read $read_by of $delivered packets for waiting processors; the report is that of ranks woken per packet"
+  ok "CO halo exchange, 27 ranks (six neighbours each): faces intact; the engine read $read_by of $delivered packets for waiting processors and woke them $wakes times (fewer than 1 per 20 packets); the report is that of ranks woken per packet"
 else
   tail -n 5 "$tmp/halo-help.out" "$tmp/halo-wake.out"
-  notok "CO halo exchange: engine read '${read_by:-?}' of '${delivered:-?}' packets (want >= 90 %), or the reports differ"
+  notok "CO halo exchange: engine read '${read_by:-?}' of '${delivered:-?}' packets (want >= 90 %), '${wakes:-?}' wakes (want < 1 per 20 packets), or the reports differ"
 fi
 
 # make bench's stream without the byte loops: the same simulated job
