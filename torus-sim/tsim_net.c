@@ -246,7 +246,8 @@ static unsigned route_prof(const tsim_engine *e, int node, const npkt *p)
 }
 
 /* Picks the output of packet p at node: returns port and sets *vc, or -1. */
-static ARB_INLINE int choose_output(tsim_engine *e, int node, const npkt *p, uint64_t t, int *vc)
+static ARB_INLINE int choose_output(tsim_engine *e, int node, const npkt *p, uint64_t t,
+                                     unsigned free, int *vc)
 {
     const router *r = &e->rt[node];
     int det = p->det;
@@ -255,22 +256,29 @@ static ARB_INLINE int choose_output(tsim_engine *e, int node, const npkt *p, uin
         return usable(r, e, p, det, TSIM_VC_HP, t) ? det : -1;
     }
     if ((p->flags & TSIM_F_DYNAMIC) && !(p->flags & TSIM_F_DEPOSIT)) {
-        unsigned prof = p->prof;
-        int best = -1, bestvc = 0, bestfree = -1;
+        /* The most free chunks among the free profitable ports' dynamic
+         * VCs that hold the packet, the first (port, vc) on a tie. Without
+         * a branch: which ports are profitable, free and roomy varies from
+         * hop to hop (half the mispredicted branches of a hop were here).
+         * A port's better VC (the first on a tie) is scored (free + 1)
+         * above its inverted index, 0 if it does not qualify; the largest
+         * score wins. free is free_now(r, t) (try_move). */
+        _Static_assert(TSIM_VC_DYN1 == TSIM_VC_DYN0 + 1 && TSIM_NPORTS * 2 <= 16,
+                       "choose_output: a candidate index in 4 bits");
+        unsigned ok = p->prof & free;
+        int need = p->chunks;
+        uint64_t top = 0;
         for (int port = 0; port < TSIM_NPORTS; port++) {
-            if (!(prof & (1u << port)) || r->busy_until[port] > t) continue;
-            for (int v = TSIM_VC_DYN0; v <= TSIM_VC_DYN1; v++) {
-                int fr = r->credits[port][v];
-                if (fr >= p->chunks && fr > bestfree) {
-                    best = port;
-                    bestvc = v;
-                    bestfree = fr;
-                }
-            }
+            int32_t f0 = r->credits[port][TSIM_VC_DYN0], f1 = r->credits[port][TSIM_VC_DYN1];
+            int32_t second = f1 > f0, fr = second ? f1 : f0;
+            uint64_t s = ((uint64_t)(uint32_t)(fr + 1) << 4 | (uint64_t)(15 - 2 * port - second)) &
+                         -(uint64_t)(((ok >> port) & 1) & (fr >= need));
+            top = s > top ? s : top;
         }
-        if (best >= 0) {
-            *vc = bestvc;
-            return best;
+        if (top) {
+            unsigned i = 15 - (unsigned)(top & 15);
+            *vc = TSIM_VC_DYN0 + (int)(i & 1);
+            return (int)(i / 2);
         }
     }
     *vc = TSIM_VC_ESC;
@@ -358,7 +366,7 @@ static ARB_INLINE int try_move(tsim_engine *e, int node, uint32_t pk, pq *q, uns
     }
     int deposit = (p->flags & TSIM_F_DEPOSIT) && p->in_port != TSIM_NPORTS;
     if (deposit && !rec_room(e, node, p)) return 0;
-    int vc, port = choose_output(e, node, p, t, &vc);
+    int vc, port = choose_output(e, node, p, t, *free, &vc);
     if (port < 0) return 0;
     leave(e, r, q, qb);
     if (deposit) {

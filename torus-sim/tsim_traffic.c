@@ -307,6 +307,7 @@ static void fill_put(tsim_pkt *k, uint64_t fs, int len)
     fill_v x, ik = {8 * FILL_K, 16 * FILL_K};
     const fill_v step = {16 * FILL_K, 16 * FILL_K}, f = {fs, fs};
     int i = 8;
+#pragma GCC unroll 4
     for (; i + 16 <= len; i += 16) {
         x = f ^ ik;
         memcpy(k->payload + i, &x, 16);
@@ -324,6 +325,7 @@ static uint64_t fill_diff(const tsim_pkt *k, uint64_t fs, int len)
     fill_v d = {0, 0}, ik = {8 * FILL_K, 16 * FILL_K};
     const fill_v step = {16 * FILL_K, 16 * FILL_K}, f = {fs, fs};
     int i = 8;
+#pragma GCC unroll 4
     for (; i + 16 <= len; i += 16) {
         fill_v w;
         memcpy(&w, k->payload + i, 16);
