@@ -118,6 +118,7 @@ void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
     q->rec_chunks[fifo][h % TSIM_RING_SLOTS] = (uint8_t)c;
     p->eng.rec_sum[fifo][h % TSIM_RING_SLOTS] = tsim_slot_sum(&n->s);
     q->rec_head[fifo] = h + 1;
+    q->rec_pending |= 1u << fifo;
     atomic_fetch_add(&r->used, (uint32_t)c);
     /* the read-only copy first: a reader that sees the head sees it too */
     atomic_store_explicit(&p->eng.rec_head[fifo], h + 1, memory_order_relaxed);

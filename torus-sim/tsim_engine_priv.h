@@ -164,6 +164,10 @@ typedef struct eproc {
     /* what the engine delivered, never read back from the processor's
      * pages: packets per reception FIFO and each slot's chunks */
     uint32_t rec_head[TSIM_NREC];
+    /* reception FIFOs that may hold packets: set at every delivery, cleared
+     * where an engine-run loop found one empty (a superset: the loops look
+     * at these only, not at all eight per poll) */
+    uint32_t rec_pending;
     uint32_t inj_seen[TSIM_NINJ]; /* injected slots already taken */
     uint8_t rec_chunks[TSIM_NREC][TSIM_RING_SLOTS];
     int engine_driven; /* TSIM_P_ENGINE when the run started */

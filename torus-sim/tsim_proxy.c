@@ -513,12 +513,17 @@ int prx_visible(tsim_engine *e, int proc)
 {
     prx_state *x = &e->ep[proc].prx;
     tsim_proc *p = &e->seg->procs[proc];
+    eproc *q = &e->ep[proc];
     int best = -1;
     uint64_t best_t = UINT64_MAX;
-    for (int f = 0; f < TSIM_NREC; f++) {
+    for (uint32_t m = q->rec_pending; m; m &= m - 1) { /* lowest FIFO first: ties go to it */
+        int f = __builtin_ctz(m);
         tsim_ring *r = &p->rec[f];
         uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
-        if (e->ep[proc].rec_head[f] == tl) continue; /* what was delivered, not the ring's word */
+        if (q->rec_head[f] == tl) { /* what was delivered, not the ring's word */
+            q->rec_pending &= ~(1u << f);
+            continue;
+        }
         uint64_t a = r->slot[tl % TSIM_RING_SLOTS].m.t_arrive;
         if (a < best_t) best_t = a, best = f;
     }
@@ -605,8 +610,10 @@ int prx_ready(tsim_engine *e, int proc)
 {
     prx_state *x = &e->ep[proc].prx;
     tsim_proc *p = &e->seg->procs[proc];
-    for (int f = 0; f < TSIM_NREC; f++)
+    for (uint32_t m = e->ep[proc].rec_pending; m; m &= m - 1) {
+        int f = __builtin_ctz(m);
         if (e->ep[proc].rec_head[f] != atomic_load(&p->rec[f].tail)) return 1;
+    }
     for (int f = 0; f < TSIM_NINJ; f++)
         if ((x->inj_full & (1u << f)) && prx_room(&p->inj[f]) >= TSIM_MAX_CHUNKS) return 1;
     return 0;
