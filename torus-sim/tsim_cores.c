@@ -91,15 +91,20 @@ static int known_pids(const tsim_engine *e)
     return n;
 }
 
-/* Rank processes (a CO rank's two processors are one). */
+/* Processor i is the first of its process (a CO rank's coprocessor shares
+ * its rank's). */
+static int first_of_process(const tsim_engine *e, int i)
+{
+    int pid = e->ep[i].pid;
+    for (int j = 0; j < i; j++)
+        if (e->ep[j].pid == pid) return 0;
+    return pid > 0;
+}
+
 static int rank_processes(const tsim_engine *e)
 {
     int n = 0;
-    for (int i = 0; i < e->nprocs; i++) {
-        int pid = e->ep[i].pid, seen = 0;
-        for (int j = 0; j < i && !seen && pid > 0; j++) seen = e->ep[j].pid == pid;
-        n += pid > 0 && !seen;
-    }
+    for (int i = 0; i < e->nprocs; i++) n += first_of_process(e, i);
     return n;
 }
 
@@ -108,11 +113,11 @@ static void place_ranks(tsim_engine *e, const cpu_set_t *set)
 {
     int self = (int)getpid();
     for (int i = 0; i < e->nprocs; i++) {
-        int pid = e->ep[i].pid, seen = 0;
+        int pid = e->ep[i].pid;
         /* an exited rank's pid may name someone else by now */
-        if (pid <= 0 || pid == self || atomic_load(&e->seg->procs[i].state) == TSIM_P_EXITED) continue;
-        for (int j = 0; j < i && !seen; j++) seen = e->ep[j].pid == pid;
-        if (seen) continue;
+        if (pid == self || atomic_load(&e->seg->procs[i].state) == TSIM_P_EXITED ||
+            !first_of_process(e, i))
+            continue;
         char dir[64];
         snprintf(dir, sizeof dir, "/proc/%d/task", pid);
         DIR *d = opendir(dir);
