@@ -227,6 +227,55 @@ START_TEST(sink_catches_damage)
 }
 END_TEST
 
+/* Every packet size: the fill is checked in vector steps and then one
+ * word (tsim_traffic.c), so damage to the first fill word, the last word
+ * of the steps and the last word of the packet must each show, in packets
+ * of 1 to 8 chunks (1 chunk: one fill word, no step). */
+START_TEST(sink_checks_every_size)
+{
+    tsim_geom g = {{4, 4, 4}, {1, 1, 1}, 1, 0, 0};
+    tsim_params prm;
+    tsim_params_default(&prm);
+    for (int chunks = 1; chunks <= TSIM_MAX_CHUNKS; chunks++) {
+        tsim_traffic_cfg cfg;
+        tsim_traffic_cfg_default(&cfg);
+        cfg.nprocs = 64;
+        cfg.packets = 8;
+        cfg.chunks = chunks;
+        char err[256];
+        tsim_traffic *t = tsim_traffic_new(&g, &prm, &cfg, err, sizeof err);
+        ck_assert_msg(t, "%s", err);
+        tsim_source src;
+        tsim_traffic_source(t, &src);
+        int len = chunks * TSIM_CHUNK - TSIM_HDR_BYTES;
+        /* byte offsets damaged: none, first fill word, last step word, last word */
+        int at[4] = {-1, 8, len - 9, len - 1};
+        int corrupted = 0;
+        for (int k = 0; k < 4; k++) {
+            tsim_pkt p;
+            uint64_t when = 0;
+            int fifo;
+            ck_assert(src.next(src.ctx, 0, &when, &p, &fifo));
+            ck_assert_int_eq(p.hw.chunks, chunks);
+            int hit = at[k] >= 8 && at[k] < len; /* a 1-chunk packet has one fill word */
+            if (hit) p.payload[at[k]] ^= 0x10;
+            corrupted += hit;
+            tsim_meta m = {.t_inject = when, .t_arrive = when + 1000, .src = 0};
+            src.sink(src.ctx, tsim_proc_index(tsim_node_of(&g, p.hw.dst[0], p.hw.dst[1], p.hw.dst[2]), 0),
+                     fifo, &m, &p);
+        }
+        tsim_traffic_stats st;
+        tsim_traffic_get_stats(t, &st);
+        ck_assert_uint_eq(st.delivered, 4 - (uint64_t)corrupted);
+        ck_assert_uint_eq(st.corrupted, (uint64_t)corrupted);
+        printf("sink: packets of %d chunk%s, fill bytes 8..%d: intact delivered, %d damaged word%s "
+               "counted corrupted\n", chunks, chunks > 1 ? "s" : "", len - 1, corrupted,
+               corrupted == 1 ? "" : "s");
+        tsim_traffic_free(t);
+    }
+}
+END_TEST
+
 Suite *soak_suite(void)
 {
     Suite *s = suite_create("soak");
@@ -235,6 +284,7 @@ Suite *soak_suite(void)
     tcase_add_test(bwc, bandwidth_one_link_adaptive);
     tcase_add_test(bwc, bandwidth_three_hops_det);
     tcase_add_test(bwc, sink_catches_damage);
+    tcase_add_test(bwc, sink_checks_every_size);
     suite_add_tcase(s, bwc);
     TCase *tc = tcase_create("soak");
     tcase_set_timeout(tc, 240); /* shared 2-core hosts; normally seconds */
