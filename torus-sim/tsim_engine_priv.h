@@ -59,6 +59,10 @@ typedef struct npkt {
     uint16_t fail_free; /* ports free when it last failed to move */
     uint8_t chunks, flags, hints, group; /* s.p.hw's, copied at injection */
     uint32_t hops;   /* links crossed so far (s.m.hops once delivered) */
+    /* set_want's masks, from flags and hints at injection: of a hop's
+     * profitable ports, those it may take (0: not adaptive) and those its
+     * want has (0: high priority, which never leaves by them) */
+    uint8_t rmask, wmask;
     tsim_slot s;
 } npkt;
 _Static_assert(offsetof(npkt, s) <= 64, "npkt: the hop's fields in one cache line");

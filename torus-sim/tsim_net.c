@@ -82,7 +82,7 @@ static inline void q_mark(router *r, const pq *q, unsigned b)
     if (q->head == NIL) r->qmask &= ~(1ull << b);
 }
 
-static void set_want(const tsim_engine *e, int node, npkt *p);
+static inline void set_want(const tsim_engine *e, int node, npkt *p, int injected);
 static void arrive(tsim_engine *e, int node, pq *q, unsigned qb, uint32_t pk, uint64_t t);
 static inline int dst_node(const tsim_engine *e, const tsim_hwhdr *hw);
 
@@ -103,7 +103,10 @@ void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
     p->hints = p->s.p.hw.hints;
     p->group = p->s.p.hw.group;
     p->dstn = dst_node(e, &p->s.p.hw);
-    set_want(e, node, p);
+    int adaptive = (p->flags & TSIM_F_DYNAMIC) && !(p->flags & TSIM_F_DEPOSIT);
+    p->rmask = adaptive ? (p->hints ? p->hints : 0xff) : 0;
+    p->wmask = p->flags & TSIM_F_HP ? 0 : 0xff;
+    set_want(e, node, p, 1);
     e->ep[proc].inj_used[fifo] += p->chunks;
     arrive(e, node, &e->rt[node].injq[cpu][fifo], QBIT_INJ + cpu * TSIM_NINJ + fifo, pk, t);
 }
@@ -200,49 +203,42 @@ static inline int dst_node(const tsim_engine *e, const tsim_hwhdr *hw)
     return hw->dst[0] + e->g.dim[0] * (hw->dst[1] + e->g.dim[1] * hw->dst[2]);
 }
 
-static int route_det(const tsim_engine *e, int node, const npkt *p);
-static unsigned route_prof(const tsim_engine *e, int node, const npkt *p);
-
 /* The routing candidates of a packet queued at node, worked out once when
  * it arrives: its dimension-order port, the profitable ports adaptive
  * routing may take, and their union (or this node's FIFOs), so that
  * arbitration skips packets whose ports are all busy without evaluating
- * them and choose_output needs no second look at the routing table. */
-static void set_want(const tsim_engine *e, int node, npkt *p)
+ * them and choose_output needs no second look at the routing table. One
+ * look at the table and the packet's masks (net_inject), no branch on its
+ * kind: inlined in net_head, about one per hop. injected: the packet is
+ * new, in an injection FIFO (else it came in on a link). */
+static inline __attribute__((always_inline)) void set_want(const tsim_engine *e, int node, npkt *p,
+                                                            int injected)
 {
     p->fail_gen = UINT32_MAX;
-    p->det = -1;
-    p->prof = 0;
-    if (p->in_port == TSIM_NPORTS && p->fifo == TSIM_INJ_SP) {
+    if (injected && p->fifo == TSIM_INJ_SP) {
+        p->det = -1;
+        p->prof = 0;
         p->want = WANT_SP;
         return;
     }
     if (p->dstn == node) {
-        p->want = p->in_port == TSIM_NPORTS ? WANT_LOOP : WANT_LOCAL;
+        p->det = -1;
+        p->prof = 0;
+        p->want = injected ? WANT_LOOP : WANT_LOCAL;
         return;
     }
-    p->det = (int8_t)route_det(e, node, p);
-    unsigned w = 1u << p->det;
-    if ((p->flags & TSIM_F_DYNAMIC) && !(p->flags & TSIM_F_DEPOSIT)) {
-        unsigned prof = route_prof(e, node, p);
-        if (p->hints) prof &= p->hints;
-        p->prof = (uint8_t)prof;
-        if (!(p->flags & TSIM_F_HP)) w |= prof;
+    /* det in the low 3 bits, the profitable ports above (as e->route) */
+    unsigned rt;
+    if (e->route) {
+        rt = e->route[(size_t)node * (size_t)e->g.nnodes + (size_t)p->dstn];
+    } else {
+        int d = tsim_route_det(&e->g, node, p->s.p.hw.dst);
+        rt = (unsigned)(d < 0 ? 7 : d) | tsim_route_profitable(&e->g, node, p->s.p.hw.dst) << 3;
     }
-    p->want = (uint16_t)w;
-}
-
-static int route_det(const tsim_engine *e, int node, const npkt *p)
-{
-    if (!e->route) return tsim_route_det(&e->g, node, p->s.p.hw.dst);
-    int d = e->route[(size_t)node * (size_t)e->g.nnodes + (size_t)p->dstn] & 7;
-    return d == 7 ? -1 : d;
-}
-
-static unsigned route_prof(const tsim_engine *e, int node, const npkt *p)
-{
-    if (!e->route) return tsim_route_profitable(&e->g, node, p->s.p.hw.dst);
-    return e->route[(size_t)node * (size_t)e->g.nnodes + (size_t)p->dstn] >> 3;
+    unsigned det = rt & 7, prof = (rt >> 3) & p->rmask;
+    p->det = (int8_t)det;
+    p->prof = (uint8_t)prof;
+    p->want = (uint16_t)(1u << det | (prof & p->wmask));
 }
 
 /* Four int32 lanes (SSE2's width; GCC's vector extensions). */
@@ -594,7 +590,7 @@ void net_head(tsim_engine *e, int node, int port_vc, uint32_t pk, uint64_t t)
 {
     npkt *p = &e->pool[pk];
     p->t_head = t;
-    set_want(e, node, p);
+    set_want(e, node, p, 0);
     arrive(e, node, &e->rt[node].inq[port_vc >> 4][port_vc & 15],
            (unsigned)((port_vc >> 4) * TSIM_NVC + (port_vc & 15)), pk, t);
 }
