@@ -410,35 +410,27 @@ typedef struct cand {
     unsigned bit; /* its bit in qmask */
 } cand;
 
-/* Earliest future time a busy link, scratchpad channel or the loopback
- * path of r frees (UINT64_MAX: none busy); free is free_now(r, t): only
- * the busy ports need a look. */
-static ARB_INLINE uint64_t busy_min(const router *r, uint64_t t, unsigned free)
-{
-    /* branch-free: a free one counts as UINT64_MAX */
-    uint64_t m = UINT64_MAX;
-    for (int p = 0; p < TSIM_NPORTS; p++) {
-        uint64_t x = r->busy_until[p] | -(uint64_t)((free >> p) & 1);
-        m = x < m ? x : m;
-    }
-    for (int c = 0; c < TSIM_CPUS; c++) {
-        uint64_t x = r->sp_busy[c] | -(uint64_t)(r->sp_busy[c] <= t);
-        m = x < m ? x : m;
-    }
-    uint64_t x = r->loop_busy | -(uint64_t)((free & WANT_LOOP) != 0);
-    return x < m ? x : m;
-}
-
-/* Branch-free: on a saturated router the ports' states are unpredictable. */
-static inline unsigned free_now(const router *r, uint64_t t)
+/* What of r is free at t (free_now's mask: the ports' bits, WANT_SP,
+ * WANT_LOOP and WANT_LOCAL) and, in *fu, the earliest future time a busy
+ * link, scratchpad channel or the loopback path frees (UINT64_MAX: none
+ * busy). One pass, branch-free: on a saturated router the ports' states
+ * are unpredictable. */
+static ARB_INLINE unsigned free_now(const router *r, uint64_t t, uint64_t *fu)
 {
     unsigned free = WANT_LOCAL;
-    _Static_assert(TSIM_NPORTS == 6, "free_now: one term per port");
-    free |= (unsigned)(r->busy_until[0] <= t) << 0 | (unsigned)(r->busy_until[1] <= t) << 1 |
-            (unsigned)(r->busy_until[2] <= t) << 2 | (unsigned)(r->busy_until[3] <= t) << 3 |
-            (unsigned)(r->busy_until[4] <= t) << 4 | (unsigned)(r->busy_until[5] <= t) << 5;
-    free |= (unsigned)(r->sp_busy[0] <= t || r->sp_busy[1] <= t) * WANT_SP;
-    free |= (unsigned)(r->loop_busy <= t) * WANT_LOOP;
+    uint64_t m = UINT64_MAX;
+    for (int p = 0; p < TSIM_NPORTS; p++) {
+        uint64_t b = r->busy_until[p], x = b > t ? b : UINT64_MAX;
+        free |= (unsigned)(b <= t) << p;
+        m = x < m ? x : m;
+    }
+    uint64_t s0 = r->sp_busy[0], s1 = r->sp_busy[1], l = r->loop_busy;
+    free |= (unsigned)((s0 <= t) | (s1 <= t)) * WANT_SP;
+    free |= (unsigned)(l <= t) * WANT_LOOP;
+    uint64_t x0 = s0 > t ? s0 : UINT64_MAX, x1 = s1 > t ? s1 : UINT64_MAX, xl = l > t ? l : UINT64_MAX;
+    m = x0 < m ? x0 : m;
+    m = x1 < m ? x1 : m;
+    *fu = xl < m ? xl : m;
     return free;
 }
 
@@ -479,8 +471,7 @@ static ARB_INLINE unsigned arb_begin(router *r, uint64_t t)
     }
     unsigned free = r->fmask;
     if (t >= r->fu) { /* something busy has freed since the mask was made */
-        free = free_now(r, t);
-        r->fu = busy_min(r, t, free);
+        free = free_now(r, t, &r->fu);
     }
     return free;
 }
