@@ -114,7 +114,7 @@ void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
 /* Frees the buffer space a packet held where it waited. */
 static int held_chunks(const tsim_engine *e, int port, int vc, int c);
 
-static void release_source(tsim_engine *e, int node, npkt *p, uint64_t t)
+static ARB_INLINE void release_source(tsim_engine *e, int node, npkt *p, uint64_t t)
 {
     int c = p->chunks;
     if (p->in_port == TSIM_NPORTS) {
