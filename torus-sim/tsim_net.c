@@ -83,7 +83,7 @@ static inline void q_mark(router *r, const pq *q, unsigned b)
 }
 
 static inline void set_want(const tsim_engine *e, int node, npkt *p, int injected);
-static void arrive(tsim_engine *e, int node, pq *q, unsigned qb, uint32_t pk, uint64_t t);
+static inline void arrive(tsim_engine *e, int node, pq *q, unsigned qb, uint32_t pk, uint64_t t);
 static inline int dst_node(const tsim_engine *e, const tsim_hwhdr *hw);
 
 void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
@@ -541,7 +541,7 @@ void net_arbitrate(tsim_engine *e, int node, uint64_t t)
  * arbitrates. At an empty router the arbitration's one candidate is pk
  * itself (most hops below saturation): it is tried straight away, the
  * same test and the same move, and queued only if it stays. */
-static void arrive(tsim_engine *e, int node, pq *q, unsigned qb, uint32_t pk, uint64_t t)
+static ARB_INLINE void arrive(tsim_engine *e, int node, pq *q, unsigned qb, uint32_t pk, uint64_t t)
 {
     router *r = &e->rt[node];
     if (r->waiting) {
