@@ -583,8 +583,9 @@ void net_head(tsim_engine *e, int node, int port_vc, uint32_t pk, uint64_t t)
     npkt *p = &e->pool[pk];
     p->t_head = t;
     set_want(e, node, p, 0);
-    arrive(e, node, &e->rt[node].inq[port_vc >> 4][port_vc & 15],
-           (unsigned)((port_vc >> 4) * TSIM_NVC + (port_vc & 15)), pk, t);
+    _Static_assert(TSIM_NVC == 4, "net_head: a queue's bit is port << 2 | vc");
+    unsigned qb = (unsigned)(port_vc >> 4) << 2 | (unsigned)(port_vc & 15);
+    arrive(e, node, q_of_bit(&e->rt[node], qb), qb, pk, t);
 }
 
 void net_link_free(tsim_engine *e, int node, uint64_t t)
