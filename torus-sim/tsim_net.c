@@ -1,6 +1,7 @@
 /* Routers and links: virtual cut-through, token flow control per VC,
  * dimension-order and minimal adaptive routing, the bubble rule, the deposit
  * bit and the VN scratchpad channel. Called only from the engine thread. */
+#include <emmintrin.h> /* SSE2, x86-64's baseline: choose_output's largest score */
 #include <stdlib.h>
 #include <string.h>
 
@@ -251,12 +252,6 @@ static inline v4i v4i_load(const int32_t *a)
     return v;
 }
 
-static inline v4i v4i_max(v4i a, v4i b)
-{
-    v4i m = a > b;
-    return (a & m) | (b & ~m);
-}
-
 /* Picks the output of packet p at node: returns port and sets *vc, or -1. */
 static ARB_INLINE int choose_output(tsim_engine *e, int node, const npkt *p, uint64_t t,
                                      unsigned free, int *vc)
@@ -272,34 +267,43 @@ static ARB_INLINE int choose_output(tsim_engine *e, int node, const npkt *p, uin
          * VCs that hold the packet, the first (port, vc) on a tie. Without
          * a branch: which ports are profitable, free and roomy varies from
          * hop to hop (half the mispredicted branches of a hop were here).
-         * A port's better VC (the first on a tie) is scored (free + 1)
-         * above its inverted index, 0 if it does not qualify; the largest
-         * score wins. free is free_now(r, t) (try_move). */
-        /* All twelve (port, dynamic VC) candidates at once, in three
+         * All twelve (port, dynamic VC) candidates at once, in three
          * vectors of four (credits[DYN0] and [DYN1] lie end to end):
-         * about 45 instructions instead of 180 for the scalar loop. Each
-         * is scored (free + 1) above its inverted index 15 - 2 * port -
-         * (vc - DYN0), so the largest score is the per-port better VC's
-         * (the first on a tie) of the best port, as before. A candidate
-         * that cannot hold the packet scores below (need + 1) << 4 and one
-         * that can at or above it (a dynamic VC's credits never go below
-         * 0: it is taken only with room), so the need test is one
-         * comparison of the largest score. Scores stay below 2^31
-         * (TSIM_MAX_VC_CHUNKS): the lanes' signed comparisons order them. */
+         * about 35 instructions instead of 180 for a scalar loop. Each is
+         * scored (free + 1) above its inverted index 15 - 2 * port - (vc -
+         * DYN0), 0 unless its port is free and profitable (free is
+         * free_now(r, t): try_move), and the largest score wins: the best
+         * port's better VC, the first on a tie. A candidate that cannot
+         * hold the packet scores below (need + 1) << 4 and one that can at
+         * or above it (a dynamic VC's credits never go below 0: it is
+         * taken only with room), so the need test is one comparison of the
+         * largest score. The largest is taken as floats (SSE2 has no
+         * integer maximum of 32-bit lanes, maxps is one instruction): with
+         * bit 30 set, a score below 2^29 (TSIM_MAX_VC_CHUNKS) is a normal
+         * positive float (exponent 128..254) whose bits order as the
+         * integer does, and 0 is +0.0, below all of them. */
         _Static_assert(TSIM_VC_DYN1 == TSIM_VC_DYN0 + 1 && TSIM_NPORTS == 6,
                        "choose_output: twelve candidates, an index in 4 bits");
+        _Static_assert((((int64_t)TSIM_MAX_VC_CHUNKS + 1) << 4 | 15) < 1 << 29,
+                       "choose_output: a biased score is never an infinity or a NaN");
+        enum { BIAS = 1 << 30 };
         static const v4i bit[3] = {{1, 2, 4, 8}, {16, 32, 1, 2}, {4, 8, 16, 32}};
-        static const v4i inv[3] = {{15, 13, 11, 9}, {7, 5, 14, 12}, {10, 8, 6, 4}};
+        static const v4i inv[3] = {{BIAS | 15, BIAS | 13, BIAS | 11, BIAS | 9},
+                                   {BIAS | 7, BIAS | 5, BIAS | 14, BIAS | 12},
+                                   {BIAS | 10, BIAS | 8, BIAS | 6, BIAS | 4}};
         const v4i one = {1, 1, 1, 1};
         const int32_t *cr = r->credits[TSIM_VC_DYN0];
-        v4i ok = (v4i){0, 0, 0, 0} + (int32_t)(p->prof & free), s[3];
+        v4i ok = (v4i){0, 0, 0, 0} + (int32_t)(p->prof & free);
+        __m128 s[3];
         for (int k = 0; k < 3; k++)
-            s[k] = ((v4i_load(cr + 4 * k) + one) << 4 | inv[k]) & ((ok & bit[k]) == bit[k]);
-        v4i top = v4i_max(v4i_max(s[0], s[1]), s[2]);
-        top = v4i_max(top, __builtin_shuffle(top, (v4i){2, 3, 0, 1}));
-        top = v4i_max(top, __builtin_shuffle(top, (v4i){1, 0, 3, 2}));
-        if (top[0] >= (p->chunks + 1) << 4) {
-            unsigned i = 15 - (unsigned)(top[0] & 15);
+            s[k] = _mm_castsi128_ps(
+                (__m128i)(((v4i_load(cr + 4 * k) + one) << 4 | inv[k]) & ((ok & bit[k]) == bit[k])));
+        __m128 m = _mm_max_ps(_mm_max_ps(s[0], s[1]), s[2]);
+        m = _mm_max_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(1, 0, 3, 2)));
+        m = _mm_max_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(2, 3, 0, 1)));
+        uint32_t top = (uint32_t)_mm_cvtsi128_si32(_mm_castps_si128(m));
+        if (top >= (BIAS | (uint32_t)(p->chunks + 1) << 4)) {
+            unsigned i = 15 - (top & 15);
             *vc = TSIM_VC_DYN0 + (int)(i & 1);
             return (int)(i / 2);
         }
