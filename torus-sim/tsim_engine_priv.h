@@ -79,7 +79,7 @@ typedef struct pq {
 /* Credits on their way back to a router: applied once their time comes. */
 typedef struct credit_ret {
     uint64_t t;
-    uint16_t cr; /* vc * TSIM_NPORTS + port: its index in the router's credits, flat */
+    uint16_t cr; /* vc * TSIM_NPORTS + port: its index in the router's credit_flat */
     uint16_t chunks;
 } credit_ret;
 #define TSIM_MAX_RET 128
@@ -110,8 +110,12 @@ typedef struct router {
     uint64_t sp_busy[TSIM_CPUS];            /* scratchpad channel cpu -> other */
     /* lines 2-3 */
     /* free chunks downstream, by VC: a VC's six ports side by side, for
-     * adaptive routing's vector choice (tsim_net.c: choose_output) */
-    int32_t credits[TSIM_NVC][TSIM_NPORTS];
+     * adaptive routing's vector choice (tsim_net.c: choose_output), which
+     * reads the dynamic VCs' rows as one (credit_flat) */
+    union {
+        int32_t credits[TSIM_NVC][TSIM_NPORTS];
+        int32_t credit_flat[TSIM_NVC * TSIM_NPORTS]; /* [vc * TSIM_NPORTS + port] */
+    };
     int32_t nbr[TSIM_NPORTS];               /* neighbour node per port, -1 at a mesh edge */
     /* line 4 */
     _Alignas(64) int32_t rec_used[TSIM_CPUS][TSIM_NREC]; /* modelled reception occupancy */

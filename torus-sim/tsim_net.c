@@ -292,7 +292,7 @@ static ARB_INLINE int choose_output(tsim_engine *e, int node, const npkt *p, uin
                                    {BIAS | 7, BIAS | 5, BIAS | 14, BIAS | 12},
                                    {BIAS | 10, BIAS | 8, BIAS | 6, BIAS | 4}};
         const v4i one = {1, 1, 1, 1};
-        const int32_t *cr = r->credits[TSIM_VC_DYN0];
+        const int32_t *cr = &r->credit_flat[TSIM_VC_DYN0 * TSIM_NPORTS];
         v4i ok = (v4i){0, 0, 0, 0} + (int32_t)(p->prof & free);
         __m128 s[3];
         for (int k = 0; k < 3; k++)
@@ -465,7 +465,7 @@ static ARB_INLINE unsigned arb_begin(router *r, uint64_t t)
         for (uint32_t i = 0; i < n; i++) {
             credit_ret x = r->ret[i];
             uint32_t due = x.t <= t;
-            (&r->credits[0][0])[x.cr] += x.chunks & -due;
+            r->credit_flat[x.cr] += x.chunks & -due;
             r->ret[k] = x;
             k += !due;
             m = !due && x.t < m ? x.t : m;
