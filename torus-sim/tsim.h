@@ -25,6 +25,9 @@
 /* ---- packets ---------------------------------------------------------- */
 #define TSIM_CHUNK        32
 #define TSIM_MAX_CHUNKS    8
+/* Router buffer per VC at most (vc_chunks), 32 MB: credits fit an int32
+ * and adaptive routing's scores (credits << 4) stay below 2^31. */
+#define TSIM_MAX_VC_CHUNKS (1 << 20)
 #define TSIM_PKT_BYTES   256
 #define TSIM_HDR_BYTES    16
 #define TSIM_PAYLOAD_MAX 240

@@ -604,7 +604,7 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
         for (int port = 0; port < TSIM_NPORTS; port++)
             for (int v = 0; v < TSIM_NVC; v++) {
                 r->inq[port][v].head = r->inq[port][v].tail = NIL;
-                r->credits[port][v] = tsim_neighbor(&e->g, n, port) >= 0 ? (int32_t)e->prm.vc_chunks : 0;
+                r->credits[v][port] = tsim_neighbor(&e->g, n, port) >= 0 ? (int32_t)e->prm.vc_chunks : 0;
             }
         for (int port = 0; port < TSIM_NPORTS; port++) r->nbr[port] = tsim_neighbor(&e->g, n, port);
         for (int c = 0; c < TSIM_CPUS; c++)

@@ -59,6 +59,10 @@ typedef struct npkt {
     uint16_t fail_free; /* ports free when it last failed to move */
     uint8_t chunks, flags, hints, group; /* s.p.hw's, copied at injection */
     uint32_t hops;   /* links crossed so far (s.m.hops once delivered) */
+    /* set_want's masks, from flags and hints at injection: of a hop's
+     * profitable ports, those it may take (0: not adaptive) and those its
+     * want has (0: high priority, which never leaves by them) */
+    uint8_t rmask, wmask;
     tsim_slot s;
 } npkt;
 _Static_assert(offsetof(npkt, s) <= 64, "npkt: the hop's fields in one cache line");
@@ -75,7 +79,7 @@ typedef struct pq {
 /* Credits on their way back to a router: applied once their time comes. */
 typedef struct credit_ret {
     uint64_t t;
-    uint16_t port_vc;
+    uint16_t cr; /* vc * TSIM_NPORTS + port: its index in the router's credit_flat */
     uint16_t chunks;
 } credit_ret;
 #define TSIM_MAX_RET 128
@@ -105,7 +109,13 @@ typedef struct router {
     _Alignas(64) uint64_t busy_until[TSIM_NPORTS];
     uint64_t sp_busy[TSIM_CPUS];            /* scratchpad channel cpu -> other */
     /* lines 2-3 */
-    int32_t credits[TSIM_NPORTS][TSIM_NVC]; /* free chunks downstream */
+    /* free chunks downstream, by VC: a VC's six ports side by side, for
+     * adaptive routing's vector choice (tsim_net.c: choose_output), which
+     * reads the dynamic VCs' rows as one (credit_flat) */
+    union {
+        int32_t credits[TSIM_NVC][TSIM_NPORTS];
+        int32_t credit_flat[TSIM_NVC * TSIM_NPORTS]; /* [vc * TSIM_NPORTS + port] */
+    };
     int32_t nbr[TSIM_NPORTS];               /* neighbour node per port, -1 at a mesh edge */
     /* line 4 */
     _Alignas(64) int32_t rec_used[TSIM_CPUS][TSIM_NREC]; /* modelled reception occupancy */

@@ -102,8 +102,8 @@ static void print_waiters(tsim_engine *e, FILE *f)
         }
         fprintf(f, "; credits");
         for (int p = 0; p < TSIM_NPORTS; p++)
-            fprintf(f, " %s %d/%d/%d/%d", port_name[p], r->credits[p][0], r->credits[p][1],
-                    r->credits[p][2], r->credits[p][3]);
+            fprintf(f, " %s %d/%d/%d/%d", port_name[p], r->credits[0][p], r->credits[1][p],
+                    r->credits[2][p], r->credits[3][p]);
         fprintf(f, "; rec");
         for (int g = 0; g < TSIM_CPUS; g++)
             for (int q = 0; q < TSIM_NREC; q++)

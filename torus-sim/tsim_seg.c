@@ -52,10 +52,11 @@ tsim_seg *tsim_seg_create(const tsim_geom *gin, const tsim_params *p, int named,
         return NULL;
     }
     if (p->fifo_chunks < TSIM_MAX_CHUNKS || p->fifo_chunks > TSIM_RING_SLOTS ||
-        p->vc_chunks < 2 * TSIM_MAX_CHUNKS || p->link_cycles_per_byte == 0 || p->clock_mhz == 0) {
-        snprintf(err, errlen, "parameters out of range: fifo_chunks %d..%d, vc_chunks >= %d, "
+        p->vc_chunks < 2 * TSIM_MAX_CHUNKS || p->vc_chunks > TSIM_MAX_VC_CHUNKS ||
+        p->link_cycles_per_byte == 0 || p->clock_mhz == 0) {
+        snprintf(err, errlen, "parameters out of range: fifo_chunks %d..%d, vc_chunks %d..%d, "
                  "link_cycles_per_byte and clock_mhz > 0", TSIM_MAX_CHUNKS, TSIM_RING_SLOTS,
-                 2 * TSIM_MAX_CHUNKS);
+                 2 * TSIM_MAX_CHUNKS, TSIM_MAX_VC_CHUNKS);
         return NULL;
     }
     if (p->tree_fifo_packets < 1 || p->tree_fifo_packets > TSIM_TREE_SLOTS || p->tree_vc_packets < 1 ||

@@ -66,14 +66,22 @@ END_TEST
 
 START_TEST(segment_rejects_bad_sizes)
 {
-    printf("params: a machine with FIFOs or VC buffers too small for a full packet and the bubble is refused\n");
+    printf("params: a machine with FIFOs or VC buffers too small for a full packet and the bubble, "
+           "or VC buffers beyond TSIM_MAX_VC_CHUNKS (adaptive routing's scores), is refused\n");
     tsim_geom g = {{2, 2, 2}, {1, 1, 1}, 1, 0, 0};
     tsim_params p;
     char err[256];
     tsim_params_default(&p);
     p.vc_chunks = 12;
     ck_assert_ptr_null(tsim_seg_create(&g, &p, 0, err, sizeof err));
-    ck_assert_ptr_nonnull(strstr(err, "vc_chunks >= 16"));
+    ck_assert_ptr_nonnull(strstr(err, "vc_chunks 16..1048576"));
+    p.vc_chunks = TSIM_MAX_VC_CHUNKS + 1;
+    ck_assert_ptr_null(tsim_seg_create(&g, &p, 0, err, sizeof err));
+    ck_assert_ptr_nonnull(strstr(err, "vc_chunks 16..1048576"));
+    p.vc_chunks = TSIM_MAX_VC_CHUNKS;
+    tsim_seg *s = tsim_seg_create(&g, &p, 0, err, sizeof err);
+    ck_assert_msg(s, "%s", err);
+    tsim_seg_destroy(s);
     tsim_params_default(&p);
     g.dim[1] = 0;
     ck_assert_ptr_null(tsim_seg_create(&g, &p, 0, err, sizeof err));
