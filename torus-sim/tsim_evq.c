@@ -15,6 +15,7 @@ int evq_init(evq *q)
 {
     memset(q, 0, sizeof *q);
     q->freel = EVQ_NIL;
+    q->far_due = UINT64_MAX;
     q->bk = malloc(TSIM_EVQ_SPAN * sizeof *q->bk);
     q->capnd = 1024;
     q->nd = calloc(q->capnd, sizeof *q->nd); /* node EVQ_NONE: key 0 */
@@ -54,6 +55,7 @@ static void far_push(evq *q, const ev *v)
         i = up;
     }
     q->far[i] = *v;
+    q->far_due = q->far[0].t - (TSIM_EVQ_SPAN - 1); /* far: t >= cur + SPAN, no wrap */
 }
 
 static ev far_pop(evq *q)
@@ -70,6 +72,7 @@ static ev far_pop(evq *q)
         i = m;
     }
     if (n) q->far[i] = last;
+    q->far_due = n ? q->far[0].t - (TSIM_EVQ_SPAN - 1) : UINT64_MAX;
     return top;
 }
 
@@ -109,10 +112,12 @@ static void cal_insert(evq *q, const ev *v)
     q->ncal++;
 }
 
-void evq_push_slow(evq *q, const ev *v)
+void evq_push_slow(evq *q, uint64_t t, uint64_t key, uint32_t type, int32_t a, int32_t b,
+                   uint32_t pkt)
 {
-    if (v->t - q->cur < TSIM_EVQ_SPAN) cal_insert(q, v);
-    else far_push(q, v);
+    ev v = {t, key, type, a, b, pkt};
+    if (t - q->cur < TSIM_EVQ_SPAN) cal_insert(q, &v);
+    else far_push(q, &v);
 }
 
 /* Moves far events that the calendar window [cur, cur + SPAN) now covers. */
@@ -152,7 +157,7 @@ int evq_pop_below_slow(evq *q, uint64_t h, ev *out)
     if (t >= h) return 0;
     if (t != q->cur) {
         q->cur = t;
-        if (q->nfar && q->far[0].t - q->cur < TSIM_EVQ_SPAN) evq_migrate(q);
+        if (t >= q->far_due) evq_migrate(q);
     }
     evq_take(q, (unsigned)(t & MASK), t, out);
     return 1;

@@ -53,11 +53,18 @@ typedef struct evq {
     size_t ncal;                          /* events in the calendar */
     ev *far;                              /* heap of events beyond the calendar */
     size_t nfar, capfar;
+    /* the cur from which the earliest far event lies in the window
+     * (far[0].t - SPAN + 1), UINT64_MAX with none: a pop asks this one
+     * field whether to move far events in */
+    uint64_t far_due;
 } evq;
 
 int evq_init(evq *q);
 void evq_free(evq *q);
-void evq_push_slow(evq *q, const ev *v);
+/* By value: a pointer would make every inline push build the event in
+ * memory first, for the rare call. */
+void evq_push_slow(evq *q, uint64_t t, uint64_t key, uint32_t type, int32_t a, int32_t b,
+                   uint32_t pkt);
 int evq_pop_below_slow(evq *q, uint64_t h, ev *out);
 
 /* The common cases inline (one event each way per hop): a push that
@@ -85,7 +92,7 @@ static inline void evq_push(evq *q, const ev *v)
             return;
         }
     }
-    evq_push_slow(q, v);
+    evq_push_slow(q, v->t, v->key, v->type, v->a, v->b, v->pkt);
 }
 
 /* Takes the head of bucket idx, whose time is t (the bucket is nonempty). */
@@ -118,12 +125,12 @@ static inline int evq_pop_below(evq *q, uint64_t h, ev *out)
         uint64_t m = q->bits[idx / 64] >> (idx % 64);
         if (m) {
             /* calendar events lie in [cur, cur + SPAN): bit k of m is time cur + k */
-            unsigned k = (unsigned)__builtin_ctzll(m);
+            uint64_t k = (uint64_t)__builtin_ctzll(m);
             uint64_t t = q->cur + k;
             if (t >= h) return 0;
-            q->cur = t; /* k == 0: unchanged, and nothing far is due (far >= cur + SPAN) */
-            if (q->nfar && q->far[0].t - t < TSIM_EVQ_SPAN) evq_migrate(q);
-            evq_take(q, idx + k, t, out);
+            q->cur = t;
+            if (t >= q->far_due) evq_migrate(q);
+            evq_take(q, idx + (unsigned)k, t, out);
             return 1;
         }
     }
