@@ -125,7 +125,7 @@ static inline int evq_pop_below(evq *q, uint64_t h, ev *out)
         uint64_t m = q->bits[idx / 64] >> (idx % 64);
         if (m) {
             /* calendar events lie in [cur, cur + SPAN): bit k of m is time cur + k */
-            uint64_t k = (uint64_t)__builtin_ctzll(m);
+            uint64_t k = (unsigned)__builtin_ctzll(m); /* unsigned: no sign extension */
             uint64_t t = q->cur + k;
             if (t >= h) return 0;
             q->cur = t;
