@@ -390,9 +390,12 @@ static inline __attribute__((always_inline)) void process(tsim_engine *e, const 
         e->events--;
         prx_step(e, v->a);
         break;
-    default:
-        if (v->type >= EV_TREE_INJ) tree_event(e, v);
-        else net_event(e, v);
+    default: { /* a copy: the loop's own event never has its address taken, and
+                * stays in registers from the queue to the handlers */
+        ev w = *v;
+        if (w.type >= EV_TREE_INJ) tree_event(e, &w);
+        else net_event(e, &w);
+    }
     }
 }
 
