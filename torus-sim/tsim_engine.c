@@ -44,6 +44,7 @@ void eng_wake(tsim_engine *e, int proc, uint64_t t)
     if (t > vt) atomic_store(&p->vt, t);
     else t = vt;
     if (t < e->woke_min) e->woke_min = t;
+    e->stop = 0; /* the run loop looks at woke_min after this event */
     e->wakes++;
     e->ep[proc].settled = 0;
     atomic_store(&p->wake_mask, 0);
@@ -361,10 +362,11 @@ static int drain(tsim_engine *e)
     return got;
 }
 
-static void process(tsim_engine *e, const ev *v)
+/* The run loop counts every event it processes into e->events; EV_PROXY
+ * takes its own back (the network's events: the same whoever runs a loop). */
+static inline __attribute__((always_inline)) void process(tsim_engine *e, const ev *v)
 {
     e->now = v->t;
-    e->events += v->type != EV_PROXY; /* the network's events: the same whoever runs a loop */
     switch (v->type) {
     case EV_HEAD: /* most events: one dispatch, not two */
         net_head(e, v->a, v->b, v->pkt, v->t);
@@ -385,11 +387,15 @@ static void process(tsim_engine *e, const ev *v)
         src_pull(e, v->a);
         break;
     case EV_PROXY:
+        e->events--;
         prx_step(e, v->a);
         break;
-    default:
-        if (v->type >= EV_TREE_INJ) tree_event(e, v);
-        else net_event(e, v);
+    default: { /* a copy: the loop's own event never has its address taken, and
+                * stays in registers from the queue to the handlers */
+        ev w = *v;
+        if (w.type >= EV_TREE_INJ) tree_event(e, &w);
+        else net_event(e, &w);
+    }
     }
 }
 
@@ -485,13 +491,29 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
         if (e->woke_min < h) h = e->woke_min;
         ev v;
         e->h = h;
-        while (evq_pop_below(&e->q, h, &v)) {
-            if (v.t >= e->trace_at) tsim_trace_tick(e, v.t);
+        /* Runs of events below stop: the horizon, or the link sampler's next
+         * time if earlier, so that the events themselves need no test for
+         * it; a wake (eng_wake) zeroes e->stop to end a run after its event,
+         * for the horizon to come down to it before the next. */
+        for (;;) {
+            if (e->woke_min < h) { /* a wake lowers the horizon */
+                h = e->woke_min;
+                e->h = h;
+            }
+            uint64_t stop = h < e->trace_at ? h : e->trace_at;
+            e->stop = stop;
+            while (evq_pop_below(&e->q, e->stop, &v)) {
+                e->events++;
+                process(e, &v);
+                if (!(e->events & 0xffff) && s->progress_secs) report_progress(e, t0, &next_progress);
+                progress = 1;
+            }
+            if (e->stop != stop) continue;
+            if (stop == h || !evq_pop_below(&e->q, h, &v)) break;
+            tsim_trace_tick(e, v.t); /* nothing lies before trace_at: v.t is at or after it */
+            e->events++;
             process(e, &v);
-            if (s->progress_secs && !(e->events & 0xffff)) report_progress(e, t0, &next_progress);
             progress = 1;
-            if (e->woke_min < h) h = e->woke_min; /* a wake lowers the horizon */
-            e->h = h;
         }
         if (h != UINT64_MAX) publish_done(e, h);
         if (!evq_count(&e->q) && !progress) {

@@ -223,6 +223,7 @@ struct tsim_engine {
     uint64_t prx_read, prx_sent, wakes;
     uint64_t woke_min; /* lowest clock a wake set this round */
     uint64_t h;        /* this round's horizon: processors act at or after it */
+    uint64_t stop;     /* the run loop's bound for its current run of events (tsim_engine.c) */
     int deadlock, aborted;
     /* What a processor wrote that it could not have written honestly
      * (drain's checks): the processor, -1 for none, and what. The engine

@@ -15,6 +15,8 @@ int evq_init(evq *q)
 {
     memset(q, 0, sizeof *q);
     q->freel = EVQ_NIL;
+    q->far_due = UINT64_MAX;
+    q->top.t = UINT64_MAX;
     q->bk = malloc(TSIM_EVQ_SPAN * sizeof *q->bk);
     q->capnd = 1024;
     q->nd = calloc(q->capnd, sizeof *q->nd); /* node EVQ_NONE: key 0 */
@@ -54,6 +56,7 @@ static void far_push(evq *q, const ev *v)
         i = up;
     }
     q->far[i] = *v;
+    q->far_due = q->far[0].t - (TSIM_EVQ_SPAN - 1); /* far: t >= cur + SPAN, no wrap */
 }
 
 static ev far_pop(evq *q)
@@ -70,6 +73,7 @@ static ev far_pop(evq *q)
         i = m;
     }
     if (n) q->far[i] = last;
+    q->far_due = n ? q->far[0].t - (TSIM_EVQ_SPAN - 1) : UINT64_MAX;
     return top;
 }
 
@@ -97,6 +101,9 @@ static void cal_insert(evq *q, const ev *v)
     evq_bucket *b = &q->bk[idx];
     q->nd[n] = (evq_node){v->key, v->type, v->a, v->b, v->pkt, EVQ_NIL};
     uint32_t prev = EVQ_NIL, at = b->head;
+    /* after the tail, without walking: a push at top's own time comes here
+     * (a saturated cycle's bucket holds hundreds) */
+    if (at != EVQ_NIL && q->nd[b->tail].key <= v->key) prev = b->tail, at = EVQ_NIL;
     while (at != EVQ_NIL && q->nd[at].key <= v->key) {
         prev = at;
         at = q->nd[at].next;
@@ -109,10 +116,22 @@ static void cal_insert(evq *q, const ev *v)
     q->ncal++;
 }
 
-void evq_push_slow(evq *q, const ev *v)
+void evq_push_slow(evq *q, uint64_t t, uint64_t key, uint32_t type, int32_t a, int32_t b,
+                   uint32_t pkt)
 {
-    if (v->t - q->cur < TSIM_EVQ_SPAN) cal_insert(q, v);
-    else far_push(q, v);
+    ev v = {t, key, type, a, b, pkt};
+    if (!q->has_top || t < q->top.t || (t == q->top.t && key < q->top.key)) {
+        /* the new earliest: the old one goes back in (equal keys: after) */
+        ev old = q->top;
+        q->top = v;
+        if (!q->has_top) {
+            q->has_top = 1;
+            return;
+        }
+        v = old;
+    }
+    if (v.t - q->cur < TSIM_EVQ_SPAN) cal_insert(q, &v);
+    else far_push(q, &v);
 }
 
 /* Moves far events that the calendar window [cur, cur + SPAN) now covers. */
@@ -141,47 +160,28 @@ static uint64_t next_offset(const evq *q)
     return 0; /* unreachable while ncal > 0 */
 }
 
-int evq_pop_below_slow(evq *q, uint64_t h, ev *out)
+/* Top's successor beyond cur's bitmap word, or in the heap, or none. */
+void evq_refill_slow(evq *q)
 {
-    if (!q->ncal) {
-        if (!q->nfar || q->far[0].t >= h) return 0;
-        q->cur = q->far[0].t;
-        evq_migrate(q);
+    if (q->ncal) {
+        uint64_t t = q->cur + next_offset(q);
+        evq_take(q, (unsigned)(t & MASK), t, &q->top);
+    } else if (q->nfar) {
+        q->top = far_pop(q); /* t >= cur + SPAN: cur moves when it is popped */
+    } else {
+        q->has_top = 0;
+        q->top.t = UINT64_MAX;
     }
-    uint64_t t = q->cur + next_offset(q);
-    if (t >= h) return 0;
-    if (t != q->cur) {
-        q->cur = t;
-        if (q->nfar && q->far[0].t - q->cur < TSIM_EVQ_SPAN) evq_migrate(q);
-    }
-    evq_take(q, (unsigned)(t & MASK), t, out);
-    return 1;
 }
 
 uint64_t evq_min_time(const evq *q)
 {
-    /* far events lie beyond the calendar's window (migrate keeps it so) */
-    if (q->ncal) return q->cur + next_offset(q);
-    return q->nfar ? q->far[0].t : UINT64_MAX;
+    return q->top.t; /* UINT64_MAX: none */
 }
 
-/* Whether an event lies before t: the bitmap words up to t only, where
- * evq_min_time would scan on to the first event, however far (a blocked
- * processor's engine-run loop asks this at every step, with t just ahead
- * of now). */
+/* Whether an event lies before t (a blocked processor's engine-run loop
+ * asks this at every step, with t just ahead of now). */
 int evq_any_before(const evq *q, uint64_t t)
 {
-    if (q->nfar && q->far[0].t < t) return 1;
-    if (!q->ncal || t <= q->cur) return 0;
-    if (t - q->cur >= TSIM_EVQ_SPAN) return 1;
-    unsigned start = (unsigned)(q->cur & MASK), n = (unsigned)(t - q->cur);
-    for (unsigned w = start / 64, lo = start % 64; n;) {
-        unsigned take = 64 - lo < n ? 64 - lo : n;
-        uint64_t m = (take == 64 ? ~0ull : ((1ull << take) - 1)) << lo;
-        if (q->bits[w] & m) return 1;
-        n -= take;
-        lo = 0;
-        w = (w + 1) % (TSIM_EVQ_SPAN / 64);
-    }
-    return 0;
+    return q->has_top && q->top.t < t;
 }

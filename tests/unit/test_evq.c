@@ -68,11 +68,84 @@ START_TEST(any_before_agrees_with_min)
 }
 END_TEST
 
+/* The queue's order, against a plain list searched for its (time, key)
+ * minimum: pops must come out in that order whatever path they take (the
+ * inline ones, the bitmap scan past cur's word, far events moving in), with
+ * keys pushed in and out of order (engine keys grow; a processor's or a
+ * blocked processor's step may sort before what a bucket holds), bounds
+ * below and above the earliest event, and the window wrapping. */
+typedef struct { uint64_t t, key; } ref_ev;
+
+START_TEST(pops_in_time_key_order)
+{
+    evq q;
+    ck_assert_int_eq(evq_init(&q), 0);
+    static ref_ev ref[1 << 16];
+    size_t nref = 0;
+    uint64_t now = 0, key = 1000000;
+    unsigned pops = 0, far = 0, gaps = 0;
+    for (int round = 0; round < 20000; round++) {
+        int pushes = (int)(next_rand() % 4);
+        for (int i = 0; i < pushes && nref < sizeof ref / sizeof *ref; i++) {
+            uint64_t r = next_rand(), d, k;
+            if (r % 16 == 0) d = TSIM_EVQ_SPAN - 8 + r % (3 * TSIM_EVQ_SPAN), far++;
+            else if (r % 16 == 1) d = 0;
+            else if (r % 16 == 2) d = 64 + (r >> 8) % 300, gaps++; /* past cur's word */
+            else d = (r >> 8) % 40;
+            /* mostly growing keys; some below every engine key, some unique
+             * high ones in any order */
+            uint64_t kr = (r >> 20) % 8;
+            if (kr == 0) k = (r >> 24) % 1000000 * 64 + (uint64_t)(nref % 64);
+            else if (kr == 1) k = (1ull << 62) | ((r >> 24) << 20) | (uint64_t)round;
+            else k = key++;
+            ev v = {now + d, k, (uint32_t)(k & 0xff), (int32_t)(k >> 8 & 0xff), (int32_t)d,
+                    (uint32_t)(k ^ d)};
+            evq_push(&q, &v);
+            ref[nref++] = (ref_ev){v.t, k};
+        }
+        ck_assert_uint_eq(evq_count(&q), nref);
+        uint64_t h = next_rand() % 3 ? now + 1 + next_rand() % 60 : now + next_rand() % (2 * TSIM_EVQ_SPAN);
+        ev out;
+        for (;;) {
+            size_t m = 0;
+            for (size_t i = 1; i < nref; i++)
+                if (ref[i].t < ref[m].t || (ref[i].t == ref[m].t && ref[i].key < ref[m].key)) m = i;
+            int want = nref && ref[m].t < h;
+            int got = evq_pop_below(&q, h, &out);
+            ck_assert_msg(got == want, "pop below %llu: got %d, want %d (earliest %llu)",
+                          (unsigned long long)h, got, want,
+                          nref ? (unsigned long long)ref[m].t : 0ull);
+            if (!got) break;
+            ck_assert_msg(out.t == ref[m].t && out.key == ref[m].key,
+                          "pop %u: got (%llu, %llu), want (%llu, %llu)", pops,
+                          (unsigned long long)out.t, (unsigned long long)out.key,
+                          (unsigned long long)ref[m].t, (unsigned long long)ref[m].key);
+            ck_assert_uint_eq(out.type, (uint32_t)(out.key & 0xff));
+            ck_assert_int_eq(out.a, (int32_t)(out.key >> 8 & 0xff));
+            ck_assert_uint_eq(out.pkt, (uint32_t)(out.key ^ (uint64_t)out.b));
+            ref[m] = ref[--nref];
+            now = out.t;
+            pops++;
+        }
+        if (!nref) now = h;
+    }
+    printf("evq order: %u pops (%u far pushes, %u past cur's word) came out in (time, key) order, "
+           "the window wrapped %llu times\n",
+           pops, far, gaps, (unsigned long long)(now / TSIM_EVQ_SPAN));
+    evq_free(&q);
+}
+END_TEST
+
 Suite *evq_suite(void)
 {
     Suite *s = suite_create("evq");
     TCase *tc = tcase_create("any_before");
     tcase_add_test(tc, any_before_agrees_with_min);
+    tcase_set_timeout(tc, 60); /* millions of questions: seconds under a sanitizer on a loaded host */
     suite_add_tcase(s, tc);
+    TCase *to = tcase_create("order");
+    tcase_add_test(to, pops_in_time_key_order);
+    tcase_set_timeout(to, 60);
+    suite_add_tcase(s, to);
     return s;
 }
