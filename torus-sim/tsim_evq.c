@@ -173,15 +173,3 @@ void evq_refill_slow(evq *q)
         q->top.t = UINT64_MAX;
     }
 }
-
-uint64_t evq_min_time(const evq *q)
-{
-    return q->top.t; /* UINT64_MAX: none */
-}
-
-/* Whether an event lies before t (a blocked processor's engine-run loop
- * asks this at every step, with t just ahead of now). */
-int evq_any_before(const evq *q, uint64_t t)
-{
-    return q->has_top && q->top.t < t;
-}

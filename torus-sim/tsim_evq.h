@@ -152,8 +152,11 @@ static inline int evq_pop_below(evq *q, uint64_t h, ev *out)
     return 1;
 }
 static inline size_t evq_count(const evq *q) { return (size_t)q->has_top + q->ncal + q->nfar; }
-/* Time of the earliest event, UINT64_MAX if none. */
-uint64_t evq_min_time(const evq *q);
-int evq_any_before(const evq *q, uint64_t t);
+/* Time of the earliest event, UINT64_MAX if none: top's. */
+static inline uint64_t evq_min_time(const evq *q) { return q->top.t; }
+/* Whether an event lies before t. Inline: a blocked processor's
+ * engine-run loop asks it at every step, with t just ahead of now (an MPI
+ * stream asks it about 13 times a packet). */
+static inline int evq_any_before(const evq *q, uint64_t t) { return q->has_top && q->top.t < t; }
 
 #endif
