@@ -30,6 +30,7 @@ static uint64_t proc_key(int proc, int ring, uint32_t seq)
 }
 
 uint64_t eng_proc_key(int proc, int ring, uint32_t seq) { return proc_key(proc, ring, seq); }
+uint64_t eng_proxy_key(int proc) { return KEY_PROXY | (uint64_t)proc; }
 
 void ev_push_proxy(tsim_engine *e, uint64_t t, int proc)
 {
@@ -459,21 +460,42 @@ static double now_s(void)
 }
 
 /* Long runs say how far simulated time has got (stderr, host-timed). */
-static void report_progress(tsim_engine *e, double t0, double *next)
+static void report_progress(tsim_engine *e)
 {
-    double t = now_s();
-    if (t < *next) return;
-    *next = t + e->seg->progress_secs;
+    double t = now_s(), t0 = e->prog_t0;
+    if (t < e->prog_next) return;
+    e->prog_next = t + e->seg->progress_secs;
     fprintf(stderr, "bglemu: %.0f s: simulated %llu cycles (%.1f us), %llu packets delivered\n",
             t - t0, (unsigned long long)e->now, (double)e->now / (double)e->prm.clock_mhz,
             (unsigned long long)e->delivered);
+}
+
+int eng_run_before(tsim_engine *e, uint64_t t, uint64_t key)
+{
+    if (t >= e->stop || e->nest_t != UINT64_MAX) return 0; /* one at a time: no deep recursion */
+    e->nest_t = t;
+    ev v;
+    for (;;) {
+        const ev *top = &e->q.top; /* none: t UINT64_MAX */
+        if (top->t > t || (top->t == t && top->key > key)) break;
+        if (!evq_pop_below(&e->q, e->stop, &v)) break; /* a wake ended the run */
+        e->events++;
+        process(e, &v);
+        if (!(e->events & 0xffff) && e->seg->progress_secs) report_progress(e);
+    }
+    e->nest_t = UINT64_MAX;
+    const ev *top = &e->q.top;
+    if (t >= e->stop || top->t < t || (top->t == t && top->key <= key)) return 0;
+    e->now = t;
+    return 1;
 }
 
 int tsim_engine_run(tsim_engine *e, tsim_result *res)
 {
     tsim_seg *s = e->seg;
     double t0 = now_s();
-    double next_progress = t0 + s->progress_secs;
+    e->prog_t0 = t0;
+    e->prog_next = t0 + s->progress_secs;
     for (int i = 0; i < e->nprocs; i++)
         e->ep[i].engine_driven = atomic_load(&s->procs[i].state) == TSIM_P_ENGINE;
     start_sources(e);
@@ -505,7 +527,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
             while (evq_pop_below(&e->q, e->stop, &v)) {
                 e->events++;
                 process(e, &v);
-                if (!(e->events & 0xffff) && s->progress_secs) report_progress(e, t0, &next_progress);
+                if (!(e->events & 0xffff) && s->progress_secs) report_progress(e);
                 progress = 1;
             }
             if (e->stop != stop) continue;
@@ -537,7 +559,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
         }
         if (!progress) {
         sleep:
-            if (s->progress_secs) report_progress(e, t0, &next_progress);
+            if (s->progress_secs) report_progress(e);
             /* running processors kick only once their clock passes this
              * (packetlayer/pl.c); one whose clock moved after we looked may
              * have read an older value and not kicked: look again after
@@ -609,6 +631,7 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
     e->ep = calloc((size_t)e->nprocs, sizeof *e->ep);
     e->freelist = NIL;
     e->trace_at = UINT64_MAX;
+    e->nest_t = UINT64_MAX;
     atomic_store(&e->violation_proc, -1);
     const char *px = getenv("BGLEMU_PROXY");
     e->prx_off = px && strcmp(px, "0") == 0;
