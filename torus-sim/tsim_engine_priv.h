@@ -227,7 +227,12 @@ struct tsim_engine {
     /* A blocked processor's step waiting, outside the queue, while the
      * engine runs the events before it (eng_run_before): its time, or
      * UINT64_MAX. It counts as a queued event for prx_settled. */
-    uint64_t nest_t;
+    uint64_t nest_t, nest_key;
+    /* prx_arm from the end of an event's processing (trigger_last): a step
+     * that would be the next event popped is held here, not queued, and
+     * runs at once (-1: none) */
+    int prx_defer, defer_proc;
+    uint64_t defer_t;
     double prog_t0, prog_next; /* report_progress's clock, for the runs of both */
     int deadlock, aborted;
     /* What a processor wrote that it could not have written honestly
@@ -289,6 +294,9 @@ void eng_publish_quiet(tsim_engine *e);
  * that event's pop would make it), 0 if the run ended first (a wake) or t
  * lies beyond it: the caller then queues its event. */
 int eng_run_before(tsim_engine *e, uint64_t t, uint64_t key);
+/* Within trigger_last: 1 if an event (t, key) would be the next one
+ * popped; it is then the caller's to hold (defer_proc), not queued. */
+int eng_take_next(tsim_engine *e, uint64_t t, uint64_t key);
 
 /* tsim_tree.c: the collective network and the global interrupt. */
 int tree_new(tsim_engine *e);

@@ -192,6 +192,10 @@ void prx_arm(tsim_engine *e, int proc, uint64_t t)
     prx_state *x = &e->ep[proc].prx;
     if (x->armed) return;
     x->armed = 1;
+    if (eng_take_next(e, t, eng_proxy_key(proc))) {
+        e->defer_proc = proc;
+        return;
+    }
     ev_push_proxy(e, t, proc);
 }
 
@@ -615,8 +619,8 @@ int prx_ready(tsim_engine *e, int proc)
         int f = __builtin_ctz(m);
         if (e->ep[proc].rec_head[f] != atomic_load(&p->rec[f].tail)) return 1;
     }
-    for (int f = 0; f < TSIM_NINJ; f++)
-        if ((x->inj_full & (1u << f)) && prx_room(&p->inj[f]) >= TSIM_MAX_CHUNKS) return 1;
+    for (uint32_t m = x->inj_full & ((1u << TSIM_NINJ) - 1); m; m &= m - 1) /* those found full */
+        if (prx_room(&p->inj[__builtin_ctz(m)]) >= TSIM_MAX_CHUNKS) return 1;
     return 0;
 }
 
