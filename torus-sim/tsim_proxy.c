@@ -611,6 +611,29 @@ static int poll_once(tsim_engine *e, int proc)
     return 1;
 }
 
+/* An advance that moved nothing, with nothing in the reception FIFOs, is
+ * followed by ones just like it (the same full FIFOs passed over, the same
+ * empty poll, poll_cycles later each) for as long as their view is
+ * settled with no event before it: nothing can change what they see. The
+ * loop's next advances up to that point, short of the last empty one
+ * before it blocks, are done at once (a sender waiting for room makes
+ * several a packet in an MPI stream). */
+static void skip_empty(tsim_engine *e, int proc)
+{
+    prx_state *x = &e->ep[proc].prx;
+    uint64_t pc = e->prm.poll_cycles, lim = e->h;
+    if (e->ep[proc].rec_pending || !pc || x->polls - x->empties < 2) return;
+    if (e->q.top.t < lim) lim = e->q.top.t; /* none: UINT64_MAX */
+    if (e->nest_t < lim) lim = e->nest_t;
+    if (x->vt > lim) return;
+    /* advances at vt, vt + pc, ... up to lim, each ending with ++empties < polls */
+    uint64_t k = (lim - x->vt) / pc + 1, most = x->polls - 1 - x->empties;
+    if (k > most) k = most;
+    x->vt += k * pc;
+    x->empties += (uint32_t)k;
+    if (x->nring) x->ring_pos = (uint32_t)((x->ring_pos + k) % x->nring);
+}
+
 int prx_ready(tsim_engine *e, int proc)
 {
     prx_state *x = &e->ep[proc].prx;
@@ -677,6 +700,7 @@ void prx_step(tsim_engine *e, int proc)
             }
             if (!x->flat && ++x->empties < x->polls) {
                 enter(x, PH_SP_HEAD);
+                skip_empty(e, proc);
                 break;
             }
             enter(x, PH_BLOCKED); /* ml_idle: blocks until a packet or room */
