@@ -34,7 +34,7 @@ uint64_t eng_proxy_key(int proc) { return KEY_PROXY | (uint64_t)proc; }
 
 void ev_push_proxy(tsim_engine *e, uint64_t t, int proc)
 {
-    ev_push_key(e, t, KEY_PROXY | (uint64_t)proc, EV_PROXY, proc, 0, 0);
+    evq_push_low(&e->q, t, KEY_PROXY | (uint64_t)proc, EV_PROXY, proc, 0, 0);
 }
 
 /* ---- processors ------------------------------------------------------ */
