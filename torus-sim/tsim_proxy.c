@@ -559,6 +559,7 @@ static int poll_once(tsim_engine *e, int proc)
 {
     prx_state *x = &e->ep[proc].prx;
     tsim_proc *p = &e->seg->procs[proc];
+    if (!e->ep[proc].rec_pending) return 0; /* nothing delivered: a sender's polls, mostly */
     int best = prx_visible(e, proc);
     if (best < 0) return 0;
     tsim_ring *r = &p->rec[best];
