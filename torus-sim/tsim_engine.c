@@ -30,10 +30,11 @@ static uint64_t proc_key(int proc, int ring, uint32_t seq)
 }
 
 uint64_t eng_proc_key(int proc, int ring, uint32_t seq) { return proc_key(proc, ring, seq); }
+uint64_t eng_proxy_key(int proc) { return KEY_PROXY | (uint64_t)proc; }
 
 void ev_push_proxy(tsim_engine *e, uint64_t t, int proc)
 {
-    ev_push_key(e, t, KEY_PROXY | (uint64_t)proc, EV_PROXY, proc, 0, 0);
+    evq_push_low(&e->q, t, KEY_PROXY | (uint64_t)proc, EV_PROXY, proc, 0, 0);
 }
 
 /* ---- processors ------------------------------------------------------ */
@@ -93,6 +94,35 @@ static inline void own_add(_Atomic uint64_t *c, uint64_t x)
     atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + x, memory_order_relaxed);
 }
 
+/* prx_trigger as the last thing an event does: the step it queues, if it
+ * would be the very next event popped, runs at once instead (now its time,
+ * as the pop would make it), with no trip through the queue (about one a
+ * packet in an MPI stream; the queue takes such a push, earlier than its
+ * top, on its slow path). */
+static int trigger_last(tsim_engine *e, int proc, uint64_t t, int rec_fifo)
+{
+    e->prx_defer = 1;
+    int r = prx_trigger(e, proc, t, rec_fifo);
+    e->prx_defer = 0;
+    int d = e->defer_proc;
+    if (d >= 0) {
+        e->defer_proc = -1;
+        e->now = e->defer_t;
+        prx_step(e, d);
+    }
+    return r;
+}
+
+int eng_take_next(tsim_engine *e, uint64_t t, uint64_t key)
+{
+    if (!e->prx_defer || e->defer_proc >= 0 || t >= e->stop) return 0;
+    const ev *top = &e->q.top; /* none: t UINT64_MAX */
+    if (t > top->t || (t == top->t && key >= top->key)) return 0;
+    if (e->nest_t != UINT64_MAX && (t > e->nest_t || (t == e->nest_t && key >= e->nest_key))) return 0;
+    e->defer_t = t;
+    return 1;
+}
+
 void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
 {
     npkt *n = &e->pool[pk];
@@ -127,7 +157,7 @@ void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
     pkt_free(e, pk);
     if (atomic_load(&p->state) == TSIM_P_BLOCKED &&
         (prx_active(e, proc) || (atomic_load(&p->wake_mask) & TSIM_WAKE_REC(fifo))) &&
-        !prx_trigger(e, proc, t + 1, fifo))
+        !trigger_last(e, proc, t + 1, fifo))
         eng_wake(e, proc, t + 1); /* visible to a processor at vt > arrival */
 }
 
@@ -145,9 +175,9 @@ void eng_inj_freed(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t)
     atomic_fetch_add_explicit(&r->tail, 1, memory_order_release);
     if (atomic_load(&p->state) != TSIM_P_BLOCKED) return;
     if (prx_active(e, proc)) {
-        prx_trigger(e, proc, t, -1 - fifo);
+        trigger_last(e, proc, t, -1 - fifo);
     } else if ((atomic_load(&p->wake_mask) & TSIM_WAKE_INJ(fifo)) &&
-               inj_room(r, atomic_load(&p->inj_need)) && !prx_trigger(e, proc, t, -1 - fifo)) {
+               inj_room(r, atomic_load(&p->inj_need)) && !trigger_last(e, proc, t, -1 - fifo)) {
         eng_wake(e, proc, t);
     }
 }
@@ -459,21 +489,43 @@ static double now_s(void)
 }
 
 /* Long runs say how far simulated time has got (stderr, host-timed). */
-static void report_progress(tsim_engine *e, double t0, double *next)
+static void report_progress(tsim_engine *e)
 {
-    double t = now_s();
-    if (t < *next) return;
-    *next = t + e->seg->progress_secs;
+    double t = now_s(), t0 = e->prog_t0;
+    if (t < e->prog_next) return;
+    e->prog_next = t + e->seg->progress_secs;
     fprintf(stderr, "bglemu: %.0f s: simulated %llu cycles (%.1f us), %llu packets delivered\n",
             t - t0, (unsigned long long)e->now, (double)e->now / (double)e->prm.clock_mhz,
             (unsigned long long)e->delivered);
+}
+
+int eng_run_before(tsim_engine *e, uint64_t t, uint64_t key)
+{
+    if (t >= e->stop || e->nest_t != UINT64_MAX) return 0; /* one at a time: no deep recursion */
+    e->nest_t = t;
+    e->nest_key = key;
+    ev v;
+    for (;;) {
+        const ev *top = &e->q.top; /* none: t UINT64_MAX */
+        if (top->t > t || (top->t == t && top->key > key)) break;
+        if (!evq_pop_below(&e->q, e->stop, &v)) break; /* a wake ended the run */
+        e->events++;
+        process(e, &v);
+        if (!(e->events & 0xffff) && e->seg->progress_secs) report_progress(e);
+    }
+    e->nest_t = UINT64_MAX;
+    const ev *top = &e->q.top;
+    if (t >= e->stop || top->t < t || (top->t == t && top->key <= key)) return 0;
+    e->now = t;
+    return 1;
 }
 
 int tsim_engine_run(tsim_engine *e, tsim_result *res)
 {
     tsim_seg *s = e->seg;
     double t0 = now_s();
-    double next_progress = t0 + s->progress_secs;
+    e->prog_t0 = t0;
+    e->prog_next = t0 + s->progress_secs;
     for (int i = 0; i < e->nprocs; i++)
         e->ep[i].engine_driven = atomic_load(&s->procs[i].state) == TSIM_P_ENGINE;
     start_sources(e);
@@ -505,7 +557,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
             while (evq_pop_below(&e->q, e->stop, &v)) {
                 e->events++;
                 process(e, &v);
-                if (!(e->events & 0xffff) && s->progress_secs) report_progress(e, t0, &next_progress);
+                if (!(e->events & 0xffff) && s->progress_secs) report_progress(e);
                 progress = 1;
             }
             if (e->stop != stop) continue;
@@ -537,7 +589,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
         }
         if (!progress) {
         sleep:
-            if (s->progress_secs) report_progress(e, t0, &next_progress);
+            if (s->progress_secs) report_progress(e);
             /* running processors kick only once their clock passes this
              * (packetlayer/pl.c); one whose clock moved after we looked may
              * have read an older value and not kicked: look again after
@@ -609,6 +661,8 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
     e->ep = calloc((size_t)e->nprocs, sizeof *e->ep);
     e->freelist = NIL;
     e->trace_at = UINT64_MAX;
+    e->nest_t = UINT64_MAX;
+    e->defer_proc = -1;
     atomic_store(&e->violation_proc, -1);
     const char *px = getenv("BGLEMU_PROXY");
     e->prx_off = px && strcmp(px, "0") == 0;

@@ -224,6 +224,16 @@ struct tsim_engine {
     uint64_t woke_min; /* lowest clock a wake set this round */
     uint64_t h;        /* this round's horizon: processors act at or after it */
     uint64_t stop;     /* the run loop's bound for its current run of events (tsim_engine.c) */
+    /* A blocked processor's step waiting, outside the queue, while the
+     * engine runs the events before it (eng_run_before): its time, or
+     * UINT64_MAX. It counts as a queued event for prx_settled. */
+    uint64_t nest_t, nest_key;
+    /* prx_arm from the end of an event's processing (trigger_last): a step
+     * that would be the next event popped is held here, not queued, and
+     * runs at once (-1: none) */
+    int prx_defer, defer_proc;
+    uint64_t defer_t;
+    double prog_t0, prog_next; /* report_progress's clock, for the runs of both */
     int deadlock, aborted;
     /* What a processor wrote that it could not have written honestly
      * (drain's checks): the processor, -1 for none, and what. The engine
@@ -278,6 +288,15 @@ int prx_tree_trigger(tsim_engine *e, int proc, uint64_t t, uint32_t bits);
 /* tsim_quiet.c: tells each running processor how far its own empty polls
  * need no round trip to the engine (tsim_proc.quiet). */
 void eng_publish_quiet(tsim_engine *e);
+/* Processes, in order, every queued event before (t, key) within the
+ * current run of events (t below its stop), as the run loop would before
+ * an EV_PROXY of that time and key: 1 if none remains (now is then t, as
+ * that event's pop would make it), 0 if the run ended first (a wake) or t
+ * lies beyond it: the caller then queues its event. */
+int eng_run_before(tsim_engine *e, uint64_t t, uint64_t key);
+/* Within trigger_last: 1 if an event (t, key) would be the next one
+ * popped; it is then the caller's to hold (defer_proc), not queued. */
+int eng_take_next(tsim_engine *e, uint64_t t, uint64_t key);
 
 /* tsim_tree.c: the collective network and the global interrupt. */
 int tree_new(tsim_engine *e);
@@ -318,6 +337,8 @@ void eng_wake(tsim_engine *e, int proc, uint64_t t);
 void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t);
 void eng_inj_freed(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t);
 uint64_t eng_proc_key(int proc, int ring, uint32_t seq);
+/* The key of processor proc's EV_PROXY events. */
+uint64_t eng_proxy_key(int proc);
 /* Ends the job for something processor proc wrote (mpirun names it). */
 void eng_violation(tsim_engine *e, int proc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -192,6 +192,10 @@ void prx_arm(tsim_engine *e, int proc, uint64_t t)
     prx_state *x = &e->ep[proc].prx;
     if (x->armed) return;
     x->armed = 1;
+    if (eng_take_next(e, t, eng_proxy_key(proc))) {
+        e->defer_proc = proc;
+        return;
+    }
     ev_push_proxy(e, t, proc);
 }
 
@@ -322,11 +326,12 @@ int prx_start(tsim_engine *e, int proc)
 
 /* The processor's view at vt is final once nothing before vt can still
  * happen: no queued event is earlier (this step's own key is the lowest of
- * its time) and no processor can inject before the horizon. Steps whose
- * view is final run at once instead of as events of their own. */
+ * its time; a step waiting in eng_run_before counts as one) and no
+ * processor can inject before the horizon. Steps whose view is final run
+ * at once instead of as events of their own. */
 int prx_settled(tsim_engine *e, uint64_t vt)
 {
-    return vt <= e->now || (vt <= e->h && !evq_any_before(&e->q, vt));
+    return vt <= e->now || (vt <= e->h && !evq_any_before(&e->q, vt) && e->nest_t >= vt);
 }
 
 int prx_trigger(tsim_engine *e, int proc, uint64_t t, int rec_fifo)
@@ -554,6 +559,7 @@ static int poll_once(tsim_engine *e, int proc)
 {
     prx_state *x = &e->ep[proc].prx;
     tsim_proc *p = &e->seg->procs[proc];
+    if (!e->ep[proc].rec_pending) return 0; /* nothing delivered: a sender's polls, mostly */
     int best = prx_visible(e, proc);
     if (best < 0) return 0;
     tsim_ring *r = &p->rec[best];
@@ -606,6 +612,29 @@ static int poll_once(tsim_engine *e, int proc)
     return 1;
 }
 
+/* An advance that moved nothing, with nothing in the reception FIFOs, is
+ * followed by ones just like it (the same full FIFOs passed over, the same
+ * empty poll, poll_cycles later each) for as long as their view is
+ * settled with no event before it: nothing can change what they see. The
+ * loop's next advances up to that point, short of the last empty one
+ * before it blocks, are done at once (a sender waiting for room makes
+ * several a packet in an MPI stream). */
+static void skip_empty(tsim_engine *e, int proc)
+{
+    prx_state *x = &e->ep[proc].prx;
+    uint64_t pc = e->prm.poll_cycles, lim = e->h;
+    if (e->ep[proc].rec_pending || !pc || x->polls - x->empties < 2) return;
+    if (e->q.top.t < lim) lim = e->q.top.t; /* none: UINT64_MAX */
+    if (e->nest_t < lim) lim = e->nest_t;
+    if (x->vt > lim) return;
+    /* advances at vt, vt + pc, ... up to lim, each ending with ++empties < polls */
+    uint64_t k = (lim - x->vt) / pc + 1, most = x->polls - 1 - x->empties;
+    if (k > most) k = most;
+    x->vt += k * pc;
+    x->empties += (uint32_t)k;
+    if (x->nring) x->ring_pos = (uint32_t)((x->ring_pos + k) % x->nring);
+}
+
 int prx_ready(tsim_engine *e, int proc)
 {
     prx_state *x = &e->ep[proc].prx;
@@ -614,8 +643,8 @@ int prx_ready(tsim_engine *e, int proc)
         int f = __builtin_ctz(m);
         if (e->ep[proc].rec_head[f] != atomic_load(&p->rec[f].tail)) return 1;
     }
-    for (int f = 0; f < TSIM_NINJ; f++)
-        if ((x->inj_full & (1u << f)) && prx_room(&p->inj[f]) >= TSIM_MAX_CHUNKS) return 1;
+    for (uint32_t m = x->inj_full & ((1u << TSIM_NINJ) - 1); m; m &= m - 1) /* those found full */
+        if (prx_room(&p->inj[__builtin_ctz(m)]) >= TSIM_MAX_CHUNKS) return 1;
     return 0;
 }
 
@@ -634,6 +663,10 @@ void prx_step(tsim_engine *e, int proc)
     }
     for (;;) {
         if (!prx_settled(e, x->vt)) { /* what it sees at vt needs the engine at vt */
+            /* the events before its step's (vt, key) run now, as they
+             * would before that step's EV_PROXY, which then need not be
+             * queued and popped (about five a packet in an MPI stream) */
+            if (eng_run_before(e, x->vt, eng_proxy_key(proc))) continue;
             prx_arm(e, proc, x->vt);
             return;
         }
@@ -668,6 +701,7 @@ void prx_step(tsim_engine *e, int proc)
             }
             if (!x->flat && ++x->empties < x->polls) {
                 enter(x, PH_SP_HEAD);
+                skip_empty(e, proc);
                 break;
             }
             enter(x, PH_BLOCKED); /* ml_idle: blocks until a packet or room */

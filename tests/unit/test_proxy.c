@@ -27,6 +27,8 @@ typedef struct job {
     int fan;        /* rank 0 sends message k to rank k + 1, all at once (several peers) */
     int a2a;        /* every rank sends one message to each other rank, all at once
                        (MSGS = NR - 1: several peers, several receptions each) */
+    int send_polls; /* the sender waits as the MPI netmod does: this many empty
+                       advances, then blocks describing as many (0: one) */
 } job;
 
 /* Layouts (derived datatypes): sends gathered from pieces of LAY_S bytes,
@@ -106,8 +108,16 @@ static void *rank_main(void *arg)
             m[k].niov = r->sn[k];
         }
         ck_assert_int_eq(ml_send(r->ml, &m[k]), 0);
-        while (r->sent < (j->burst || j->fan || j->a2a ? (k == MSGS - 1 ? MSGS : 0) : k + 1))
-            if (!ml_advance(r->ml) && ml_wait_idle(r->ml, "test: send", 1) != 0) break;
+        unsigned polls = j->send_polls ? (unsigned)j->send_polls : 1, empty = 0;
+        while (r->sent < (j->burst || j->fan || j->a2a ? (k == MSGS - 1 ? MSGS : 0) : k + 1)) {
+            if (ml_advance(r->ml)) {
+                empty = 0;
+                continue;
+            }
+            if (++empty < polls) continue;
+            empty = 0;
+            if (ml_wait_idle(r->ml, "test: send", polls) != 0) break;
+        }
     }
     /* the MPI netmod's loop: four empty advances in a row, then block */
     int empty = 0;
@@ -255,14 +265,14 @@ static void check_same(const job *j, const char *what, int want_read, int want_s
 
 START_TEST(proxy_rendezvous_heater)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0};
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 0};
     check_same(&j, "rendezvous, no coprocessor", 1, 1);
 }
 END_TEST
 
 START_TEST(proxy_rendezvous_coproc)
 {
-    job j = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0, 0};
+    job j = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0, 0, 0};
     check_same(&j, "rendezvous, coprocessor receives", 1, 1);
 }
 END_TEST
@@ -272,7 +282,7 @@ END_TEST
  * part's packets sent by the engine for the blocked sender. */
 START_TEST(proxy_rendezvous_coproc_split)
 {
-    job j = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 1 << 20, 0, 16, 0, 0, 0, 0};
+    job j = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 1 << 20, 0, 16, 0, 0, 0, 0, 0};
     check_same(&j, "rendezvous 1 MiB, split (offset 16)", 1, 1);
 }
 END_TEST
@@ -280,7 +290,7 @@ END_TEST
 START_TEST(proxy_rendezvous_coproc_split_odd)
 {
     /* 300,001 bytes one after another: every message its own head and tail */
-    job j = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300001, 1, 16, 0, 0, 0, 0};
+    job j = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300001, 1, 16, 0, 0, 0, 0, 0};
     check_same(&j, "rendezvous, split, odd lengths, both ways", 1, 1);
 }
 END_TEST
@@ -289,33 +299,49 @@ END_TEST
  * sends to and receives from three others, buffers at odd offsets. */
 START_TEST(proxy_rendezvous_coproc_split_a2a)
 {
-    job j = {ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 30001, 0, 3, 0, 0, 0, 1};
+    job j = {ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 30001, 0, 3, 0, 0, 0, 1, 0};
     check_same(&j, "rendezvous, split, all to all, odd", 1, 1);
     /* 4,593 bytes at offset 3: head 29, whole lines 4,544 (the last packet
      * 224), tail 20 — a packet cut only at the message's end would straddle
      * the cpus (the engine's description of a part must end it) */
-    job k = {ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 4593, 0, 3, 1, 0, 0, 1};
+    job k = {ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 4593, 0, 3, 1, 0, 0, 1, 0};
     check_same(&k, "the same, 4593 B, loop handed over", 1, 1);
+}
+END_TEST
+
+/* A sender waiting for room whose loop makes several empty advances before
+ * it blocks, as the MPI netmod's does: the engine does a run of such
+ * advances, each the same as the last, at once while no event can come
+ * before them (tsim_proxy.c, skip_empty). */
+START_TEST(proxy_sender_polls)
+{
+    job i = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 4};
+    check_same(&i, "rendezvous, sender polls 4", 1, 1);
+    /* room comes back within a run of 16: the run must stop short of it */
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 16};
+    check_same(&j, "rendezvous, sender polls 16", 1, 1);
+    job k = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 1, 16, 0, 1, 0, 0, 6};
+    check_same(&k, "eager both ways, burst, sender polls 6", 1, 1);
 }
 END_TEST
 
 START_TEST(proxy_eager)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 0, 0};
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 0, 0, 0};
     check_same(&j, "eager", 1, 1);
 }
 END_TEST
 
 START_TEST(proxy_adaptive)
 {
-    job j = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 0, 0};
+    job j = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 0, 0, 0};
     check_same(&j, "adaptive eager, two hops", 1, 1);
 }
 END_TEST
 
 START_TEST(proxy_bidirectional)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 0, 0, 0, 0};
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 0, 0, 0, 0, 0};
     check_same(&j, "rendezvous both ways", 1, 1);
 }
 END_TEST
@@ -323,7 +349,7 @@ END_TEST
 START_TEST(proxy_vn_fallback)
 {
     setenv("BGLEMU_VN_NOCOPY", "1", 1); /* VN data over the scratchpad */
-    job j = {ML_MODE_VN, 2, {1, 1, 1}, 2, ML_VN, 50000, 0, 16, 0, 0, 0, 0};
+    job j = {ML_MODE_VN, 2, {1, 1, 1}, 2, ML_VN, 50000, 0, 16, 0, 0, 0, 0, 0};
     check_same(&j, "VN without the direct copy", 1, 1);
     unsetenv("BGLEMU_VN_NOCOPY");
 }
@@ -331,29 +357,29 @@ END_TEST
 
 START_TEST(proxy_delegated_loop)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 1, 0, 0, 0};
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 1, 0, 0, 0, 0};
     check_same(&j, "rendezvous both ways, loop handed over", 1, 1);
-    job k = {ML_MODE_CO, 2, {2, 2, 1}, 1, ML_ONEPKT, 100, 1, 16, 1, 0, 0, 0};
+    job k = {ML_MODE_CO, 2, {2, 2, 1}, 1, ML_ONEPKT, 100, 1, 16, 1, 0, 0, 0, 0};
     check_same(&k, "one-packet both ways, loop handed over", 0, 0);
 }
 END_TEST
 
 START_TEST(proxy_several_peers)
 {
-    job j = {ML_MODE_HEATER, 4, {2, 2, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 1, 0};
+    job j = {ML_MODE_HEATER, 4, {2, 2, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 1, 0, 0};
     check_same(&j, "eager to three peers at once", 1, 1);
-    job k = {ML_MODE_HEATER, 4, {4, 1, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 1, 0};
+    job k = {ML_MODE_HEATER, 4, {4, 1, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 1, 0, 0};
     check_same(&k, "adaptive eager to three peers at once", 1, 1);
-    job l = {ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 50000, 0, 16, 1, 0, 1, 0};
+    job l = {ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 50000, 0, 16, 1, 0, 1, 0, 0};
     check_same(&l, "rendezvous to three peers, handed over", 1, 1);
 }
 END_TEST
 
 START_TEST(proxy_several_going_out)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0, 0};
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0, 0, 0};
     check_same(&j, "three rendezvous at once, both ways", 1, 1);
-    job k = {ML_MODE_VN, 4, {2, 1, 1}, 2, ML_RZV, 30000, 1, 16, 0, 1, 0, 0};
+    job k = {ML_MODE_VN, 4, {2, 1, 1}, 2, ML_RZV, 30000, 1, 16, 0, 1, 0, 0, 0};
     check_same(&k, "three rendezvous at once, VN mode", 1, 1);
 }
 END_TEST
@@ -363,16 +389,16 @@ END_TEST
 START_TEST(proxy_layouts)
 {
     g_layout = 1;
-    job a = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0};
+    job a = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 0};
     check_same(&a, "layouts: rendezvous", 1, 1);
-    job b = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0, 0};
+    job b = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0, 0, 0};
     check_same(&b, "layouts: rendezvous, coprocessor", 1, 1);
-    job c = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 0, 0};
+    job c = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 0, 0, 0};
     check_same(&c, "layouts: adaptive eager, two hops", 1, 1);
-    job d = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0, 0};
+    job d = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0, 0, 0};
     check_same(&d, "layouts: three rendezvous, both ways", 1, 1);
     setenv("BGLEMU_VN_NOCOPY", "1", 1);
-    job v = {ML_MODE_VN, 2, {1, 1, 1}, 2, ML_VN, 50000, 0, 16, 0, 0, 0, 0};
+    job v = {ML_MODE_VN, 2, {1, 1, 1}, 2, ML_VN, 50000, 0, 16, 0, 0, 0, 0, 0};
     check_same(&v, "layouts: VN over the scratchpad", 1, 1);
     unsetenv("BGLEMU_VN_NOCOPY");
     g_layout = 0;
@@ -409,15 +435,15 @@ static void check_staged(const job *j, const char *what)
 START_TEST(proxy_layouts_staged)
 {
     g_layout = 1;
-    job a = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0};
+    job a = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 0};
     check_staged(&a, "staged: rendezvous");
-    job b = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0, 0};
+    job b = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0, 0, 0};
     check_staged(&b, "staged: rendezvous, coprocessor");
-    job c = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 0, 0};
+    job c = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 0, 0, 0};
     check_staged(&c, "staged: adaptive eager, two hops");
-    job d = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0, 0};
+    job d = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0, 0, 0};
     check_staged(&d, "staged: three rendezvous, both ways");
-    job e = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 0, 0};
+    job e = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 0, 0, 0};
     check_staged(&e, "staged: eager");
     g_layout = 0;
 }
@@ -426,7 +452,7 @@ END_TEST
 /* Loops handed over that the engine refuses run on their ranks at once. */
 START_TEST(proxy_refused)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 1, 0, 0, 0};
+    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 1, 0, 0, 0, 0};
     outcome a, b;
     run(&j, 0, &a);
     run(&j, -1, &b);
@@ -451,6 +477,7 @@ Suite *proxy_suite(void)
     tcase_add_test(tc, proxy_rendezvous_coproc_split_odd);
     tcase_add_test(tc, proxy_rendezvous_coproc_split_a2a);
     tcase_add_test(tc, proxy_eager);
+    tcase_add_test(tc, proxy_sender_polls);
     tcase_add_test(tc, proxy_adaptive);
     tcase_add_test(tc, proxy_bidirectional);
     tcase_add_test(tc, proxy_vn_fallback);
