@@ -34,7 +34,7 @@ uint64_t eng_proxy_key(int proc) { return KEY_PROXY | (uint64_t)proc; }
 
 void ev_push_proxy(tsim_engine *e, uint64_t t, int proc)
 {
-    evq_push_low(&e->q, t, KEY_PROXY | (uint64_t)proc, EV_PROXY, proc, 0, 0);
+    ev_push_key(e, t, KEY_PROXY | (uint64_t)proc, EV_PROXY, proc, 0, 0);
 }
 
 /* ---- processors ------------------------------------------------------ */
@@ -499,6 +499,15 @@ static void report_progress(tsim_engine *e)
             (unsigned long long)e->delivered);
 }
 
+/* One popped event, counted and processed, as every run of events takes it
+ * (the run loop's and eng_run_before's). */
+static inline __attribute__((always_inline)) void run_one(tsim_engine *e, const ev *v)
+{
+    e->events++;
+    process(e, v);
+    if (!(e->events & 0xffff) && e->seg->progress_secs) report_progress(e);
+}
+
 int eng_run_before(tsim_engine *e, uint64_t t, uint64_t key)
 {
     if (t >= e->stop || e->nest_t != UINT64_MAX) return 0; /* one at a time: no deep recursion */
@@ -509,9 +518,7 @@ int eng_run_before(tsim_engine *e, uint64_t t, uint64_t key)
         const ev *top = &e->q.top; /* none: t UINT64_MAX */
         if (top->t > t || (top->t == t && top->key > key)) break;
         if (!evq_pop_below(&e->q, e->stop, &v)) break; /* a wake ended the run */
-        e->events++;
-        process(e, &v);
-        if (!(e->events & 0xffff) && e->seg->progress_secs) report_progress(e);
+        run_one(e, &v);
     }
     e->nest_t = UINT64_MAX;
     const ev *top = &e->q.top;
@@ -555,16 +562,13 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
             uint64_t stop = h < e->trace_at ? h : e->trace_at;
             e->stop = stop;
             while (evq_pop_below(&e->q, e->stop, &v)) {
-                e->events++;
-                process(e, &v);
-                if (!(e->events & 0xffff) && s->progress_secs) report_progress(e);
+                run_one(e, &v);
                 progress = 1;
             }
             if (e->stop != stop) continue;
             if (stop == h || !evq_pop_below(&e->q, h, &v)) break;
             tsim_trace_tick(e, v.t); /* nothing lies before trace_at: v.t is at or after it */
-            e->events++;
-            process(e, &v);
+            run_one(e, &v);
             progress = 1;
         }
         if (h != UINT64_MAX) publish_done(e, h);

@@ -134,27 +134,6 @@ void evq_push_slow(evq *q, uint64_t t, uint64_t key, uint32_t type, int32_t a, i
     else far_push(q, &v);
 }
 
-void evq_push_low(evq *q, uint64_t t, uint64_t key, uint32_t type, int32_t a, int32_t b,
-                  uint32_t pkt)
-{
-    if (t > q->top.t && t - q->cur < TSIM_EVQ_SPAN && q->freel != EVQ_NIL) {
-        unsigned idx = (unsigned)(t & MASK);
-        evq_bucket *bk = &q->bk[idx];
-        if (bk->head == EVQ_NIL || q->nd[bk->head].key > key) { /* equal keys: after, the general way */
-            uint32_t n = q->freel;
-            evq_node *x = &q->nd[n];
-            q->freel = x->next;
-            *x = (evq_node){key, type, a, b, pkt, bk->head};
-            if (bk->head == EVQ_NIL) bk->tail = n;
-            bk->head = n;
-            q->bits[idx / 64] |= 1ull << (idx % 64);
-            q->ncal++;
-            return;
-        }
-    }
-    evq_push_slow(q, t, key, type, a, b, pkt);
-}
-
 /* Moves far events that the calendar window [cur, cur + SPAN) now covers. */
 void evq_migrate(evq *q)
 {

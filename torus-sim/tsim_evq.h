@@ -78,11 +78,6 @@ void evq_free(evq *q);
 void evq_push_slow(evq *q, uint64_t t, uint64_t key, uint32_t type, int32_t a, int32_t b,
                    uint32_t pkt);
 void evq_refill_slow(evq *q);
-/* A push whose key is likely below every key its bucket holds (a blocked
- * processor's step: the lowest key of its time): put first in the bucket
- * at once when it is; anything else takes evq_push's general path. */
-void evq_push_low(evq *q, uint64_t t, uint64_t key, uint32_t type, int32_t a, int32_t b,
-                  uint32_t pkt);
 
 /* The common cases inline (one event each way per hop): a push later
  * than top that lands in the calendar after every key already in its
