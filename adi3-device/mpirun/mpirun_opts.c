@@ -58,7 +58,8 @@ void mpirun_usage(FILE *f)
           "  --trace-interval CYCLES  link utilization sampling interval (default 5000)\n"
           "  --progress SECONDS a progress line on stderr this often in long runs\n"
           "                     (default 30, 0: off)\n"
-          "  --timeout SECONDS  wall-clock limit, then the job is killed (default 600, 0: none)\n"
+          "  --timeout SECONDS  wall-clock limit, then the job is killed (default none;\n"
+          "                     0: none); a deadlock ends the job without it\n"
           "  --help             this text\n"
           "Ranks get BGLEMU_SEG, BGLEMU_RANK (PMI_RANK under hydra), BGLEMU_NRANKS,\n"
           "BGLMPI_MAPPING and BGLEMU_CLOCK (and BGLEMU_TRACE with --trace).\n"
@@ -123,7 +124,7 @@ void mpirun_parse(int argc, char **argv, mpirun_opts *o)
     o->cpus = 1;
     o->torus[0] = o->torus[1] = o->torus[2] = 1;
     o->mapspec = "XYZT";
-    o->timeout = 600;
+    o->timeout = 0; /* no limit unless asked: deadlocks are detected anyway */
     o->progress = 30;
     o->clock = "cputime";
     o->trace_to = UINT64_MAX;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # mpirun end to end: every bad option and mapping file gives one line naming
 # the file, line and reason and a non-zero exit; good runs in CO and VN with
-# orders and files; cleanup after a crashing rank, SIGINT, SIGKILL and the
-# timeout; the deadlock report; reports identical run after run.
+# orders and files; cleanup after a crashing rank, SIGINT, SIGKILL and an
+# explicit --timeout (none by default); the deadlock report; reports
+# identical run after run.
 # Prints "ok <what>" / "not ok <what>" per check.
 set -u
 BIN=${PREFIX:-$PWD/install}/bin
@@ -58,6 +59,14 @@ if [ $rc -eq 0 ] && grep -q '^usage: mpirun -np N' "$tmp/help" && grep -q -- '-m
   ok "--help prints usage and exits 0"
 else
   bad "--help (exit $rc)"
+fi
+# no wall-clock limit unless asked (issue 25): the --timeout entry, with its
+# continuation lines, says the default is none and names no number of seconds
+to_help=$(sed -n '/^  --timeout /,/^  --[a-z]/p' "$tmp/help" | sed '$d')
+if grep -q 'default none' <<<"$to_help" && ! grep -q 'default [0-9]' <<<"$to_help"; then
+  ok "--help: --timeout has no default limit: $(tr -s ' \n' ' ' <<<"$to_help")"
+else
+  bad "--help: --timeout's default is not none: $to_help"
 fi
 
 # ---- bad options ------------------------------------------------------------
@@ -292,12 +301,27 @@ else
   for k in $alive; do kill -KILL "$k"; done
 fi
 
-# ---- timeout ----------------------------------------------------------------
+# ---- timeout: only when asked -----------------------------------------------
+# an explicit --timeout still kills a job that runs too long, at once
+t0=$(date +%s)
 run mpirun -np 2 --timeout 1 tp_idle 60
-if [ "$rc" -eq 124 ] && grep -q 'timeout' <<<"$out" && [ -z "$(leftovers $pid)" ]; then
-  ok "--timeout 1: job killed, exit 124, nothing left"
+secs=$(( $(date +%s) - t0 ))
+if [ "$rc" -eq 124 ] && [ "$secs" -lt 10 ] &&
+   grep -q '^mpirun: timeout after 1 s: killing the job$' <<<"$out" &&
+   grep -q '^mpirun: job killed: wall-clock timeout of 1 s$' <<<"$out" && [ -z "$(leftovers $pid)" ]; then
+  ok "--timeout 1 on a 60 s job: killed after ${secs} s, exit 124, nothing left"
 else
-  bad "timeout: exit $rc: $out"
+  bad "timeout: exit $rc after ${secs} s: $out"
+fi
+# 0 is no limit, not a deadline of now; nor is the default a limit: jobs
+# longer than the 1 s above run to their end
+run mpirun -np 2 --timeout 0 tp_idle 1.5
+rc0=$rc; out0=$out
+run mpirun -np 2 tp_idle 1.5
+if [ "$rc0" -eq 0 ] && [ "$rc" -eq 0 ] && ! grep -q 'timeout' <<<"$out0$out"; then
+  ok "--timeout 0 and no --timeout: a 1.5 s job runs to its end, exit 0"
+else
+  bad "no timeout: exit $rc0 / $rc: $out0 $out"
 fi
 
 # ---- deadlock ---------------------------------------------------------------
