@@ -1,9 +1,10 @@
 /* collectives internals: state shared by coll_core.c, coll_bcast.c,
- * coll_a2a.c and coll_p2p.c. */
+ * coll_a2a.c, coll_p2p.c, coll_tree.c and coll_tree_encode.c. */
 #ifndef COLL_INTERNAL_H
 #define COLL_INTERNAL_H
 
 #include "coll.h"
+#include "coll_tree.h"
 #include "../torus-sim/tsim_layout.h"
 
 /* Software header of a collective packet (8 bytes, little endian):
@@ -135,6 +136,52 @@ struct coll_ctx {
  * until its pass takes it; coll_tree_fini frees what is left. */
 void coll_tree_packet(ml_ctx *ml, const tsim_slot *s, void *arg);
 void coll_tree_fini(coll_ctx *c);
+
+/* One pass through the collective network (coll_tree.c's loop): fill
+ * makes packet w's payload from src, take keeps packet w's result. */
+typedef struct coll_pass coll_pass;
+struct coll_pass {
+    coll_ctx *c;
+    tsim_thdr h;
+    uint32_t npk;
+    void (*fill)(coll_pass *, uint32_t w, uint8_t *pl);        /* NULL: nothing to inject */
+    void (*take)(coll_pass *, uint32_t w, const uint8_t *pl);  /* NULL: nothing to receive */
+    const uint8_t *src;
+    uint8_t *dst; /* NULL: results dropped (reduce, not the root) */
+    size_t count, esz, per;
+    int type, op;
+    size_t width; /* encoded operations: bytes of one ALU operand */
+    int root;     /* broadcast: its message-layer rank; -1: a combine */
+    uint32_t *ex; /* the two-pass sum's exponents */
+    /* a broadcast of a layout: its segments, and per packet the segments
+     * it touches (charged to the root before the packet's first FIFO try,
+     * to every other rank after it is taken); NULL otherwise */
+    const struct iovec *iov;
+    size_t niov;
+    tsim_lcur cur;
+    const uint32_t *segs;
+};
+
+static inline int coll_is_pair(int type) { return type >= COLL_2I32 && type < COLL_NTYPES; }
+
+/* coll_tree_encode.c: a combine's fill and take for each encoding (the
+ * operands' layouts are described there). Wide integers go as they are;
+ * float MAX/MIN through the order-preserving code; float SUM in two
+ * passes, the exponents (ps->ex gets their maximum) then the fixed-point
+ * mantissas; narrow integers, logical operations and the MAXLOC/MINLOC
+ * pairs through the codec, whose operand coll_tree_codec describes. */
+void coll_tree_fill_copy(coll_pass *ps, uint32_t w, uint8_t *pl);
+void coll_tree_take_copy(coll_pass *ps, uint32_t w, const uint8_t *pl);
+void coll_tree_fill_enc(coll_pass *ps, uint32_t w, uint8_t *pl);
+void coll_tree_take_dec(coll_pass *ps, uint32_t w, const uint8_t *pl);
+void coll_tree_fill_exp(coll_pass *ps, uint32_t w, uint8_t *pl);
+void coll_tree_take_exp(coll_pass *ps, uint32_t w, const uint8_t *pl);
+void coll_tree_fill_fx(coll_pass *ps, uint32_t w, uint8_t *pl);
+void coll_tree_take_fx(coll_pass *ps, uint32_t w, const uint8_t *pl);
+/* The operand's width, signedness and ALU operation of an encoded (type, op). */
+void coll_tree_codec(int type, int op, size_t *width, int *sign, int *alu);
+void coll_tree_fill_codec(coll_pass *ps, uint32_t w, uint8_t *pl);
+void coll_tree_take_codec(coll_pass *ps, uint32_t w, const uint8_t *pl);
 
 /* Charges datatype work (layouts' gathers and scatters) to this processor,
  * also counted in its ddt_cycles. */
