@@ -168,4 +168,12 @@ coll_ctx *coll_init_with(ml_ctx *ml, coll_upcall_arg *ua);
  * "prog: why" on stderr. */
 coll_ctx *coll_open_env(const char *prog, coll_upcall_arg *ua, ml_ctx **ml);
 
+/* The loops the engine can run for a blocked rank (torus-sim/tsim_prog.h):
+ * the collectives' programs, registered by coll_engine_register. */
+extern const tsim_prog coll_a2a_prog;  /* the packet-scheduled alltoall (coll_a2a_engine.c) */
+extern const tsim_prog coll_tree_prog; /* a pass through the collective network (coll_tree_engine.c) */
+/* Registers every program of the layers a rank runs (the message layer's
+ * and the collectives'), for mpirun's engine: 0, or -1 if an id is taken. */
+int coll_engine_register(void);
+
 #endif

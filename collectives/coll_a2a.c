@@ -107,39 +107,39 @@ static uint64_t xs(uint64_t *s)
 
 int coll_a2a_wait(coll_ctx *c, const char *why, int *moved)
 {
-    tsim_prx *d = ml_prx_begin(c->ml);
-    if (!d) return coll_block(c, why);
-    tsim_prx_a2a *a = &d->a2a;
-    *a = (tsim_prx_a2a){.peers = (uint64_t)(uintptr_t)c->peers,
-                        .n = (uint32_t)c->grp->n,
-                        .me = (uint32_t)c->grp->me,
-                        .pos = c->pos,
-                        .round = c->round,
-                        .rr_fifo = c->rr_fifo,
-                        .type = COLL_T_A2A,
-                        .resv = (uint8_t)((c->a2a_lay ? TSIM_A2A_LAYOUTS : 0) |
-                                          (c->a2a_gathered ? TSIM_A2A_GATHERED : 0)),
-                        .seq = c->cur,
-                        .gid = c->cur_gid,
-                        .left = c->a2a_left,
-                        .need = c->a2a_need,
-                        .recv = c->a2a_recv};
-    d->prog = TSIM_PRX_PROG_A2A;
+    tsim_handoff *h = ml_handoff_begin(c->ml);
+    if (!h) return coll_block(c, why);
+    coll_a2a_state *st = (coll_a2a_state *)(void *)h->state;
+    memset(st, 0, sizeof *st);
+    st->peers = (uint64_t)(uintptr_t)c->peers;
+    st->n = (uint32_t)c->grp->n;
+    st->me = (uint32_t)c->grp->me;
+    st->pos = c->pos;
+    st->round = c->round;
+    st->rr_fifo = c->rr_fifo;
+    st->type = COLL_T_A2A;
+    st->flags = (uint8_t)((c->a2a_lay ? COLL_A2A_F_LAYOUTS : 0) | (c->a2a_gathered ? COLL_A2A_F_GATHERED : 0));
+    st->seq = c->cur;
+    st->gid = c->cur_gid;
+    st->left = c->a2a_left;
+    st->need = c->a2a_need;
+    st->recv = c->a2a_recv;
     char note[112];
     if (c->inj_wait) snprintf(note, sizeof note, "rank %d: %s (injection FIFO full)", c->rank, why);
     else ml_wait_note(c->ml, why, note, sizeof note);
-    int rc = ml_prx_block(c->ml, note, c->inj_wait);
-    if (rc <= TSIM_PRX_NONE) return rc;
-    c->pos = a->pos;
-    c->round = a->round;
-    c->rr_fifo = a->rr_fifo;
-    c->a2a_gathered = (a->resv & TSIM_A2A_GATHERED) != 0;
-    c->a2a_left = a->left;
-    c->a2a_recv = a->recv;
-    c->st.pkts_sent += a->pkts_sent;
-    c->st.pkts_recv += a->pkts_recv;
-    *moved = (int)a->moved;
-    return rc;
+    int rc = ml_handoff_block(c->ml, COLL_PROG_A2A, note, c->inj_wait);
+    if (rc <= 0) return rc;
+    c->pos = st->pos;
+    c->round = st->round;
+    c->rr_fifo = st->rr_fifo;
+    c->a2a_gathered = (st->flags & COLL_A2A_F_GATHERED) != 0;
+    c->a2a_left = st->left;
+    c->a2a_recv = st->recv;
+    c->st.pkts_sent += st->pkts_sent;
+    c->st.pkts_recv += st->pkts_recv;
+    *moved = (int)st->moved;
+    ml_resume_apply(c->ml, &st->res);
+    return !st->done && st->res.point == ML_RESUME_POLL ? ML_RESUME_POLL : ML_RESUME_NONE;
 }
 
 int coll_alltoallv(coll_ctx *c, const void *sbuf, const size_t *scounts, const size_t *sdispls,
@@ -218,7 +218,7 @@ static int a2a_run(coll_ctx *c, coll_group *g)
     free(c->peers);
     c->order = malloc((size_t)(N - 1) * sizeof *c->order);
     /* the engine's table: the peers, then (layouts) each peer's segment lists */
-    c->peers = malloc((size_t)N * (sizeof *c->peers + (c->a2a_lay ? sizeof(tsim_prx_a2a_lay) : 0)));
+    c->peers = malloc((size_t)N * (sizeof *c->peers + (c->a2a_lay ? sizeof(coll_a2a_lay) : 0)));
     if (!c->order || !c->peers) return -1;
     for (int j = 0; j < N - 1; j++) {
         if (c->a2a_order == COLL_A2A_RANKORDER) c->order[j] = j < me ? j : j + 1;
@@ -233,16 +233,16 @@ static int a2a_run(coll_ctx *c, coll_group *g)
             c->order[k] = t;
         }
     }
-    tsim_prx_a2a_lay *lay = (tsim_prx_a2a_lay *)(c->peers + N);
+    coll_a2a_lay *lay = (coll_a2a_lay *)(c->peers + N);
     for (int i = 0; i < N; i++) {
         const coll_layout *sb = &c->sblk[i], *rb = &c->rblk[i];
-        c->peers[i] = (tsim_prx_a2a_peer){sb->niov ? 0 : (uint64_t)(uintptr_t)sb->buf,
+        c->peers[i] = (coll_a2a_peer){sb->niov ? 0 : (uint64_t)(uintptr_t)sb->buf,
                                           rb->niov ? 0 : (uint64_t)(uintptr_t)rb->buf,
                                           (uint32_t)sb->len, (uint32_t)rb->len,
                                           (uint32_t)g->proc[i],
                                           (uint32_t)(i < N - 1 ? c->order[i] : 0)};
         if (c->a2a_lay)
-            lay[i] = (tsim_prx_a2a_lay){(uint64_t)(uintptr_t)sb->iov, sb->niov,
+            lay[i] = (coll_a2a_lay){(uint64_t)(uintptr_t)sb->iov, sb->niov,
                                         (uint64_t)(uintptr_t)rb->iov, rb->niov};
     }
     c->a2a_left = 0;

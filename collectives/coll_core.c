@@ -241,7 +241,7 @@ static int coll_loop(coll_ctx *c, int (*done)(coll_ctx *), int (*push)(coll_ctx 
         int rc = c->op == OP_A2A && push ? coll_a2a_wait(c, why, &moved) : coll_block(c, why);
         c->inj_wait = 0;
         if (rc < 0 || pl_aborting(c->pp)) return -1;
-        resumed = rc == TSIM_PRX_POLL; /* NONE and DONE: the next iteration (DONE returns) */
+        resumed = rc == ML_RESUME_POLL; /* else the next iteration (a complete alltoall returns) */
     }
 }
 

@@ -67,6 +67,59 @@ typedef struct coll_target {
     tsim_lcur gcur;   /* layouts: where its last gather ended */
 } coll_target;
 
+/* The packet-scheduled alltoall's loop handed to the engine
+ * (coll_a2a_engine.c, the program coll_a2a_prog; coll_a2a_wait in
+ * coll_a2a.c fills it). One member of the alltoall, by group rank, in the
+ * rank's memory: its block to send and where its block to us goes; order
+ * is the destination (group rank) of schedule position i, for i < n - 1. */
+#define COLL_PROG_A2A 2
+typedef struct coll_a2a_peer {
+    uint64_t sbuf, rbuf;
+    uint32_t scount, rcount;
+    uint32_t proc;  /* its processor */
+    uint32_t order;
+} coll_a2a_peer;
+/* One member's blocks as layouts: niov > 0 means its block to send (to
+ * receive) is the siov (riov) list of sniov (rniov) struct iovec in the
+ * rank's memory, scount (rcount) bytes in total; sbuf (rbuf) is then
+ * unused. Packet w of a block is its bytes [w * TSIM_PAYLOAD_MAX, ...);
+ * each costs ddt_seg_cycles per segment it touches to whoever gathers
+ * (before its first FIFO try, once) or scatters it (after the dispatch). */
+typedef struct coll_a2a_lay {
+    uint64_t siov, sniov, riov, rniov;
+} coll_a2a_lay;
+/* coll_a2a_state.flags: */
+/* the peer table is n coll_a2a_peer followed by n coll_a2a_lay */
+#define COLL_A2A_F_LAYOUTS 1u
+/* the packet at the schedule's cursor was gathered (and charged) already (both ways) */
+#define COLL_A2A_F_GATHERED 2u
+/* The schedule's cursor and counts (coll_ctx's names). Packets are
+ * {type, w (24 bits), seq, gid}; packet w of a block is its bytes
+ * [w * TSIM_PAYLOAD_MAX, ...). The engine's answer: pos, round, rr_fifo,
+ * left, recv, the GATHERED flag, done, moved, the packet counts, and res,
+ * where the rank's message-layer advance goes on. */
+typedef struct coll_a2a_state {
+    ml_resume res;
+    uint64_t peers;            /* address of the table: n coll_a2a_peer (then n coll_a2a_lay) */
+    uint32_t n, me;
+    uint32_t pos, round, rr_fifo;
+    uint8_t type;              /* COLL_T_A2A */
+    uint8_t flags;             /* COLL_A2A_F_* */
+    uint16_t seq, gid;
+    uint16_t resv;
+    uint64_t left, need, recv; /* packets still to send, bytes expected / received */
+    /* the answer */
+    uint32_t done;             /* 1: the alltoall is complete (res.point NONE) */
+    uint32_t moved;            /* res.point POLL: what the iteration's first push sent */
+    uint64_t pkts_sent, pkts_recv; /* its packets the engine sent and took */
+    /* the engine's cursor in the loop (the rank leaves them 0) */
+    uint8_t phase, fresh;      /* fresh: the next push starts afresh */
+    uint16_t resv2;
+    uint32_t wait;             /* FIFOs (bit f) the running push found full */
+    uint32_t pushed;           /* packets the running push sent */
+    uint32_t resv3;
+} coll_a2a_state;
+
 enum { OP_NONE, OP_BCAST, OP_A2A, OP_P2P_BCAST, OP_P2P_A2A, OP_P2P_REDUCE };
 
 struct coll_ctx {
@@ -114,7 +167,7 @@ struct coll_ctx {
     int a2a_lay;             /* some block is a layout */
     int a2a_gathered;        /* the packet at the cursor was gathered and charged */
     int *order;            /* destination order (nranks - 1 entries) */
-    tsim_prx_a2a_peer *peers; /* the same, as the engine reads it (coll_a2a_wait) */
+    coll_a2a_peer *peers;  /* the same, as the engine reads it (coll_a2a_wait) */
     uint32_t rounds, round, pos; /* schedule cursor: packet `round` to order[pos] */
     uint64_t a2a_recv, a2a_need; /* bytes received from others / expected */
     uint64_t a2a_left;     /* packets still to send */
@@ -163,6 +216,37 @@ struct coll_pass {
 };
 
 static inline int coll_is_pair(int type) { return type >= COLL_2I32 && type < COLL_NTYPES; }
+
+/* A pass through the collective network handed to the engine
+ * (coll_tree_engine.c, the program coll_tree_prog; tree_wait in
+ * coll_tree.c fills it): npk packets with header h, whose software header
+ * is {type, w (24 bits), seq, 0} for packet w, payload w at out + 256 w;
+ * result packet w goes to in + 256 w. sent and got: packets injected and
+ * taken so far. out is 0 when the rank sends nothing, in when it takes
+ * nothing (sent, got = npk then). The engine's answer: sent, got, the
+ * GATHERED flag, and res, where the rank's message-layer advance goes on. */
+#define COLL_PROG_TREE 3
+typedef struct coll_tree_state {
+    ml_resume res;
+    uint64_t out, in;
+    tsim_thdr h;
+    uint32_t npk, sent, got;
+    uint16_t seq;
+    uint8_t type;
+    uint8_t flags;  /* COLL_TREE_* */
+    uint8_t phase;  /* the engine's cursor in the loop */
+    uint8_t moved;  /* the iteration moved a packet */
+} coll_tree_state;
+/* Flags for a broadcast of a layout (coll_tree_bcast_layout). The payloads
+ * stay whole (the rank gathers them into out before the pass, scatters
+ * each result from in); what the layout costs is a table of npk uint32,
+ * the segments each packet touches, charged at ddt_seg_cycles per segment: */
+/* out is followed by the table: charged before packet w's first FIFO try */
+#define COLL_TREE_SEGS_OUT 1u
+/* in is followed by the table: charged after packet w is taken */
+#define COLL_TREE_SEGS_IN 2u
+/* packet sent's gather was charged already (both ways) */
+#define COLL_TREE_GATHERED 4u
 
 /* coll_tree_encode.c: a combine's fill and take for each encoding (the
  * operands' layouts are described there). Wide integers go as they are;
@@ -214,9 +298,11 @@ int coll_inject(coll_ctx *c, int fifo, int dst_proc, unsigned flags, const coll_
 /* coll_bcast.c / coll_a2a.c: packet handlers */
 void coll_bcast_packet(ml_ctx *ml, const tsim_slot *s, void *arg);
 void coll_a2a_packet(ml_ctx *ml, const tsim_slot *s, void *arg);
-/* coll_run's wait in an alltoall: the engine runs the loop if it can.
- * Returns TSIM_PRX_NONE / _POLL / _DONE (ml_prx_block) with *moved, for
- * POLL, what the iteration's first push sent; -1 if the job aborts. */
+/* coll_run's wait in an alltoall: the engine runs the loop if it can
+ * (coll_a2a_prog). Returns ML_RESUME_POLL when the iteration goes on in
+ * its advance's polls (*moved: what its first push sent), ML_RESUME_NONE
+ * for the loop's next iteration (nothing handed over, or the alltoall is
+ * complete), -1 if the job aborts. */
 int coll_a2a_wait(coll_ctx *c, const char *why, int *moved);
 
 #endif

@@ -47,7 +47,7 @@ void coll_tree_counts(const coll_ctx *c, uint64_t *sent, uint64_t *recv)
  * ml_idle does: nothing for the engine to run on this rank's behalf. */
 static int tree_block(coll_ctx *c, unsigned mask, const char *note)
 {
-    c->pp->p->prx.polls = 0;
+    c->pp->p->handoff.prog = 0; /* a hand-off not taken is not taken later */
     return pl_block_need(c->pp, mask, TSIM_MAX_CHUNKS, note);
 }
 
@@ -70,38 +70,40 @@ static void charge_segs(pass *ps, uint32_t w)
 static int run_pass_vn(pass *ps);
 
 /* Blocks as tree_block, handing the loop to the engine when the message
- * layer lets it (torus-sim/tsim_proxy_tree.c). Returns -1 if the job
- * aborts, 1 if the loop picks up in its message-layer advance (the
- * engine stopped at a torus packet), else 0 (the loop's next iteration),
- * with the packets the engine sent and took. */
+ * layer lets it (coll_tree_engine.c). Returns -1 if the job aborts, 1 if
+ * the loop picks up in its message-layer advance (the engine stopped at a
+ * torus packet), else 0 (the loop's next iteration), with the packets the
+ * engine sent and took. */
 static int tree_wait(pass *ps, const uint8_t *out, uint8_t *in, uint16_t seq, uint32_t *sent,
                      uint32_t *got, uint32_t *gathered, unsigned mask, const char *note)
 {
     coll_ctx *c = ps->c;
-    tsim_prx *d = ml_prx_begin(c->ml);
-    if (!d) return tree_block(c, mask, note) != 0 ? -1 : 0;
-    d->tree = (tsim_prx_tree){.out = (uint64_t)(uintptr_t)out,
-                              .in = (uint64_t)(uintptr_t)in,
-                              .h = ps->h,
-                              .npk = ps->npk,
-                              .sent = *sent,
-                              .got = *got,
-                              .seq = seq,
-                              .type = COLL_T_TREE};
-    if (ps->segs) /* the table follows the payloads (tsim_tree.h) */
-        d->tree.resv = (uint8_t)((ps->fill ? TSIM_TREE_SEGS_OUT : TSIM_TREE_SEGS_IN) |
-                                 (*gathered == *sent + 1 ? TSIM_TREE_GATHERED : 0));
-    d->prog = TSIM_PRX_PROG_TREE;
-    int rc = ml_prx_block(c->ml, note, mask & ~TSIM_WAKE_REC_ALL);
+    tsim_handoff *hd = ml_handoff_begin(c->ml);
+    if (!hd) return tree_block(c, mask, note) != 0 ? -1 : 0;
+    coll_tree_state *t = (coll_tree_state *)(void *)hd->state;
+    memset(t, 0, sizeof *t);
+    t->out = (uint64_t)(uintptr_t)out;
+    t->in = (uint64_t)(uintptr_t)in;
+    t->h = ps->h;
+    t->npk = ps->npk;
+    t->sent = *sent;
+    t->got = *got;
+    t->seq = seq;
+    t->type = COLL_T_TREE;
+    if (ps->segs) /* the table follows the payloads (coll_internal.h) */
+        t->flags = (uint8_t)((ps->fill ? COLL_TREE_SEGS_OUT : COLL_TREE_SEGS_IN) |
+                             (*gathered == *sent + 1 ? COLL_TREE_GATHERED : 0));
+    int rc = ml_handoff_block(c->ml, COLL_PROG_TREE, note, mask & ~TSIM_WAKE_REC_ALL);
     if (rc < 0) return -1;
-    if (rc == TSIM_PRX_NONE) return 0; /* the engine did not take it */
-    if (d->tree.sent > *sent) c->pp->qvoid = 1; /* as pl_tree_inject says */
-    c->tree_sent += d->tree.sent - *sent;
-    c->tree_recv += d->tree.got - *got;
-    *sent = d->tree.sent;
-    *got = d->tree.got;
-    *gathered = d->tree.resv & TSIM_TREE_GATHERED ? *sent + 1 : 0;
-    return rc == TSIM_PRX_POLL;
+    if (rc == 0) return 0; /* the engine did not take it */
+    if (t->sent > *sent) c->pp->qvoid = 1; /* as pl_tree_inject says */
+    c->tree_sent += t->sent - *sent;
+    c->tree_recv += t->got - *got;
+    *sent = t->sent;
+    *got = t->got;
+    *gathered = t->flags & COLL_TREE_GATHERED ? *sent + 1 : 0;
+    ml_resume_apply(c->ml, &t->res);
+    return t->res.point == ML_RESUME_POLL;
 }
 
 static int run_pass(pass *ps)

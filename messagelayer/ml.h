@@ -23,6 +23,7 @@
 
 #include "../packetlayer/pl.h"
 #include "ml_map.h"
+#include "../torus-sim/tsim_prog.h"
 
 #define ML_HDR_MAX 128 /* largest user header carried with a message (MPIDIG's fit) */
 
@@ -167,20 +168,43 @@ int ml_wait_idle(ml_ctx *ml, const char *why, unsigned polls);
  * handed over (advance as usual), -1 if the job aborts. */
 int ml_wait_delegate(ml_ctx *ml, const char *why, unsigned polls, unsigned empties);
 
-/* A loop above the message layer that the engine can run too (the
- * collectives' alltoall: torus-sim/tsim_proxy_a2a.c). ml_prx_begin fills
- * the description's message-layer part — this rank's advance has nothing
- * to send and a batch of ML_ADVANCE_BATCH — and returns it for the caller
- * to complete, or NULL when the wait can't be handed over (proxy off, an
- * advance to resume, messages or control packets going out). ml_prx_block
- * then blocks as ml_idle would, waiting also for room in the injection
- * FIFOs inj_wait (TSIM_WAKE_INJ bits; the collective network's
- * TSIM_WAKE_TREE_* bits too), with `note` for deadlock reports.
- * Returns where the rank picks up: TSIM_PRX_NONE (the loop's next
- * iteration), TSIM_PRX_POLL (the next ml_advance goes on with its polls)
- * or TSIM_PRX_DONE; -1 if the job aborts. */
-tsim_prx *ml_prx_begin(ml_ctx *ml);
-int ml_prx_block(ml_ctx *ml, const char *note, unsigned inj_wait);
+/* A loop above the message layer that the engine can run too, as a
+ * program of the layer that owns it (torus-sim/tsim_prog.h; the
+ * collectives' alltoall and tree pass). Such a loop runs inside this
+ * rank's advance: its state begins with an ml_resume, where the engine
+ * leaves the advance when it hands back. ml_handoff_begin returns the
+ * processor's hand-off block for the caller to fill (state[] in its
+ * program's format, beginning with a zeroed ml_resume), or NULL when the
+ * wait can't be handed over (BGLEMU_PROXY=0, an advance to resume,
+ * messages or control packets going out). ml_handoff_block then blocks as
+ * ml_idle would, waiting also for room in the injection FIFOs inj_wait
+ * (TSIM_WAKE_INJ bits; the collective network's TSIM_WAKE_TREE_* bits
+ * too), with `note` for deadlock reports. Returns 1 if the engine ran the
+ * program (the state is its answer; the advance goes on where its
+ * ml_resume says), 0 if it did not (the loop's next iteration), -1 if the
+ * job aborts. */
+enum { ML_RESUME_NONE, ML_RESUME_ADVANCE, ML_RESUME_POLL, ML_RESUME_TAIL };
+typedef struct ml_resume {
+    uint32_t point;          /* ML_RESUME_*: the advance's start, its polls, its closing send round */
+    uint32_t moved;          /* packets the resumed advance has moved already */
+    uint32_t consumed;       /* packets it has read already */
+    uint32_t inj_full;       /* TSIM_WAKE_INJ bits its send round found full */
+    uint32_t round_pos;      /* ADVANCE / TAIL: the send round goes on at this position */
+    uint32_t round_sent;     /* ... with this many packets sent in it already */
+    uint64_t pkts_recv, pkts_sent, reordered; /* the engine's packets, for the layer's counters */
+} ml_resume;
+tsim_handoff *ml_handoff_begin(ml_ctx *ml);
+int ml_handoff_block(ml_ctx *ml, uint32_t prog, const char *note, unsigned inj_wait);
+/* Applies the engine's answer: the advance picks up where r says. */
+void ml_resume_apply(ml_ctx *ml, const ml_resume *r);
+/* Registers the message layer's wait loop with the engines of this
+ * process (tsim_prog_register): 0, or -1. */
+int ml_engine_register(void);
+/* The message layer's advance as the engine runs it for a loop above it
+ * whose rank has nothing to send (ml_handoff_begin's condition): one poll
+ * of the torus FIFOs. TSIM_RUN_BACK (r filled: a packet is there, the
+ * rank's advance takes it), TSIM_RUN_WAIT, or 0 (an empty poll, charged). */
+int ml_engine_idle_advance(tsim_port *pt, ml_resume *r);
 /* The note ml_idle leaves for deadlock reports. */
 void ml_wait_note(const ml_ctx *ml, const char *why, char *buf, size_t len);
 

@@ -28,7 +28,7 @@ static void co_track(ml_ctx *ml, ml_rx *rx, uint16_t id)
             ml->co_act[i] = ml->co_act[--ml->co_nact];
             ml->co_act_id[i] = ml->co_act_id[ml->co_nact];
         }
-    } else if (i == ml->co_nact && i < TSIM_PRX_RX) {
+    } else if (i == ml->co_nact && i < ML_HO_RX) {
         ml->co_act[i] = rx;
         ml->co_act_id[i] = id;
         ml->co_nact++;
@@ -36,7 +36,7 @@ static void co_track(ml_ctx *ml, ml_rx *rx, uint16_t id)
 }
 
 /* Nothing to read: block. While it is blocked the engine may take the data
- * packets of the receptions it is in the middle of (ml_proxy.c's loop,
+ * packets of the receptions it is in the middle of (ml_engine.c's loop,
  * flat: poll until a poll finds nothing, then block), so that a large
  * rendezvous message wakes the coprocessor at its last packet, not at every
  * one. With `start` the loop is handed over before its next poll instead
@@ -44,38 +44,8 @@ static void co_track(ml_ctx *ml, ml_rx *rx, uint16_t id)
 static int co_idle(ml_ctx *ml, int start)
 {
     pl_proc *co = &ml->co;
-    tsim_prx *d = &co->p->prx;
     if (!ml->proxy || !ml->co_nact) return pl_block(co, TSIM_WAKE_REC_ALL, "coprocessor idle");
-    d->prog = TSIM_PRX_PROG_ML;
-    d->polls = 1;
-    d->flat = 1;
-    d->batch = ML_ADVANCE_BATCH;
-    d->start = (uint32_t)start;
-    d->empties = 0;
-    d->ntx = d->nring = d->ring_pos = 0;
-    d->nrx = (uint32_t)ml->co_nact;
-    for (int i = 0; i < ml->co_nact; i++) {
-        const ml_rx *rx = ml->co_act[i];
-        d->rx[i] = (tsim_prx_rx){(uint64_t)(uintptr_t)rx->r.buf,
-                                 rx->r.buf || rx->r.niov ? rx->r.cap : 0, rx->len, rx->got, rx->hi,
-                                 UINT32_MAX, T_RZV_DATA, 0, ml->co_act_id[i],
-                                 (uint64_t)(uintptr_t)rx->r.iov, rx->r.niov};
-    }
-    d->dispatch_cycles = ml->prm->ml_dispatch_cycles;
-    d->resume = TSIM_PRX_NONE;
-    atomic_fetch_add_explicit(&d->gen, 1, memory_order_release);
-    int rc = pl_block_need(co, TSIM_WAKE_REC_ALL, TSIM_MAX_CHUNKS, "coprocessor idle");
-    d->polls = 0;
-    d->flat = 0;
-    d->start = 0;
-    if (rc != 0 || d->resume == TSIM_PRX_NONE) return rc;
-    for (int i = 0; i < ml->co_nact; i++) { /* the engine stops before a reception's last packet */
-        ml->co_act[i]->got = d->rx[i].got;
-        ml->co_act[i]->hi = d->rx[i].hi;
-    }
-    ml->co_reordered += d->reordered;
-    d->resume = TSIM_PRX_NONE;
-    return 0;
+    return ml_coproc_handoff(ml, co, start);
 }
 
 static void *co_main(void *arg)

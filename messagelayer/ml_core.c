@@ -98,18 +98,20 @@ ml_ctx *ml_init_env(ml_upcall_fn upcall, void *uarg, char *err, size_t errlen)
 
 int ml_advance(ml_ctx *ml)
 {
-    /* after the engine ran this loop (ml_proxy.c), the advance it stopped in
-     * goes on from there: its polls, or its closing send round */
-    int resume = ml->resume, moved = 0, i = 0;
-    ml->resume = TSIM_PRX_NONE;
-    if (resume == TSIM_PRX_TAIL) return ml->resume_moved + ml_send_phase(ml, ml->resume_pos, ml->resume_sent);
+    /* after the engine ran this loop (ml_engine.c), the advance it stopped
+     * in goes on from there: its polls, or its closing send round */
+    ml_resume r = ml->resume;
+    int moved = 0, i = 0;
+    ml->resume.point = ML_RESUME_NONE;
+    if (r.point == ML_RESUME_TAIL) return (int)r.moved + ml_send_phase(ml, (int)r.round_pos, (int)r.round_sent);
     ml->depth++;
-    if (resume == TSIM_PRX_POLL) {
-        moved = ml->resume_moved;
-        i = ml->resume_consumed;
+    if (r.point == ML_RESUME_POLL) {
+        moved = (int)r.moved;
+        i = (int)r.consumed;
     } else { /* the engine may have sent some of this round's packets already */
-        moved = resume == TSIM_PRX_ADVANCE ? ml->resume_moved + ml_send_phase(ml, ml->resume_pos, ml->resume_sent)
-                                           : ml_send_progress(ml);
+        moved = r.point == ML_RESUME_ADVANCE
+                    ? (int)r.moved + ml_send_phase(ml, (int)r.round_pos, (int)r.round_sent)
+                    : ml_send_progress(ml);
     }
     for (; i < ML_ADVANCE_BATCH; i++) {
         int f = pl_poll(ml->pp, TSIM_WAKE_REC_ALL);
@@ -139,7 +141,7 @@ int ml_block(ml_ctx *ml, const char *why)
 
 int ml_idle(ml_ctx *ml, const char *why)
 {
-    ml->pp->p->prx.polls = 0; /* nothing for the engine to do on this rank's behalf */
+    ml->pp->p->handoff.prog = 0; /* nothing for the engine to do on this rank's behalf */
     return ml_block(ml, why);
 }
 

@@ -117,6 +117,65 @@ typedef struct ml_peer {
 
 #define ML_MAX_IDS 4096
 
+/* ---- the wait loop handed to the engine (ml_handoff.c, ml_engine.c) ---- *
+ * The state of ML_PROG_WAIT in the processor's hand-off block: what the
+ * advance loop would do without this rank's code (data packets of
+ * receptions already matched, the remaining packets of messages going
+ * out), its cursor, and the answer (res). Addresses are this process's. */
+#define ML_HO_RX 32
+#define ML_HO_TX 8
+#define ML_PROG_WAIT 1
+
+/* Data packets whose software header is {type, *, id, offset} from
+ * processor src (UINT32_MAX: any) go to buf + offset (cap bytes there); the
+ * reception is complete once got reaches len. With niov > 0 they go to a
+ * layout instead: iov is the address of niov struct iovec (cap their
+ * total), each packet scattered into the segments its bytes fall in, at
+ * ddt_seg_cycles per segment touched; buf, if set, is its host stage. */
+typedef struct ml_ho_rx {
+    uint64_t buf, cap, len, got, hi;
+    uint32_t src;
+    uint8_t type;
+    uint8_t resv;
+    uint16_t id;
+    uint64_t iov, niov;
+} ml_ho_rx;
+
+/* One message's remaining packets: bytes [off, len) of buf, at most
+ * TSIM_PAYLOAD_MAX each, software header {type, 0, id, offset}; or of a
+ * layout (niov > 0; buf its host stage or 0), each packet gathered from it
+ * at ddt_seg_cycles per segment, charged once per offset (charged: 1 + the
+ * offset whose gather was paid for). */
+typedef struct ml_ho_tx {
+    uint64_t buf, len, off;
+    uint64_t iov, niov, charged;
+    uint32_t dst;    /* destination processor */
+    uint8_t fifo;    /* injection FIFO */
+    uint8_t flags;   /* TSIM_F_* */
+    uint8_t group;   /* reception group at the destination */
+    uint8_t type;
+    uint16_t id;
+    uint16_t live;   /* 0: a ring peer whose message waits (it sends nothing) */
+} ml_ho_tx;
+
+typedef struct ml_wait_state {
+    ml_resume res;       /* the answer: where this rank's advance picks up */
+    uint32_t polls;      /* empty advances of the loop before it blocks */
+    uint32_t flat;       /* 1: no advances, only polls; the first empty one blocks
+                            (the CO coprocessor's loop) */
+    uint32_t batch;      /* packets one advance reads at most */
+    uint32_t empties;    /* handed over at its start: empty advances in a row done */
+    uint32_t ntx;
+    uint32_t nring, ring_pos; /* tx[0..nring) are the send ring's peers in ring order (a
+                                 round starts at ring_pos, which moves on after each) */
+    uint32_t nrx;
+    /* the loop's cursor while the engine runs it */
+    uint32_t phase, rr, round, fresh, moved, consumed, inj_full;
+    ml_ho_tx tx[ML_HO_TX];
+    ml_ho_rx rx[ML_HO_RX];
+} ml_wait_state;
+_Static_assert(sizeof(ml_wait_state) <= TSIM_HANDOFF_BYTES, "the wait loop's state fits a hand-off");
+
 struct ml_ctl;
 
 struct ml_ctx {
@@ -153,18 +212,17 @@ struct ml_ctx {
     uint64_t co_reordered;      /* written by the coprocessor thread only */
     /* the coprocessor's receptions with data still to come, for the engine
      * to read while it is idle (coprocessor thread only) */
-    ml_rx *co_act[TSIM_PRX_RX];
-    uint16_t co_act_id[TSIM_PRX_RX];
+    ml_rx *co_act[ML_HO_RX];
+    uint16_t co_act_id[ML_HO_RX];
     int co_nact;
     int vn_copy_ok;             /* process_vm_readv usable */
     /* work the engine does while this processor waits (ml_proxy.c) */
     ml_rx *act_head;            /* receptions with data still to come */
     int proxy;                  /* describe waits to the engine (BGLEMU_PROXY != 0) */
     int stage;                  /* stage fragmented layouts on the host (BGLEMU_STAGE != 0) */
-    int resume, resume_moved, resume_consumed; /* where the next advance picks up */
-    int resume_pos, resume_sent;               /* ... within its send round */
-    ml_rx *reg_rx[TSIM_PRX_RX]; /* what the last description named */
-    ml_msg *reg_tx[TSIM_PRX_TX];
+    ml_resume resume;           /* where the next advance picks up */
+    ml_rx *reg_rx[ML_HO_RX];    /* what the last hand-off named */
+    ml_msg *reg_tx[ML_HO_TX];
     ml_packet_fn user_fn[256 - ML_TYPE_USER]; /* ml_register_packet */
     void *user_arg[256 - ML_TYPE_USER];
 };
@@ -225,10 +283,14 @@ void ml_charge_ddt(pl_proc *pp, uint64_t cycles);
 
 /* ml_core.c: blocks until a packet arrives or a full FIFO has room. */
 int ml_block(ml_ctx *ml, const char *why);
-/* ml_proxy.c */
+/* ml_handoff.c */
 /* A reception whose data packets (type, id) are still to come / is over. */
 void ml_act_add(ml_ctx *ml, ml_rx *rx, uint8_t dtype, uint16_t did);
 void ml_act_del(ml_ctx *ml, ml_rx *rx);
+/* The coprocessor blocks, handing the engine its receptions in progress
+ * (a flat loop: polls until one finds nothing, then block; start: from its
+ * next poll). 0, or -1 if the job aborts. */
+int ml_coproc_handoff(ml_ctx *ml, pl_proc *co, int start);
 /* ml_coproc.c */
 int ml_coproc_start(ml_ctx *ml);
 void ml_coproc_stop(ml_ctx *ml);

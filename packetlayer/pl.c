@@ -170,7 +170,7 @@ static int quiet_to_vt(pl_proc *pp, int for_poll)
 
 /* Room for `chunks` in injection FIFO f at vt. A full answer is only
  * trusted once the engine has caught up with vt. */
-static int inj_has_room(pl_proc *pp, int f, unsigned chunks)
+int pl_inj_has_room(pl_proc *pp, int f, unsigned chunks)
 {
     if (pl_inj_room(pp, f) >= chunks) return 1;
     if (atomic_load(&pp->seg->done) < pp->vt) {
@@ -194,7 +194,7 @@ int pl_inject(pl_proc *pp, int fifo, const tsim_hwhdr *hw, const void *sw8, cons
               size_t len)
 {
     tsim_ring *r = &pp->p->inj[fifo];
-    if (!inj_has_room(pp, fifo, hw->chunks)) return -1;
+    if (!pl_inj_has_room(pp, fifo, hw->chunks)) return -1;
     size_t max = (size_t)hw->chunks * TSIM_CHUNK - TSIM_HDR_BYTES;
     if (len > max) len = max;
     pp->vt += pp->seg->params.pkt_write_cycles;

@@ -9,6 +9,7 @@
 #define PL_H
 
 #include "../torus-sim/tsim.h"
+#include "../torus-sim/tsim_prog.h"
 
 typedef struct pl_proc {
     tsim_seg *seg;
@@ -100,6 +101,13 @@ int pl_block_need(pl_proc *pp, unsigned mask, unsigned need, const char *why);
 /* Waits until the engine has finished every event before vt. */
 int pl_sync(pl_proc *pp);
 
+/* Room for `chunks` in injection FIFO f at vt: 1, or 0 (final: it syncs
+ * with the engine before it says full). */
+int pl_inj_has_room(pl_proc *pp, int f, unsigned chunks);
+/* This processor's machine as a port (torus-sim/tsim_prog.h): the loops
+ * a layer hands the engine run on the processor itself through it
+ * (pl_port.c). */
+void pl_port_init(pl_proc *pp, tsim_port *pt);
 /* Free chunks in injection FIFO f, as seen now (conservative). */
 unsigned pl_inj_room(const pl_proc *pp, int f);
 int pl_aborting(const pl_proc *pp);

@@ -230,132 +230,21 @@ enum tsim_pstate {
 #define TSIM_FATE_PEER 4u       /* it received, intact, a packet its software cannot take:
                                    processor fate_status sent it (fate_why says how) */
 
-/* ---- steps the engine does for a blocked processor (tsim_proxy.c) ---- *
- * A processor about to block in its message layer's wait loop may describe
- * the work that loop would do without needing its software: data packets
- * of receptions already matched (written straight into its memory) and the
- * packets of one message already going out (read straight from it). The
- * engine then performs those steps itself, at the simulated times and with
- * the costs the loop would have had, and wakes the processor only where its
- * own code must run; docs/simulated-time.md. Written by the processor
- * before it blocks, read by the engine while it is blocked; the engine's
- * results go back in the same block before the wake. */
-#define TSIM_PRX_RX 32
-
-/* Data packets whose software header is {type, *, id, offset} from
- * processor src go to buf + offset (cap bytes there); the reception is
- * complete once got reaches len. With niov > 0 they go to a layout
- * instead: iov is the address of niov struct iovec in the processor's
- * memory (cap their total), each packet scattered into the segments its
- * bytes fall in, at ddt_seg_cycles per segment touched. */
-typedef struct tsim_prx_rx {
-    uint64_t buf, cap, len, got, hi;
-    uint32_t src;
-    uint8_t type;
-    uint8_t resv;
-    uint16_t id;
-    uint64_t iov, niov;
-} tsim_prx_rx;
-
-/* One message's remaining packets: bytes [off, len) of buf, at most
- * TSIM_PAYLOAD_MAX each, software header {type, 0, id, offset}. A send
- * round gives each message in turn one packet. */
-#define TSIM_PRX_TX 8
-typedef struct tsim_prx_tx {
-    uint64_t buf, len, off;
-    /* or a layout (niov > 0: buf unused), each packet gathered from it at
-     * ddt_seg_cycles per segment, charged once per offset: charged is 1 +
-     * the offset whose gather the processor already paid for */
-    uint64_t iov, niov, charged;
-    uint32_t dst;    /* destination processor */
-    uint8_t fifo;    /* injection FIFO */
-    uint8_t flags;   /* TSIM_F_* */
-    uint8_t group;   /* reception group at the destination */
-    uint8_t type;
-    uint16_t id;
-    uint16_t live;
-} tsim_prx_tx;
-
-/* Where the processor picks up when the engine hands back (resume):
- * an advance's start, its polls, its closing send round, or (the
- * alltoall's loop) the collective is complete. */
-enum { TSIM_PRX_NONE, TSIM_PRX_ADVANCE, TSIM_PRX_POLL, TSIM_PRX_TAIL, TSIM_PRX_DONE };
-
-/* Which loop is described: the message layer's wait loop, or the
- * packet-scheduled alltoall's (collectives/coll_a2a.c, coll_run). */
-enum { TSIM_PRX_PROG_ML, TSIM_PRX_PROG_A2A, TSIM_PRX_PROG_TREE };
-
-/* One member of an alltoall, by group rank, in the processor's memory: its
- * block to send and where its block to us goes; order is the destination
- * (group rank) of schedule position i, for i < n - 1. */
-typedef struct tsim_prx_a2a_peer {
-    uint64_t sbuf, rbuf;
-    uint32_t scount, rcount;
-    uint32_t proc;  /* its processor */
-    uint32_t order;
-} tsim_prx_a2a_peer;
-
-/* The alltoall's schedule cursor and counts (coll_a2a.c's names). Packets
- * are {type, w (24 bits), seq, gid}; packet w of a block is its bytes
- * [w * TSIM_PAYLOAD_MAX, ...). */
-typedef struct tsim_prx_a2a {
-    uint64_t peers;            /* address of n tsim_prx_a2a_peer */
-    uint32_t n, me;
-    uint32_t pos, round, rr_fifo;
-    uint8_t type;
-    uint8_t resv;
-    uint16_t seq, gid;
-    uint16_t resv2;
-    uint64_t left, need, recv; /* packets still to send, bytes expected / received */
-    /* the engine's answer, with left, recv, pos, round and rr_fifo */
-    uint32_t moved;            /* resume POLL: packets the iteration's first push sent */
-    uint32_t resv3;
-    uint64_t pkts_sent, pkts_recv;
-} tsim_prx_a2a;
-
-/* A pass through the collective network (collectives/coll_tree.c,
- * run_pass in CO mode): npk packets with header h, whose software header
- * is {type, w (24 bits), seq, 0} for packet w, payload w at out + 256 w;
- * result packet w goes to in + 256 w. sent and got: packets injected and
- * taken so far. out is 0 when the rank sends nothing, in when it takes
- * nothing (sent, got = npk then). */
-typedef struct tsim_prx_tree {
-    uint64_t out, in;
-    tsim_thdr h;
-    uint32_t npk, sent, got;
-    uint16_t seq;
-    uint8_t type;
-    uint8_t resv;
-} tsim_prx_tree;
-
-typedef struct tsim_prx {
-    _Atomic uint32_t gen;     /* bumped for every description (0: none given) */
-    uint32_t prog;            /* TSIM_PRX_PROG_* */
-    uint32_t polls;           /* empty advances of its loop before it blocks */
-    uint32_t flat;            /* 1: no advances, only polls; the first empty one blocks
-                                 (the CO coprocessor's loop) */
-    uint32_t batch;           /* packets one advance reads at most */
-    uint32_t nrx;
-    uint32_t start;           /* 1: the loop runs now (an advance begins at vt), 0: it blocks */
-    uint32_t empties;         /* with start: empty advances in a row it has done already */
-    uint64_t dispatch_cycles; /* cost of handling a data packet, beyond the read */
-    uint32_t ntx;
-    uint32_t nring, ring_pos; /* tx[0..nring) are the send ring's peers, in ring order (a
-                                 round starts at ring_pos, which moves on after every round);
-                                 a peer whose message waits (live 0) sends nothing */
-    tsim_prx_tx tx[TSIM_PRX_TX];
-    tsim_prx_rx rx[TSIM_PRX_RX];
-    tsim_prx_a2a a2a;         /* prog TSIM_PRX_PROG_A2A */
-    tsim_prx_tree tree;       /* prog TSIM_PRX_PROG_TREE; the answer: sent, got */
-    /* the engine's answer */
-    uint32_t resume;          /* TSIM_PRX_* */
-    uint32_t moved;           /* packets the resumed advance has moved already */
-    uint32_t consumed;        /* packets it has read already */
-    uint32_t inj_full;        /* TSIM_WAKE_INJ bits its send round found full */
-    uint32_t round_pos;       /* ADVANCE / TAIL: the send round goes on at this position */
-    uint32_t round_sent;      /* ... with this many packets sent in it already */
-    uint64_t pkts_recv, pkts_sent, reordered;
-} tsim_prx;
+/* ---- a loop handed to the engine (tsim_prog.h, tsim_handoff.c) ------- *
+ * A processor about to block may hand its loop to the engine: a program
+ * registered by the layer that owns the loop, and its state (description
+ * and cursor) in that program's own format. Written by the processor
+ * before it blocks, copied and checked by the engine while it is blocked;
+ * the engine's answer (the state as it left it) goes back in the same
+ * block before the wake. The engine never reads the state's bytes itself. */
+#define TSIM_HANDOFF_BYTES 3584
+typedef struct tsim_handoff {
+    _Atomic uint32_t gen;     /* bumped for every hand-off (0: none given) */
+    uint32_t prog;            /* tsim_prog.id; 0: nothing to hand over */
+    uint32_t start;           /* 1: the loop runs now, at vt; 0: it blocks first */
+    uint32_t back;            /* the answer: 1 the engine ran it and handed back, 0 it did not */
+    _Alignas(16) uint8_t state[TSIM_HANDOFF_BYTES];
+} tsim_handoff;
 
 typedef struct tsim_proc {
     _Atomic uint64_t vt;          /* published virtual clock, cycles */
@@ -396,7 +285,7 @@ typedef struct tsim_proc {
     _Atomic uint64_t ddt_cycles;  /* cycles the software charged for derived-datatype
                                      work (packing, translation, gather/scatter) */
     char waiting_on[112];         /* software's note, shown in deadlock reports */
-    tsim_prx prx;                 /* work the engine may do while it is blocked */
+    tsim_handoff handoff;         /* a loop the engine may run while it is blocked */
     tsim_ring inj[TSIM_NINJ];
     tsim_ring rec[TSIM_NREC];
     /* the collective networks (tsim_tree.c): the processor writes tinj,
@@ -458,6 +347,18 @@ static inline void tsim_coords(const tsim_geom *g, int node, int c[3])
     c[1] = (node / g->dim[0]) % g->dim[1];
     c[2] = node / (g->dim[0] * g->dim[1]);
 }
+
+/* The hardware header of a packet to processor dst carrying `payload`
+ * bytes (chunks rounded up, at least one), to reception group `group`. */
+static inline void tsim_header(const tsim_geom *g, tsim_hwhdr *hw, int dst, size_t payload,
+                               unsigned flags, unsigned group)
+{
+    int c[3];
+    tsim_coords(g, dst / TSIM_CPUS, c);
+    size_t chunks = (TSIM_HDR_BYTES + payload + TSIM_CHUNK - 1) / TSIM_CHUNK;
+    *hw = (tsim_hwhdr){{(uint8_t)c[0], (uint8_t)c[1], (uint8_t)c[2]}, (uint8_t)(chunks ? chunks : 1),
+                       (uint8_t)flags, 0, (uint8_t)group, 0};
+}
 static inline int tsim_proc_index(int node, int cpu) { return node * TSIM_CPUS + cpu; }
 
 /* Creates a segment for geometry g (nnodes, nranks filled in by the call).
@@ -516,7 +417,7 @@ typedef struct tsim_result {
     uint64_t end_time;   /* largest processor clock at the end */
     uint64_t events, packet_hops, packets_delivered;
     /* host-side accounting: packets the engine read and sent for blocked
-     * processors, and how often it woke a processor (tsim_proxy.c) */
+     * processors, and how often it woke a processor (tsim_handoff.c) */
     uint64_t proxy_read, proxy_sent, wakes;
     double wall_seconds;
 } tsim_result;

@@ -60,7 +60,7 @@ static int inj_room(const tsim_ring *r, uint32_t need)
 }
 
 /* A blocked processor waiting for something that is already there. A
- * processor whose loop the engine runs is looked after by tsim_proxy.c. */
+ * processor whose loop the engine runs is looked after by tsim_handoff.c. */
 static void wake_if_ready(tsim_engine *e, int proc, uint64_t t)
 {
     tsim_proc *p = &e->seg->procs[proc];

@@ -7,6 +7,7 @@
 
 #include "tsim.h"
 #include "tsim_evq.h"
+#include "tsim_prog.h"
 
 enum ev_type {
     EV_INJ,       /* a = proc, b = fifo: packet enters its injection FIFO's queue */
@@ -133,40 +134,22 @@ _Static_assert(offsetof(router, busy_until) == 64 && offsetof(router, credits) =
                    offsetof(router, rec_used) == 256,
                "router: hot fields in whole cache lines");
 
-/* The engine's copy of a blocked processor's loop (tsim_proxy.c). */
-struct prx_a2a;
-struct prx_tree;
+/* A program a blocked processor handed over (tsim_handoff.c). */
 typedef struct prx_state {
-    uint32_t gen;      /* description adopted */
-    int on;            /* the engine runs this processor's loop */
-    int prog;          /* TSIM_PRX_PROG_*: which loop */
-    int phase;         /* PH_* (tsim_proxy.h) */
+    uint32_t gen;      /* hand-off adopted */
+    int on;            /* the engine runs this processor's program */
+    int blocked;       /* its loop blocks until something in wait happens */
     int armed;         /* an EV_PROXY is queued */
-    uint32_t empties, polls, batch, consumed, moved, inj_full;
-    int flat;          /* tsim_prx.flat */
-    uint64_t vt, dispatch_cycles;
-    tsim_prx_tx tx[TSIM_PRX_TX];
-    uint32_t ntx, rr;  /* messages going out; the next one's turn in this round */
-    uint32_t nring, ring_pos;
-    uint32_t round;    /* packets this round has sent so far */
-    int sp_fresh;      /* the send round about to run starts a send_progress */
-    uint32_t nrx;
-    tsim_prx_rx rx[TSIM_PRX_RX];
-    uint64_t pkts_recv, pkts_sent, reordered;
+    uint32_t wait;     /* TSIM_WAKE_* the blocked loop waits for */
+    uint64_t vt;       /* the processor's clock while the engine runs it */
+    const struct tsim_prog *prog;
+    void *priv[TSIM_PROGS]; /* each program's data for this processor, kept */
+    uint8_t *state;    /* the engine's copy of the state (TSIM_HANDOFF_BYTES) */
+    tsim_port port;
     int pid;           /* whose memory; the engine's own process: memcpy */
-    int self;          /* pid is the engine's own process (getpid() once, at adoption) */
+    int self;          /* pid is the engine's own process */
     /* writes into the processor's memory, batched until it wakes */
     struct prx_wr *wr;
-    /* bytes of the outgoing messages read ahead */
-    uint8_t *txbuf[TSIM_PRX_TX];
-    uint64_t txbuf_off[TSIM_PRX_TX], txbuf_len[TSIM_PRX_TX];
-    /* layouts (niov > 0): the segment lists, read from the processor at
-     * adoption, and a cursor each (tsim_layout.c) */
-    struct iovec *rxiov[TSIM_PRX_RX], *txiov[TSIM_PRX_TX];
-    size_t rxiov_cap[TSIM_PRX_RX], txiov_cap[TSIM_PRX_TX];
-    tsim_lcur rxcur[TSIM_PRX_RX], txcur[TSIM_PRX_TX], txrcur[TSIM_PRX_TX]; /* txrcur: read-ahead */
-    struct prx_a2a *a2a; /* the alltoall's loop (tsim_proxy_a2a.c) */
-    struct prx_tree *tree; /* a tree collective's loop (tsim_proxy_tree.c) */
 } prx_state;
 
 typedef struct eproc {
@@ -269,7 +252,7 @@ void net_rec_free(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t);
 uint32_t pkt_alloc(tsim_engine *e);
 void pkt_free(tsim_engine *e, uint32_t pk);
 
-/* tsim_proxy.c: a blocked processor's message-layer steps, done by the engine. */
+/* tsim_handoff.c: the programs blocked processors hand over. */
 /* The processor is BLOCKED and something it waits for happened at t (its
  * wake time): 1 if the engine runs its loop (no wake), 0 to wake it. */
 int prx_trigger(tsim_engine *e, int proc, uint64_t t, int rec_fifo);
@@ -281,9 +264,30 @@ int prx_start(tsim_engine *e, int proc);
 void prx_free(tsim_engine *e);
 /* The processor is BLOCKED and its collective-network wait may be over at
  * t (bits: TSIM_WAKE_TREE_REC/INJ that happened, 0: something is there
- * already): 1 if the engine runs its tree loop (tsim_proxy_tree.c: no
+ * already): 1 if the engine runs its loop (tsim_handoff.c: no
  * wake), 0 to wake it as its mask says. */
 int prx_tree_trigger(tsim_engine *e, int proc, uint64_t t, uint32_t bits);
+/* Can the processor's view at vt be taken as final? */
+int prx_settled(tsim_engine *e, uint64_t vt);
+/* Queues the processor's next step at t (once). */
+void prx_arm(tsim_engine *e, int proc, uint64_t t);
+/* tsim_port.c: the engine's port for processor proc's program */
+void prx_port_init(tsim_engine *e, int proc);
+int prx_wr_flush(tsim_engine *e, int proc);
+/* Is something in wait (TSIM_WAKE_*) there for proc's blocked loop? */
+int prx_ready(tsim_engine *e, int proc, uint32_t wait);
+/* tsim_tree.c: the processor's tree FIFOs as the engine sees them */
+/* Has the engine taken everything the processor wrote into them? */
+int tree_prx_synced(const tsim_engine *e, int proc);
+/* Free slots in its injection FIFO. */
+unsigned tree_inj_room(const tsim_engine *e, int proc);
+/* What pl_tree_inject does at clock t (the caller checked the room). */
+void tree_prx_inject(tsim_engine *e, int proc, const tsim_thdr *h, const uint8_t *payload,
+                     uint64_t t);
+/* The oldest packet delivered and not yet read, or NULL. */
+const tsim_tslot *tree_rec_oldest(const tsim_engine *e, int proc);
+/* What pl_tree_consume does at clock t (the slot read frees at t). */
+void tree_prx_consume(tsim_engine *e, int proc, uint64_t t);
 
 /* tsim_quiet.c: tells each running processor how far its own empty polls
  * need no round trip to the engine (tsim_proc.quiet). */

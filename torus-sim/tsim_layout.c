@@ -1,7 +1,7 @@
 /* Layouts: data described as a list of segments (a derived datatype
  * translated) rather than one buffer. The message layer gathers packets
- * from and scatters them into such lists; the engine's data path
- * (tsim_proxy.c) does the same for a blocked processor. Both walk them
+ * from and scatters them into such lists, whoever drives its loop (the
+ * processor, or the engine: tsim_prog.h). Both walk them
  * here, piece by piece, so their segment counts — which cost simulated
  * time — are the same by construction. */
 #include <string.h>

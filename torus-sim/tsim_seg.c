@@ -220,8 +220,8 @@ int tsim_seg_where(const tsim_seg *s, uint64_t off, char *buf, size_t len)
         snprintf(buf, len, "reception FIFO %zu", (in - offsetof(tsim_proc, rec)) / ring);
     else if (in >= offsetof(tsim_proc, inj))
         snprintf(buf, len, "injection FIFO %zu", (in - offsetof(tsim_proc, inj)) / ring);
-    else if (in >= offsetof(tsim_proc, prx))
-        snprintf(buf, len, "description for the engine");
+    else if (in >= offsetof(tsim_proc, handoff))
+        snprintf(buf, len, "hand-off to the engine");
     else
         snprintf(buf, len, "clock and state");
     return proc;

@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "tsim_engine_priv.h"
-#include "tsim_proxy.h"
+#include "tsim_engine_priv.h"
 #include "tsim_tree.h"
 
 #define TQ 16 /* a node's own queue: both processors' injection FIFOs */
@@ -645,11 +645,11 @@ int tree_ready(tsim_engine *e, int proc, uint32_t mask)
     return 0;
 }
 
-/* ---- the engine running a blocked processor's tree loop ----------------- *
- * (tsim_proxy_tree.c) What the processor's own pl_tree_inject and
+/* ---- the tree FIFOs of a processor whose loop the engine runs ---------- *
+ * (tsim_port.c) What the processor's own pl_tree_inject and
  * pl_tree_consume would write, turned at once into the events tree_drain
  * would have made of them, with the same keys. */
-int tree_hdr_ok(const tsim_thdr *h)
+int tsim_thdr_ok(const tsim_thdr *h)
 {
     if (h->cls == TSIM_TC_COMBINE && (h->op == TSIM_TOP_NONE || h->op >= TSIM_NTOP)) return 0;
     if (h->cls == TSIM_TC_BCAST && h->op != TSIM_TOP_NONE) return 0;

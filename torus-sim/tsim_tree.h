@@ -47,17 +47,9 @@ static inline uint64_t tsim_gi_latency(const tsim_geom *g, const tsim_params *p)
  * (op TSIM_TOP_*, operands of width 4, 8 or 16 bytes, sign 0 or 1). */
 void tsim_tree_alu(uint8_t *acc, const uint8_t *in, int op, int width, int sign);
 
-/* tsim_prx_tree.resv (a pass's flags), for a broadcast of a layout
- * (coll_tree.c, coll_tree_bcast_layout). The payloads stay whole (the
- * rank gathers them into out before the pass, scatters each result from
- * in); what the layout costs is a table of npk uint32, the segments each
- * packet touches, charged at ddt_seg_cycles per segment: */
-/* out is followed by the table: charged before packet w's first FIFO try */
-#define TSIM_TREE_SEGS_OUT 1u
-/* in is followed by the table: charged after packet w is taken */
-#define TSIM_TREE_SEGS_IN 2u
-/* packet sent's gather was charged already (both ways) */
-#define TSIM_TREE_GATHERED 4u
+/* A header the collective network carries (class, ALU operation, operand
+ * width and sign, virtual channel, group): 1, else 0. */
+int tsim_thdr_ok(const tsim_thdr *h);
 
 /* What the collective networks carried, valid after the run. */
 typedef struct tsim_tree_stats {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "mpirun.h"
+#include "../../collectives/coll.h"
 #include "torus-sim/tsim_report.h"
 
 /* PROGRAM as execve needs it: a path, searched in PATH when it has no '/'. */
@@ -309,6 +310,12 @@ int main(int argc, char **argv)
     j.pid = calloc((size_t)o.np, sizeof *j.pid);
     j.status = calloc((size_t)o.np, sizeof *j.status);
     j.reaped = calloc((size_t)o.np, sizeof *j.reaped);
+    /* the loops ranks may hand the engine: every layer's */
+    if (coll_engine_register() != 0) {
+        fprintf(stderr, "mpirun: the layers' engine programs could not be registered\n");
+        rc = MPIRUN_RANK_FAILED;
+        goto out;
+    }
     j.eng = tsim_engine_new(s);
     if (!j.pid || !j.status || !j.reaped || !j.eng) {
         fprintf(stderr, "mpirun: out of memory\n");

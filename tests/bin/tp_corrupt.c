@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "messagelayer/ml.h"
+#include "messagelayer/ml_internal.h"
 #include "packetlayer/pl.h"
 
 /* xorshift64*: the same sequence on every host, unlike rand() */
@@ -238,16 +239,16 @@ int main(int argc, char **argv)
     } else if (!strcmp(what, "bogus-buf")) {
         /* one message of 4 KiB to rank 0 from an address nothing maps: the
          * loop is handed over at its start, so the engine reads it at once */
-        tsim_prx *d = &p->prx;
-        memset((char *)d + offsetof(tsim_prx, prog), 0, sizeof *d - offsetof(tsim_prx, prog));
-        d->prog = TSIM_PRX_PROG_ML;
+        ml_wait_state *d = (ml_wait_state *)(void *)p->handoff.state;
+        memset(d, 0, sizeof *d);
         d->polls = 1;
         d->batch = 1;
-        d->start = 1;
         d->ntx = 1;
-        d->tx[0] = (tsim_prx_tx){.buf = 16, .len = 4096, .dst = (uint32_t)pp.seg->rank_proc[0],
-                                 .type = 7, .id = 1, .live = 1};
-        atomic_fetch_add(&d->gen, 1);
+        d->tx[0] = (ml_ho_tx){.buf = 16, .len = 4096, .dst = (uint32_t)pp.seg->rank_proc[0],
+                              .type = 7, .id = 1, .live = 1};
+        p->handoff.prog = ML_PROG_WAIT;
+        p->handoff.start = 1;
+        atomic_fetch_add(&p->handoff.gen, 1);
         pl_block_need(&pp, TSIM_WAKE_REC_ALL, TSIM_MAX_CHUNKS, "the engine's sends");
     } else if (!strcmp(what, "random")) {
         random_writes(&pp, argc > 3 ? strtoull(argv[3], NULL, 0) : 1);

@@ -1,17 +1,17 @@
-/* What the engine may do for this processor while it waits.
+/* The wait loop handed to the engine: the rank's side.
  *
- * Before a wait loop blocks (ml_wait_idle), it describes to the engine the
- * steps that loop would take without needing this rank's code: the data
- * packets of receptions already matched (where they go) and the remaining
- * packets of the one message going out. The engine then does them at the
- * same simulated times (torus-sim/tsim_proxy.c) and wakes the processor only
- * where its code must run — a new message, a control packet, a completion —
- * with the progress it made and where the loop picks up. Anything the
- * engine can't follow exactly (control packets queued, several messages
- * going out, a first packet waiting for room) is simply not described: the
- * processor then wakes for every packet as before. Messages and
- * receptions with a layout (ml_layout.c) are described by their segment
- * lists, which the engine reads from this process. */
+ * Before a wait loop blocks (ml_wait_idle), it hands the engine the steps
+ * that loop would take without needing this rank's code (ML_PROG_WAIT's
+ * state: the data packets of receptions already matched, where they go,
+ * and the remaining packets of messages going out). The engine runs them
+ * (ml_engine.c) and wakes the processor only where its code must run — a
+ * new message, a control packet, a completion — with the progress it made
+ * and where the loop picks up (ml_resume). Anything the engine can't
+ * follow exactly (control packets queued, a first packet waiting for room)
+ * is simply not handed over: the processor then wakes for every packet as
+ * before. Messages and receptions with a layout (ml_layout.c) are handed
+ * over as their segment lists, which the engine reads from this process. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,7 +45,7 @@ void ml_act_del(ml_ctx *ml, ml_rx *rx)
 static int tx_streams(ml_ctx *ml, ml_msg **out)
 {
     int n = 0;
-    if (ml->ctl_head || ml->nring > TSIM_PRX_TX) return -1;
+    if (ml->ctl_head || ml->nring > ML_HO_TX) return -1;
     for (int i = 0; i < ml->nring; i++) {
         ml_peer *p = &ml->peer[ml->ring[i]];
         ml_msg *m = p->head;
@@ -59,13 +59,13 @@ static int tx_streams(ml_ctx *ml, ml_msg **out)
         out[n++] = m;
     }
     for (ml_msg *m = ml->data_head; m; m = m->next) {
-        if (n == TSIM_PRX_TX) return -1;
+        if (n == ML_HO_TX) return -1;
         out[n++] = m;
     }
     return n;
 }
 
-static void describe_tx(ml_ctx *ml, tsim_prx_tx *t, ml_msg *m)
+static void describe_tx(ml_ctx *ml, ml_ho_tx *t, ml_msg *m)
 {
     memset(t, 0, sizeof *t);
     int dproc = ml->map.proc[m->dst];
@@ -103,11 +103,12 @@ static void describe_tx(ml_ctx *ml, tsim_prx_tx *t, ml_msg *m)
     t->id = m->seq;
 }
 
-/* Fills the description; 0 if this wait can't be described. */
-static int describe(ml_ctx *ml, tsim_prx *d, unsigned polls)
+/* Fills the wait loop's state; 0 if this wait can't be handed over. */
+static int describe(ml_ctx *ml, ml_wait_state *d, unsigned polls)
 {
     int ntx = tx_streams(ml, ml->reg_tx);
     if (ntx < 0) return 0;
+    memset(d, 0, offsetof(ml_wait_state, tx));
     for (int k = 0; k < ntx; k++) {
         if (ml->reg_tx[k]) describe_tx(ml, &d->tx[k], ml->reg_tx[k]);
         else memset(&d->tx[k], 0, sizeof d->tx[k]);
@@ -116,8 +117,8 @@ static int describe(ml_ctx *ml, tsim_prx *d, unsigned polls)
     d->nring = (uint32_t)ml->nring;
     d->ring_pos = (uint32_t)ml->ring_pos;
     uint32_t n = 0;
-    for (ml_rx *rx = ml->act_head; rx && n < TSIM_PRX_RX; rx = rx->act_next) {
-        tsim_prx_rx *r = &d->rx[n];
+    for (ml_rx *rx = ml->act_head; rx && n < ML_HO_RX; rx = rx->act_next) {
+        ml_ho_rx *r = &d->rx[n];
         r->buf = (uint64_t)(uintptr_t)rx->r.buf;
         r->cap = rx->r.buf || rx->r.niov ? rx->r.cap : 0;
         r->iov = (uint64_t)(uintptr_t)rx->r.iov;
@@ -129,23 +130,28 @@ static int describe(ml_ctx *ml, tsim_prx *d, unsigned polls)
         r->src = rx->dtype == T_RZV_DATA || rx->dtype == T_VN_DATA
                      ? UINT32_MAX : (uint32_t)ml->map.proc[rx->src];
         r->type = rx->dtype;
+        r->resv = 0;
         r->id = rx->did;
         ml->reg_rx[n++] = rx;
     }
     d->nrx = n;
     d->polls = polls;
     d->batch = ML_ADVANCE_BATCH;
-    d->dispatch_cycles = ml->prm->ml_dispatch_cycles;
-    d->resume = TSIM_PRX_NONE;
-    d->prog = TSIM_PRX_PROG_ML;
-    d->flat = 0;
     return 1;
 }
 
-/* The engine's progress becomes this rank's. */
-static void apply(ml_ctx *ml, tsim_prx *d)
+void ml_resume_apply(ml_ctx *ml, const ml_resume *r)
 {
-    if (d->resume == TSIM_PRX_NONE) return;
+    ml->st.pkts_recv += r->pkts_recv;
+    ml->st.pkts_sent += r->pkts_sent;
+    ml->st.reordered += r->reordered;
+    ml->inj_full = r->inj_full;
+    ml->resume = *r;
+}
+
+/* The engine's progress becomes this rank's. */
+static void apply(ml_ctx *ml, const ml_wait_state *d)
+{
     for (uint32_t i = 0; i < d->nrx; i++) {
         ml->reg_rx[i]->got = d->rx[i].got;
         ml->reg_rx[i]->hi = d->rx[i].hi;
@@ -156,78 +162,90 @@ static void apply(ml_ctx *ml, tsim_prx *d)
             ml->reg_tx[k]->charged = d->tx[k].charged;
         }
     ml->ring_pos = (int)d->ring_pos;
-    ml->st.pkts_recv += d->pkts_recv;
-    ml->st.pkts_sent += d->pkts_sent;
-    ml->st.reordered += d->reordered;
-    ml->inj_full = d->inj_full;
-    ml->resume = d->resume == TSIM_PRX_DONE ? TSIM_PRX_NONE : (int)d->resume;
-    ml->resume_moved = (int)d->moved;
-    ml->resume_pos = (int)d->round_pos;
-    ml->resume_sent = (int)d->round_sent;
-    ml->resume_consumed = (int)d->consumed;
-    d->resume = TSIM_PRX_NONE;
+    ml_resume_apply(ml, &d->res);
 }
+
+/* Blocks pp with its hand-off block naming prog (start: the loop runs at
+ * once); returns pl_block_need's answer. The block names nothing once the
+ * processor runs again: a later plain block hands nothing over. */
+static int handoff_block(pl_proc *pp, uint32_t prog, uint32_t start, unsigned mask, const char *note)
+{
+    tsim_handoff *h = &pp->p->handoff;
+    h->prog = prog;
+    h->start = start;
+    h->back = 0;
+    atomic_fetch_add_explicit(&h->gen, 1, memory_order_release);
+    int rc = pl_block_need(pp, mask, TSIM_MAX_CHUNKS, note);
+    h->prog = 0;
+    h->start = 0;
+    return rc;
+}
+
+static ml_wait_state *wait_state(pl_proc *pp) { return (ml_wait_state *)(void *)pp->p->handoff.state; }
 
 int ml_wait_idle(ml_ctx *ml, const char *why, unsigned polls)
 {
-    tsim_prx *d = &ml->pp->p->prx;
+    ml_wait_state *d = wait_state(ml->pp);
     if (!polls || !ml->proxy || !describe(ml, d, polls)) return ml_idle(ml, why);
-    d->start = 0;
-    atomic_fetch_add_explicit(&d->gen, 1, memory_order_release);
-    int rc = ml_block(ml, why);
-    d->polls = 0; /* a later plain block is not described */
-    if (rc == 0) apply(ml, d);
+    char buf[112];
+    ml_wait_note(ml, why, buf, sizeof buf);
+    int rc = handoff_block(ml->pp, ML_PROG_WAIT, 0, TSIM_WAKE_REC_ALL | ml->inj_full, buf);
+    if (rc == 0 && ml->pp->p->handoff.back) apply(ml, d);
     return rc;
 }
 
 int ml_wait_delegate(ml_ctx *ml, const char *why, unsigned polls, unsigned empties)
 {
-    tsim_prx *d = &ml->pp->p->prx;
-    if (!polls || empties >= polls || !ml->proxy || ml->resume) return 1;
+    ml_wait_state *d = wait_state(ml->pp);
+    if (!polls || empties >= polls || !ml->proxy || ml->resume.point) return 1;
     /* a packet already here is most likely the software's: no point */
     for (int f = 0; f < TSIM_NREC; f++)
         if (atomic_load_explicit(&ml->pp->p->rec[f].head, memory_order_acquire) !=
             atomic_load_explicit(&ml->pp->p->rec[f].tail, memory_order_relaxed))
             return 1;
     if (!describe(ml, d, polls)) return 1;
-    d->start = 1;
     d->empties = empties;
-    atomic_fetch_add_explicit(&d->gen, 1, memory_order_release);
-    int rc = ml_block(ml, why);
-    d->polls = 0;
-    d->start = 0;
-    if (rc != 0) return -1;
-    apply(ml, d);
+    char buf[112];
+    ml_wait_note(ml, why, buf, sizeof buf);
+    if (handoff_block(ml->pp, ML_PROG_WAIT, 1, TSIM_WAKE_REC_ALL | ml->inj_full, buf) != 0) return -1;
+    if (ml->pp->p->handoff.back) apply(ml, d);
     return 0;
 }
 
-tsim_prx *ml_prx_begin(ml_ctx *ml)
+tsim_handoff *ml_handoff_begin(ml_ctx *ml)
 {
-    if (!ml->proxy || ml->resume || ml->ctl_head || ml->nring || ml->data_head || ml->inj_full)
+    if (!ml->proxy || ml->resume.point || ml->ctl_head || ml->nring || ml->data_head || ml->inj_full)
         return NULL;
-    tsim_prx *d = &ml->pp->p->prx;
-    d->prog = TSIM_PRX_PROG_ML; /* until the caller's part is complete */
-    d->polls = 1;
-    d->flat = 0;
-    d->batch = ML_ADVANCE_BATCH;
-    d->start = 0;
-    d->empties = 0;
-    d->ntx = d->nring = d->ring_pos = 0;
-    d->nrx = 0;
-    d->dispatch_cycles = ml->prm->ml_dispatch_cycles;
-    d->resume = TSIM_PRX_NONE;
-    return d;
+    return &ml->pp->p->handoff;
 }
 
-int ml_prx_block(ml_ctx *ml, const char *note, unsigned inj_wait)
+int ml_handoff_block(ml_ctx *ml, uint32_t prog, const char *note, unsigned inj_wait)
 {
-    tsim_prx *d = &ml->pp->p->prx;
-    atomic_fetch_add_explicit(&d->gen, 1, memory_order_release);
-    int rc = pl_block_need(ml->pp, TSIM_WAKE_REC_ALL | (inj_wait & ~TSIM_WAKE_REC_ALL), TSIM_MAX_CHUNKS, note);
-    d->polls = 0;
-    d->prog = TSIM_PRX_PROG_ML;
-    if (rc != 0) return -1;
-    int resume = (int)d->resume;
-    apply(ml, d);
-    return resume;
+    if (handoff_block(ml->pp, prog, 0, TSIM_WAKE_REC_ALL | (inj_wait & ~TSIM_WAKE_REC_ALL), note) != 0)
+        return -1;
+    return ml->pp->p->handoff.back != 0;
+}
+
+int ml_coproc_handoff(ml_ctx *ml, pl_proc *co, int start)
+{
+    ml_wait_state *d = wait_state(co);
+    memset(d, 0, offsetof(ml_wait_state, tx));
+    d->polls = 1;
+    d->flat = 1;
+    d->batch = ML_ADVANCE_BATCH;
+    d->nrx = (uint32_t)ml->co_nact;
+    for (int i = 0; i < ml->co_nact; i++) {
+        const ml_rx *rx = ml->co_act[i];
+        d->rx[i] = (ml_ho_rx){(uint64_t)(uintptr_t)rx->r.buf, rx->r.buf || rx->r.niov ? rx->r.cap : 0,
+                              rx->len, rx->got, rx->hi, UINT32_MAX, T_RZV_DATA, 0, ml->co_act_id[i],
+                              (uint64_t)(uintptr_t)rx->r.iov, rx->r.niov};
+    }
+    int rc = handoff_block(co, ML_PROG_WAIT, (uint32_t)start, TSIM_WAKE_REC_ALL, "coprocessor idle");
+    if (rc != 0 || !co->p->handoff.back) return rc;
+    for (int i = 0; i < ml->co_nact; i++) { /* the engine stops before a reception's last packet */
+        ml->co_act[i]->got = d->rx[i].got;
+        ml->co_act[i]->hi = d->rx[i].hi;
+    }
+    ml->co_reordered += d->res.reordered;
+    return 0;
 }

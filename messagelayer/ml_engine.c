@@ -1,0 +1,379 @@
+/* The message layer's wait loop, run by the engine for a blocked rank
+ * (ML_PROG_WAIT; torus-sim/tsim_prog.h).
+ *
+ * A rank blocks in its wait loop (MPI_Wait, a collective, a full FIFO)
+ * and hands over the part of it that needs none of its code
+ * (ml_handoff.c): the data packets of receptions already matched, the
+ * remaining packets of messages already going out. The engine runs it at
+ * exactly the simulated times and costs the rank would have had:
+ *
+ *   advance  = send round (SP), then polls until one finds nothing or
+ *              `batch` packets were read, then, if anything moved, another
+ *              send round (SP tail);
+ *   the loop = advances until `polls` of them in a row moved nothing, then
+ *              block until a packet arrives or a full FIFO has room.
+ *
+ * The first packet the loop can't handle here (a new message, a control
+ * packet, the packet that completes a reception or the last one of a
+ * message, whose callbacks are the rank's) hands the rank back at that
+ * moment's clock, with a resume point (ml_resume: the start of an advance,
+ * its polls, or its closing send round) that makes its own next steps the
+ * ones the loop would have taken. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "ml_internal.h"
+
+#define TX_AHEAD (64 * 1024)
+#define MAX_POLLS (1u << 20)
+#define MAX_BATCH 1024
+#define LAYOUT_READ 512       /* pieces per read of a send layout */
+#define LAYOUT_MAX (1u << 24) /* segments of a described layout */
+
+enum { PH_BLOCKED, PH_SP_HEAD, PH_POLL, PH_SP_TAIL };
+
+/* The engine's own data for one processor: bytes of the outgoing messages
+ * read ahead, and the layouts' segment lists with a cursor each. */
+typedef struct wait_priv {
+    uint8_t *txbuf[ML_HO_TX];
+    uint64_t txbuf_off[ML_HO_TX], txbuf_len[ML_HO_TX];
+    struct iovec *rxiov[ML_HO_RX], *txiov[ML_HO_TX];
+    size_t rxiov_cap[ML_HO_RX], txiov_cap[ML_HO_TX];
+    tsim_lcur rxcur[ML_HO_RX], txcur[ML_HO_TX], txrcur[ML_HO_TX]; /* txrcur: read-ahead */
+} wait_priv;
+
+static void wait_free(void *p)
+{
+    wait_priv *w = p;
+    if (!w) return;
+    for (int k = 0; k < ML_HO_TX; k++) free(w->txbuf[k]), free(w->txiov[k]);
+    for (int k = 0; k < ML_HO_RX; k++) free(w->rxiov[k]);
+    free(w);
+}
+
+/* Bytes [off, off + n) of outgoing message k, read ahead in large pieces
+ * (the sender may not touch its buffer until the send completes). */
+static const uint8_t *tx_bytes(tsim_port *pt, const ml_wait_state *st, wait_priv *w, int k,
+                               uint64_t off, size_t n)
+{
+    const ml_ho_tx *t = &st->tx[k];
+    if (off >= w->txbuf_off[k] && off + n <= w->txbuf_off[k] + w->txbuf_len[k])
+        return w->txbuf[k] + (off - w->txbuf_off[k]);
+    if (!w->txbuf[k] && !(w->txbuf[k] = malloc(TX_AHEAD))) return NULL;
+    size_t len = t->len - off < TX_AHEAD ? (size_t)(t->len - off) : TX_AHEAD;
+    if (len < n) return NULL;
+    if (t->niov && !t->buf) { /* a layout (not staged): its pieces, up to a read's worth of them */
+        struct iovec l[LAYOUT_READ], r[LAYOUT_READ];
+        size_t got = 0, k2;
+        int cnt = 0;
+        uint64_t a;
+        while (got < len && cnt < LAYOUT_READ &&
+               (k2 = tsim_layout_piece(w->txiov[k], t->niov, &w->txrcur[k], off + got, len - got, &a))) {
+            l[cnt] = (struct iovec){w->txbuf[k] + got, k2};
+            r[cnt++] = (struct iovec){(void *)(uintptr_t)a, k2};
+            got += k2;
+        }
+        if (got < n || pt->ops->readv(pt, l, r, cnt, got, "hand-off: a send layout the engine cannot read") != 0)
+            return NULL;
+        len = got;
+    } else if (pt->ops->read(pt, w->txbuf[k], t->buf + off, len,
+                             "hand-off: a send buffer the engine cannot read") != 0) {
+        return NULL;
+    }
+    w->txbuf_off[k] = off;
+    w->txbuf_len[k] = len;
+    return w->txbuf[k];
+}
+
+/* A layout's segment list, copied into the engine (*v, grown as needed):
+ * 0, or -1 if it can't be (the hand-off is then refused). */
+static int read_layout(tsim_port *pt, uint64_t addr, uint64_t niov, uint64_t total, struct iovec **v,
+                       size_t *cap, tsim_lcur *cur)
+{
+    if (!niov || niov > LAYOUT_MAX || !addr) return -1;
+    if (*cap < niov) {
+        struct iovec *nv = realloc(*v, niov * sizeof **v);
+        if (!nv) return -1;
+        *v = nv;
+        *cap = niov;
+    }
+    size_t bytes = niov * sizeof **v;
+    if (pt->ops->read(pt, *v, addr, bytes, "hand-off: a layout the engine cannot read") != 0) return -1;
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < niov; i++) sum += (*v)[i].iov_len;
+    *cur = (tsim_lcur){0, 0};
+    return sum == total ? 0 : -1;
+}
+
+/* A send round starts afresh: ml_send_phase clears the full-FIFO mask at
+ * its start. */
+static void enter(ml_wait_state *st, uint32_t phase)
+{
+    st->phase = phase;
+    if (phase == PH_SP_HEAD || phase == PH_SP_TAIL) {
+        st->fresh = 1;
+        st->rr = st->round = 0;
+    }
+}
+
+/* Takes a hand-off the rank's loop could be in, every message and
+ * reception checked: anything else is refused (the rank runs it). */
+static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, int start)
+{
+    ml_wait_state *st = state;
+    if (st->polls == 0 || st->polls > MAX_POLLS || st->batch == 0 || st->batch > MAX_BATCH ||
+        st->nrx > ML_HO_RX || (start && st->empties >= st->polls) ||
+        (*wait & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL || st->ntx > ML_HO_TX ||
+        st->nring > st->ntx || (st->nring && st->ring_pos >= st->nring))
+        return 0;
+    if (!*priv && !(*priv = calloc(1, sizeof(wait_priv)))) return 0;
+    wait_priv *w = *priv;
+    int nprocs = pt->g->nnodes * TSIM_CPUS;
+    for (uint32_t k = 0; k < st->ntx; k++) {
+        const ml_ho_tx *t = &st->tx[k];
+        if (!t->live) continue;
+        if (t->fifo >= TSIM_NINJ || t->dst >= (uint32_t)nprocs || t->off >= t->len ||
+            t->len > UINT32_MAX || t->group >= TSIM_CPUS ||
+            (t->flags & ~(TSIM_F_DYNAMIC | TSIM_F_HP)) != 0)
+            return 0;
+        if (t->niov && read_layout(pt, t->iov, t->niov, t->len, &w->txiov[k], &w->txiov_cap[k],
+                                   &w->txcur[k]) != 0)
+            return 0;
+        w->txrcur[k] = w->txcur[k];
+        w->txbuf_len[k] = 0;
+    }
+    for (uint32_t i = 0; i < st->nrx; i++) {
+        const ml_ho_rx *rx = &st->rx[i];
+        if (rx->got >= rx->len || rx->len > UINT32_MAX ||
+            (rx->src != UINT32_MAX && rx->src >= (uint32_t)nprocs))
+            return 0;
+        if (rx->niov && read_layout(pt, rx->iov, rx->niov, rx->cap, &w->rxiov[i], &w->rxiov_cap[i],
+                                    &w->rxcur[i]) != 0)
+            return 0;
+    }
+    st->inj_full = (*wait >> 8) & 0xffu;
+    st->moved = st->consumed = 0;
+    st->res = (ml_resume){0};
+    st->rr = st->round = 0;
+    if (!start) st->empties = st->polls;
+    enter(st, start ? PH_SP_HEAD : PH_BLOCKED);
+    return 1;
+}
+
+/* Gives the rank back where its own advance picks up. */
+static int back(ml_wait_state *st, uint32_t point)
+{
+    ml_resume *r = &st->res;
+    r->point = point;
+    r->moved = st->moved;
+    r->consumed = st->consumed;
+    r->inj_full = st->inj_full << 8;
+    r->round_pos = point == ML_RESUME_ADVANCE || point == ML_RESUME_TAIL ? st->rr : 0;
+    r->round_sent = point == ML_RESUME_ADVANCE || point == ML_RESUME_TAIL ? st->round : 0;
+    return TSIM_RUN_BACK;
+}
+
+/* A send round: each message in turn one packet, if its FIFO has room;
+ * rounds repeat until one sends nothing. Returns 0 when that is so,
+ * TSIM_RUN_WAIT or TSIM_RUN_BACK. A message's last packet is the rank's
+ * (its completion runs there): it is handed back at that message's turn,
+ * if its FIFO has room, and goes on with the round from there itself
+ * (round_pos). A full FIFO is passed over as the rank would: a hand-back
+ * at the start of every round would wake it once a round while that FIFO
+ * stayed full. */
+static int send_round(tsim_port *pt, ml_wait_state *st, wait_priv *w)
+{
+    if (st->fresh) st->inj_full = 0, st->fresh = 0;
+    for (;;) {
+        for (; st->rr < st->ntx; st->rr++) {
+            /* the ring's peers from ring_pos on, then the data list */
+            uint32_t k = st->rr < st->nring ? (st->ring_pos + st->rr) % st->nring : st->rr;
+            ml_ho_tx *t = &st->tx[k];
+            if (!t->live || t->off >= t->len) continue;
+            uint64_t n = t->len - t->off < TSIM_PAYLOAD_MAX ? t->len - t->off : TSIM_PAYLOAD_MAX;
+            int last = t->len - t->off <= TSIM_PAYLOAD_MAX;
+            tsim_hwhdr hw;
+            tsim_header(pt->g, &hw, (int)t->dst, (size_t)n, t->flags, t->group);
+            if (last && pt->ops->room(pt, t->fifo, hw.chunks) == 1)
+                return back(st, st->phase == PH_SP_HEAD ? ML_RESUME_ADVANCE : ML_RESUME_TAIL);
+            if (last && !pt->ops->settled(pt)) return TSIM_RUN_WAIT; /* its gather is the rank's if room comes */
+            if (t->niov && t->charged != t->off + 1) {
+                /* the rank gathers the packet before it tries the FIFO
+                 * (ml_send.c's msg_bytes), once per offset */
+                t->charged = t->off + 1;
+                tsim_port_charge_ddt(pt, (uint64_t)tsim_layout_segs(w->txiov[k], t->niov, &w->txcur[k],
+                                                                    t->off, n) *
+                                             pt->prm->ddt_seg_cycles);
+            }
+            int room = pt->ops->room(pt, t->fifo, hw.chunks);
+            if (room == TSIM_PORT_WAIT) return TSIM_RUN_WAIT;
+            if (!room) {
+                st->inj_full |= 1u << t->fifo;
+                continue;
+            }
+            const uint8_t *data = tx_bytes(pt, st, w, (int)k, t->off, (size_t)n);
+            if (!data) return TSIM_RUN_FAIL;
+            ml_sw sw = {t->type, 0, t->id, (uint32_t)t->off};
+            uint8_t sw8[8];
+            memcpy(sw8, &sw, sizeof sw8);
+            pt->ops->inject(pt, t->fifo, &hw, sw8, data, (size_t)n);
+            t->off += n;
+            st->res.pkts_sent++;
+            st->moved++;
+            st->round++;
+        }
+        int again = st->round > 0;
+        st->rr = st->round = 0;
+        if (st->nring) st->ring_pos = (st->ring_pos + 1) % st->nring;
+        if (!again) return 0;
+    }
+}
+
+/* The reception a data packet belongs to, or NULL. */
+static ml_ho_rx *match(ml_wait_state *st, const tsim_slot *s)
+{
+    ml_sw sw;
+    memcpy(&sw, s->p.sw, sizeof sw);
+    for (uint32_t i = 0; i < st->nrx; i++) {
+        ml_ho_rx *rx = &st->rx[i];
+        if (rx->type == sw.type && rx->id == sw.id && (rx->src == UINT32_MAX || rx->src == s->m.src))
+            return rx;
+    }
+    return NULL;
+}
+
+/* One poll: 1 a packet was read, 0 none was visible (charged), or
+ * TSIM_RUN_WAIT / TSIM_RUN_BACK. */
+static int poll_once(tsim_port *pt, ml_wait_state *st, wait_priv *w)
+{
+    int f = pt->ops->poll(pt);
+    if (f == TSIM_PORT_WAIT) return TSIM_RUN_WAIT;
+    if (f < 0) return 0;
+    const tsim_slot *s = pt->ops->peek(pt, f);
+    ml_ho_rx *rx = match(st, s);
+    ml_sw sw;
+    memcpy(&sw, s->p.sw, sizeof sw);
+    uint64_t off = sw.w;
+    uint64_t n = rx && off <= rx->len ? (rx->len - off < TSIM_PAYLOAD_MAX ? rx->len - off : TSIM_PAYLOAD_MAX)
+                                      : 0;
+    if (!rx || off > rx->len || rx->got + n >= rx->len) return back(st, ML_RESUME_POLL);
+    /* the bytes first: a write that fails leaves the packet to the rank */
+    uint64_t wr = off < rx->cap ? (off + n <= rx->cap ? n : rx->cap - off) : 0, segs = 0;
+    size_t i = (size_t)(rx - st->rx);
+    if (wr && (!rx->niov || rx->buf) && pt->ops->write(pt, rx->buf + off, s->p.payload, wr) != 0)
+        return back(st, ML_RESUME_POLL);
+    if (wr && rx->niov && rx->buf) { /* a layout's host stage: its pieces counted */
+        segs = tsim_layout_segs(w->rxiov[i], rx->niov, &w->rxcur[i], off, wr);
+    } else if (wr && rx->niov) { /* scattered into a layout: each piece its own write */
+        size_t k;
+        uint64_t a;
+        for (uint64_t done = 0; done < wr; done += k, segs++) {
+            k = tsim_layout_piece(w->rxiov[i], rx->niov, &w->rxcur[i], off + done, wr - done, &a);
+            if (!k || pt->ops->write(pt, a, s->p.payload + done, k) != 0)
+                return back(st, ML_RESUME_POLL); /* the pieces written are rewritten by it */
+        }
+    }
+    pt->ops->consume(pt, f);
+    /* the message layer's dispatch of a data packet (ml_rx_write), and its
+     * scatter into a layout */
+    tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
+    tsim_port_charge_ddt(pt, segs * pt->prm->ddt_seg_cycles);
+    if (off < rx->hi) st->res.reordered++;
+    else rx->hi = off;
+    rx->got += n;
+    st->res.pkts_recv++;
+    st->consumed++;
+    st->moved++;
+    return 1;
+}
+
+/* An advance that moved nothing, with nothing in the reception FIFOs, is
+ * followed by ones just like it (the same full FIFOs passed over, the same
+ * empty poll, poll_cycles later each) for as long as nothing can change
+ * what they see. The loop's next advances up to that point, short of the
+ * last empty one before it blocks, are done at once (a sender waiting for
+ * room makes several a packet in an MPI stream). */
+static void skip_empty(tsim_port *pt, ml_wait_state *st)
+{
+    uint64_t pc = pt->prm->poll_cycles, lim;
+    if (!pc || st->polls - st->empties < 2 || !pt->ops->quiet_until(pt, &lim) || *pt->vt > lim) return;
+    /* advances at vt, vt + pc, ... up to lim, each ending with ++empties < polls */
+    uint64_t k = (lim - *pt->vt) / pc + 1, most = st->polls - 1 - st->empties;
+    if (k > most) k = most;
+    *pt->vt += k * pc;
+    st->empties += (uint32_t)k;
+    if (st->nring) st->ring_pos = (uint32_t)((st->ring_pos + k) % st->nring);
+}
+
+static int wait_step(tsim_port *pt, void *state, void *priv, uint32_t *wait)
+{
+    ml_wait_state *st = state;
+    wait_priv *w = priv;
+    if (st->phase == PH_BLOCKED) { /* woken: a new advance */
+        enter(st, PH_SP_HEAD);
+        st->moved = 0;
+    }
+    for (;;) {
+        if (!pt->ops->settled(pt)) return TSIM_RUN_WAIT;
+        switch (st->phase) {
+        case PH_SP_HEAD:
+        case PH_SP_TAIL: {
+            int rc = send_round(pt, st, w);
+            if (rc) return rc;
+            if (st->phase == PH_SP_HEAD) {
+                st->phase = PH_POLL;
+                st->consumed = 0;
+            } else { /* an advance that moved: the loop starts the next one */
+                st->empties = 0;
+                enter(st, PH_SP_HEAD);
+                st->moved = 0;
+            }
+            break;
+        }
+        case PH_POLL: {
+            if (st->consumed == st->batch) { /* the advance returns without an empty poll */
+                enter(st, PH_SP_TAIL);
+                break;
+            }
+            int rc = poll_once(pt, st, w);
+            if (rc > 1) return rc;
+            if (rc == 1) break;
+            if (st->moved && !st->flat) {
+                enter(st, PH_SP_TAIL);
+                break;
+            }
+            if (!st->flat && ++st->empties < st->polls) {
+                enter(st, PH_SP_HEAD);
+                skip_empty(pt, st);
+                break;
+            }
+            st->phase = PH_BLOCKED; /* ml_idle: blocks until a packet or room */
+            *wait = TSIM_WAKE_REC_ALL | st->inj_full << 8;
+            return TSIM_RUN_BLOCK;
+        }
+        default:
+            return TSIM_RUN_BLOCK;
+        }
+    }
+}
+
+const tsim_prog ml_wait_prog = {
+    .name = "ml-wait",
+    .id = ML_PROG_WAIT,
+    .state_size = sizeof(ml_wait_state),
+    .adopt = wait_adopt,
+    .step = wait_step,
+    .free = wait_free,
+};
+
+int ml_engine_idle_advance(tsim_port *pt, ml_resume *r)
+{
+    int f = pt->ops->poll(pt);
+    if (f == TSIM_PORT_WAIT) return TSIM_RUN_WAIT;
+    if (f < 0) return 0;
+    *r = (ml_resume){.point = ML_RESUME_POLL};
+    return TSIM_RUN_BACK;
+}
+
+int ml_engine_register(void) { return tsim_prog_register(&ml_wait_prog); }
