@@ -70,7 +70,8 @@ typedef struct ml_msg {
     /* private */
     struct ml_msg *next;
     size_t off;              /* bytes packetized so far */
-    ml_cursor cur;           /* layout: where the last packet was gathered */
+    ml_cursor cur;           /* layout: where the last packet's gather was charged */
+    ml_cursor rcur;          /* layout: where the last packet was gathered */
     size_t charged;          /* layout: 1 + the offset whose gather was charged */
     uint8_t *stage;          /* layout: its bytes gathered on the host, or NULL (ml_layout.c) */
     uint16_t seq, id;

@@ -75,7 +75,7 @@ static void *co_main(void *arg)
              * before its grant */
             ml_rx *rx = sw.id & ML_CO_PART ? &ml->co_part[sw.id & (ML_CO_PART - 1)]
                                            : &ml->slots[sw.id];
-            unsigned segs = ml_rx_write(rx, &ml->co_reordered, sw.w, s.p.payload,
+            unsigned segs = ml_rx_write(&ml->co_port, rx, &ml->co_reordered, sw.w, s.p.payload,
                         rx->len - sw.w < TSIM_PAYLOAD_MAX ? rx->len - sw.w : TSIM_PAYLOAD_MAX);
             ml_charge_ddt(co, (uint64_t)segs * ml->prm->ddt_seg_cycles);
             co_track(ml, rx, sw.id);
@@ -98,6 +98,7 @@ int ml_coproc_start(ml_ctx *ml)
     int idx = ml->pp->node * TSIM_CPUS + 1;
     if (atomic_load(&ml->pp->seg->procs[idx].state) != TSIM_P_ABSENT) return 0; /* taken: no coprocessor */
     pl_open(&ml->co, ml->pp->seg, idx, ml->pp->vt);
+    pl_port_init(&ml->co, &ml->co_port);
     ml->co.p->rank = ml->rank;
     if (pthread_create(&ml->co_thread, NULL, co_main, ml) != 0) {
         pl_close(&ml->co, 1);

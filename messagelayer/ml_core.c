@@ -48,6 +48,7 @@ ml_ctx *ml_init(pl_proc *pp, int rank, ml_mode mode, ml_upcall_fn upcall, void *
     ml_ctx *ml = calloc(1, sizeof *ml);
     if (!ml) return NULL;
     ml->pp = pp;
+    pl_port_init(pp, &ml->port);
     ml->rank = rank;
     ml->mode = mode;
     ml->prm = &pp->seg->params;
@@ -177,8 +178,8 @@ void ml_finalize(ml_ctx *ml)
     }
     ml_coproc_stop(ml);
     for (int i = 0; ml->peer && i < ml->map.nranks; i++) {
-        for (ml_stash *e = ml->peer[i].stash, *n; e; e = n) n = e->next, free(e);
-        for (ml_stash *e = ml->peer[i].ae_early, *n; e; e = n) n = e->next, free(e);
+        for (ml_stash_e *e = ml->peer[i].stash, *n; e; e = n) n = e->next, free(e);
+        for (ml_stash_e *e = ml->peer[i].ae_early, *n; e; e = n) n = e->next, free(e);
         for (ml_rx *e = ml->peer[i].ae, *n; e; e = n) n = e->next, free(e);
     }
     free(ml->peer);

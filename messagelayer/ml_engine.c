@@ -174,14 +174,29 @@ static int back(ml_wait_state *st, uint32_t point)
     return TSIM_RUN_BACK;
 }
 
+/* The engine reads a message's bytes ahead from the rank's memory. */
+typedef struct engine_src {
+    tsim_port *pt;
+    const ml_wait_state *st;
+    wait_priv *w;
+    int k;
+} engine_src;
+
+static const void *engine_bytes(void *arg, const ml_ho_tx *t, uint64_t off, size_t n)
+{
+    (void)t;
+    engine_src *s = arg;
+    return tx_bytes(s->pt, s->st, s->w, s->k, off, n);
+}
+
 /* A send round: each message in turn one packet, if its FIFO has room;
  * rounds repeat until one sends nothing. Returns 0 when that is so,
- * TSIM_RUN_WAIT or TSIM_RUN_BACK. A message's last packet is the rank's
- * (its completion runs there): it is handed back at that message's turn,
- * if its FIFO has room, and goes on with the round from there itself
- * (round_pos). A full FIFO is passed over as the rank would: a hand-back
- * at the start of every round would wake it once a round while that FIFO
- * stayed full. */
+ * TSIM_RUN_WAIT, TSIM_RUN_BACK or TSIM_RUN_FAIL. A message's last packet
+ * is the rank's (its completion runs there): it is handed back at that
+ * message's turn, if its FIFO has room, and goes on with the round from
+ * there itself (round_pos). A full FIFO is passed over as the rank would:
+ * a hand-back at the start of every round would wake it once a round
+ * while that FIFO stayed full. */
 static int send_round(tsim_port *pt, ml_wait_state *st, wait_priv *w)
 {
     if (st->fresh) st->inj_full = 0, st->fresh = 0;
@@ -191,34 +206,18 @@ static int send_round(tsim_port *pt, ml_wait_state *st, wait_priv *w)
             uint32_t k = st->rr < st->nring ? (st->ring_pos + st->rr) % st->nring : st->rr;
             ml_ho_tx *t = &st->tx[k];
             if (!t->live || t->off >= t->len) continue;
-            uint64_t n = t->len - t->off < TSIM_PAYLOAD_MAX ? t->len - t->off : TSIM_PAYLOAD_MAX;
-            int last = t->len - t->off <= TSIM_PAYLOAD_MAX;
-            tsim_hwhdr hw;
-            tsim_header(pt->g, &hw, (int)t->dst, (size_t)n, t->flags, t->group);
-            if (last && pt->ops->room(pt, t->fifo, hw.chunks) == 1)
-                return back(st, st->phase == PH_SP_HEAD ? ML_RESUME_ADVANCE : ML_RESUME_TAIL);
-            if (last && !pt->ops->settled(pt)) return TSIM_RUN_WAIT; /* its gather is the rank's if room comes */
-            if (t->niov && t->charged != t->off + 1) {
-                /* the rank gathers the packet before it tries the FIFO
-                 * (ml_send.c's msg_bytes), once per offset */
-                t->charged = t->off + 1;
-                tsim_port_charge_ddt(pt, (uint64_t)tsim_layout_segs(w->txiov[k], t->niov, &w->txcur[k],
-                                                                    t->off, n) *
-                                             pt->prm->ddt_seg_cycles);
+            if (t->len - t->off <= TSIM_PAYLOAD_MAX) { /* the last packet */
+                if (pt->ops->room(pt, t->fifo, tsim_chunks(t->len - t->off)) == 1)
+                    return back(st, st->phase == PH_SP_HEAD ? ML_RESUME_ADVANCE : ML_RESUME_TAIL);
+                if (!pt->ops->settled(pt)) return TSIM_RUN_WAIT; /* its gather is the rank's if room comes */
             }
-            int room = pt->ops->room(pt, t->fifo, hw.chunks);
-            if (room == TSIM_PORT_WAIT) return TSIM_RUN_WAIT;
-            if (!room) {
+            engine_src src = {pt, st, w, (int)k};
+            int rc = ml_data_send(pt, t, w->txiov[k], &w->txcur[k], engine_bytes, &src);
+            if (rc > 1) return rc;
+            if (!rc) {
                 st->inj_full |= 1u << t->fifo;
                 continue;
             }
-            const uint8_t *data = tx_bytes(pt, st, w, (int)k, t->off, (size_t)n);
-            if (!data) return TSIM_RUN_FAIL;
-            ml_sw sw = {t->type, 0, t->id, (uint32_t)t->off};
-            uint8_t sw8[8];
-            memcpy(sw8, &sw, sizeof sw8);
-            pt->ops->inject(pt, t->fifo, &hw, sw8, data, (size_t)n);
-            t->off += n;
             st->res.pkts_sent++;
             st->moved++;
             st->round++;
@@ -231,10 +230,8 @@ static int send_round(tsim_port *pt, ml_wait_state *st, wait_priv *w)
 }
 
 /* The reception a data packet belongs to, or NULL. */
-static ml_ho_rx *match(ml_wait_state *st, const tsim_slot *s)
+static ml_ho_rx *match(ml_wait_state *st, const tsim_slot *s, ml_sw sw)
 {
-    ml_sw sw;
-    memcpy(&sw, s->p.sw, sizeof sw);
     for (uint32_t i = 0; i < st->nrx; i++) {
         ml_ho_rx *rx = &st->rx[i];
         if (rx->type == sw.type && rx->id == sw.id && (rx->src == UINT32_MAX || rx->src == s->m.src))
@@ -244,43 +241,31 @@ static ml_ho_rx *match(ml_wait_state *st, const tsim_slot *s)
 }
 
 /* One poll: 1 a packet was read, 0 none was visible (charged), or
- * TSIM_RUN_WAIT / TSIM_RUN_BACK. */
+ * TSIM_RUN_WAIT / TSIM_RUN_BACK. Only a data packet of a reception it
+ * knows that does not complete it is the engine's. */
 static int poll_once(tsim_port *pt, ml_wait_state *st, wait_priv *w)
 {
     int f = pt->ops->poll(pt);
     if (f == TSIM_PORT_WAIT) return TSIM_RUN_WAIT;
     if (f < 0) return 0;
     const tsim_slot *s = pt->ops->peek(pt, f);
-    ml_ho_rx *rx = match(st, s);
-    ml_sw sw;
-    memcpy(&sw, s->p.sw, sizeof sw);
+    ml_sw sw = ml_sw_of(s);
+    ml_ho_rx *rx = match(st, s, sw);
     uint64_t off = sw.w;
     uint64_t n = rx && off <= rx->len ? (rx->len - off < TSIM_PAYLOAD_MAX ? rx->len - off : TSIM_PAYLOAD_MAX)
                                       : 0;
     if (!rx || off > rx->len || rx->got + n >= rx->len) return back(st, ML_RESUME_POLL);
-    /* the bytes first: a write that fails leaves the packet to the rank */
-    uint64_t wr = off < rx->cap ? (off + n <= rx->cap ? n : rx->cap - off) : 0, segs = 0;
+    /* the bytes first: a write that fails leaves the packet to the rank
+     * (the pieces written are rewritten by it) */
     size_t i = (size_t)(rx - st->rx);
-    if (wr && (!rx->niov || rx->buf) && pt->ops->write(pt, rx->buf + off, s->p.payload, wr) != 0)
-        return back(st, ML_RESUME_POLL);
-    if (wr && rx->niov && rx->buf) { /* a layout's host stage: its pieces counted */
-        segs = tsim_layout_segs(w->rxiov[i], rx->niov, &w->rxcur[i], off, wr);
-    } else if (wr && rx->niov) { /* scattered into a layout: each piece its own write */
-        size_t k;
-        uint64_t a;
-        for (uint64_t done = 0; done < wr; done += k, segs++) {
-            k = tsim_layout_piece(w->rxiov[i], rx->niov, &w->rxcur[i], off + done, wr - done, &a);
-            if (!k || pt->ops->write(pt, a, s->p.payload + done, k) != 0)
-                return back(st, ML_RESUME_POLL); /* the pieces written are rewritten by it */
-        }
-    }
+    ml_sink k = {rx->buf, rx->cap, w->rxiov[i], rx->niov, &w->rxcur[i]};
+    int segs = ml_data_put(pt, &k, off, s->p.payload, (size_t)n);
+    if (segs < 0) return back(st, ML_RESUME_POLL);
     pt->ops->consume(pt, f);
-    /* the message layer's dispatch of a data packet (ml_rx_write), and its
-     * scatter into a layout */
+    /* the message layer's dispatch of a data packet, and its scatter */
     tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
-    tsim_port_charge_ddt(pt, segs * pt->prm->ddt_seg_cycles);
-    if (off < rx->hi) st->res.reordered++;
-    else rx->hi = off;
+    tsim_port_charge_ddt(pt, (uint64_t)segs * pt->prm->ddt_seg_cycles);
+    ml_data_seen(&rx->hi, &st->res.reordered, off);
     rx->got += n;
     st->res.pkts_recv++;
     st->consumed++;

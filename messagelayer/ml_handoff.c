@@ -65,44 +65,6 @@ static int tx_streams(ml_ctx *ml, ml_msg **out)
     return n;
 }
 
-static void describe_tx(ml_ctx *ml, ml_ho_tx *t, ml_msg *m)
-{
-    memset(t, 0, sizeof *t);
-    int dproc = ml->map.proc[m->dst];
-    /* a layout's data: its host stage, or its segments (buf 0) */
-    t->buf = (uint64_t)(uintptr_t)(m->niov ? (const void *)m->stage : m->buf);
-    t->len = m->len;
-    t->off = m->off;
-    t->iov = (uint64_t)(uintptr_t)m->iov;
-    t->niov = m->niov;
-    t->charged = m->charged;
-    t->dst = (uint32_t)dproc;
-    t->live = 1;
-    if (m->state == S_DATA) { /* after the grant (or a VN refusal): m->seq is the slot */
-        int vn = m->proto == ML_VN;
-        t->fifo = (uint8_t)(vn ? TSIM_INJ_SP : ml_fifo_for(ml, m->dst));
-        t->flags = vn ? 0 : TSIM_F_DYNAMIC;
-        t->group = (uint8_t)(vn || !m->used ? dproc % TSIM_CPUS : m->used);
-        t->type = vn ? T_VN_DATA : T_RZV_DATA;
-        if (!vn && m->used >= ML_CPU_SPLIT) {
-            /* a split: the part it is in, which ends where a message would
-             * (the engine hands back before a part's last packet) */
-            int co;
-            t->len = ml_part_end(m->used, m->len, ml->prm->ml_coproc_align, m->off, &co);
-            t->group = (uint8_t)(co ? 1 : dproc % TSIM_CPUS);
-            t->id = (uint16_t)(co ? m->seq | ML_CO_PART : m->seq);
-            return;
-        }
-    } else {
-        int ae = m->proto == ML_ADAPTIVE;
-        t->fifo = (uint8_t)ml_fifo_for(ml, m->dst);
-        t->flags = ae ? TSIM_F_DYNAMIC : 0;
-        t->group = (uint8_t)(dproc % TSIM_CPUS);
-        t->type = ae ? T_AE_DATA : T_EAGER_DATA;
-    }
-    t->id = m->seq;
-}
-
 /* Fills the wait loop's state; 0 if this wait can't be handed over. */
 static int describe(ml_ctx *ml, ml_wait_state *d, unsigned polls)
 {
@@ -110,7 +72,8 @@ static int describe(ml_ctx *ml, ml_wait_state *d, unsigned polls)
     if (ntx < 0) return 0;
     memset(d, 0, offsetof(ml_wait_state, tx));
     for (int k = 0; k < ntx; k++) {
-        if (ml->reg_tx[k]) describe_tx(ml, &d->tx[k], ml->reg_tx[k]);
+        ml_msg *m = ml->reg_tx[k];
+        if (m) ml_proto_of(m->proto)->wire(ml, m, &d->tx[k]); /* what the rank would send next */
         else memset(&d->tx[k], 0, sizeof d->tx[k]);
     }
     d->ntx = (uint32_t)ntx;

@@ -22,6 +22,7 @@ enum ml_type {
     T_VN_ADDR, T_VN_ACK, T_VN_NACK, T_VN_DATA,
     T_CO_WORK, T_CO_DONE, T_CO_RZV_DONE, T_CO_STOP,
     T_VN_LAYOUT, /* a VN address packet naming the sender's layout (ml_vn_layout) */
+    T_NTYPES
 };
 
 typedef struct ml_sw {
@@ -72,8 +73,8 @@ void ml_stage_scatter(const struct iovec *iov, size_t niov, const uint8_t *stage
 typedef struct ml_rx {
     struct ml_rx *next;    /* adaptive receptions of one peer */
     ml_recv r;
-    size_t len, got;
-    size_t hi;             /* highest offset seen: a lower one arrived out of order */
+    uint64_t len, got;
+    uint64_t hi;           /* highest offset seen: a lower one arrived out of order */
     int src;
     uint16_t seq;          /* the message's per-pair sequence number */
     uint16_t sender_id;    /* rendezvous, VN: the sender's message id, for the grant / ack */
@@ -93,10 +94,10 @@ typedef struct ml_rx {
 } ml_rx;
 
 /* A packet kept for later (out-of-order first packets, early AE data). */
-typedef struct ml_stash {
-    struct ml_stash *next;
+typedef struct ml_stash_e {
+    struct ml_stash_e *next;
     tsim_slot s;
-} ml_stash;
+} ml_stash_e;
 
 typedef struct ml_peer {
     /* sending */
@@ -109,8 +110,8 @@ typedef struct ml_peer {
     ml_rx eager;           /* message being received by eager (one at a time) */
     ml_rx *ae;             /* adaptive messages being received: a confirmation
                               goes at the match, so several can be incomplete */
-    ml_stash *stash, **stash_tail; /* held in arrival order */
-    ml_stash *ae_early;    /* adaptive data that overtook its first packet */
+    ml_stash_e *stash, **stash_tail; /* held in arrival order */
+    ml_stash_e *ae_early;  /* adaptive data that overtook its first packet */
     uint64_t vn_keys[ML_VN_KEYS]; /* VN layouts of this peer seen (round robin) */
     uint8_t vn_key_next;
 } ml_peer;
@@ -180,6 +181,8 @@ struct ml_ctl;
 
 struct ml_ctx {
     pl_proc *pp;
+    tsim_port port;             /* pp as a port: the data path's (ml_data.c) */
+    tsim_port co_port;          /* the coprocessor's */
     struct ml_ctl *ctl_head, *ctl_tail; /* control packets waiting for room */
     ml_msg *data_head;          /* rendezvous / VN fallback data going out */
     unsigned inj_full;          /* TSIM_WAKE_INJ bits of FIFOs found full */
@@ -260,18 +263,112 @@ static inline size_t ml_part_end(uint8_t b, size_t len, size_t align, size_t off
     return len;
 }
 
-/* ml_send.c */
+/* ---- protocols (ml_onepkt.c, ml_eager.c, ml_rzv.c, ml_vn.c) ---------- *
+ * Each protocol owns its packet types (ml_recv.c's table): how its
+ * messages go out, what its first packet and its other packets do at the
+ * receiver, and how its data packets are described on the wire, which is
+ * what the rank and the engine both send from (ml_data.c). */
+typedef struct ml_proto_ops {
+    const char *name;
+    /* sends the next packet of m, the head of peer p's queue (a first
+     * packet, or data right behind it): 1 if one went out */
+    int (*send)(ml_ctx *ml, ml_peer *p, ml_msg *m);
+    /* its first packet arrived, in per-pair send order */
+    void (*first)(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw);
+    /* a packet of one of its other types */
+    void (*packet)(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw);
+    /* m's data packets from m->off, as the wire carries them (NULL: none) */
+    void (*wire)(const ml_ctx *ml, const ml_msg *m, ml_ho_tx *t);
+} ml_proto_ops;
+extern const ml_proto_ops ml_onepkt_proto, ml_eager_proto, ml_rzv_proto, ml_vn_proto;
+const ml_proto_ops *ml_proto_of(ml_proto p);
+/* ml_accept's answer for a deferred message of each protocol */
+void ml_rzv_accept(ml_ctx *ml, uint16_t slot);
+void ml_vn_accept(ml_ctx *ml, uint16_t slot);
+
+/* ---- the data path (ml_data.c): one implementation, two drivers ------- */
+/* n bytes of message t at offset off, wherever the driver reads them */
+typedef const void *(*ml_bytes_fn)(void *arg, const ml_ho_tx *t, uint64_t off, size_t n);
+/* Charges the gather of bytes [off, off + n) of a layout, once per offset
+ * (t->charged); cur walks iov, the layout's segments as the driver sees them. */
+void ml_data_charge(tsim_port *pt, ml_ho_tx *t, const struct iovec *iov, tsim_lcur *cur, uint64_t off,
+                    size_t n);
+/* One data packet of t at t->off, if its FIFO has room: 1 (t->off moved
+ * on), 0 (its FIFO is full at the clock), TSIM_RUN_WAIT (the engine's
+ * port can't tell yet), TSIM_RUN_FAIL (its bytes could not be read). */
+int ml_data_send(tsim_port *pt, ml_ho_tx *t, const struct iovec *iov, tsim_lcur *cur, ml_bytes_fn bytes,
+                 void *arg);
+/* Where a reception's bytes go: a buffer (or a layout's host stage) of cap
+ * bytes, or a layout (niov > 0, buf 0) walked with cur. */
+typedef struct ml_sink {
+    uint64_t buf, cap;
+    const struct iovec *iov;
+    uint64_t niov;
+    tsim_lcur *cur;
+} ml_sink;
+/* Writes the bytes of a data packet at message offset off: the layout
+ * segments it touched (to be charged at ddt_seg_cycles), or -1 if a write
+ * failed (the engine's port: the rank's memory is gone). */
+int ml_data_put(tsim_port *pt, const ml_sink *k, uint64_t off, const void *data, size_t n);
+/* A data packet at offset off seen: an offset below the highest one seen
+ * arrived out of order. */
+static inline void ml_data_seen(uint64_t *hi, uint64_t *reordered, uint64_t off)
+{
+    if (off < *hi) (*reordered)++;
+    else *hi = off;
+}
+
+/* ---- what protocols share: sending (ml_send.c) ------------------------ */
 int ml_send_progress(ml_ctx *ml);
 int ml_send_phase(ml_ctx *ml, int pos, int sent);
+/* Injects now if it can (-1, the FIFO noted in inj_full, if full). */
+int ml_try_inject(ml_ctx *ml, int dst_proc, int fifo, unsigned flags, unsigned group, const ml_sw *sw,
+                  const void *a, size_t alen, const void *b, size_t blen);
+/* Injects now or queues it as a control packet. */
 void ml_inject(ml_ctx *ml, int dst_proc, int fifo, unsigned flags, unsigned group,
                const ml_sw *sw, const void *a, size_t alen, const void *b, size_t blen);
 void ml_msg_finished(ml_ctx *ml, ml_msg *m);
+void ml_pop_head(ml_peer *p);
 int ml_fifo_for(const ml_ctx *ml, int dst_rank); /* injection FIFO by direction */
-/* ml_recv.c */
+/* The n bytes at offset off of m's data (a layout's gather charged once
+ * per offset): in place, or gathered into tmp. */
+const void *ml_msg_bytes(ml_ctx *ml, ml_msg *m, size_t off, size_t n, uint8_t *tmp);
+/* One data packet of m as its protocol's wire describes it: 1 if it went. */
+int ml_data_step(ml_ctx *ml, ml_msg *m);
+/* The one packet of a message that then waits for the receiver's answer:
+ * the header, then the id the answer will name (alone, or inside the VN
+ * address block `extra`). 1 if it went out. */
+int ml_send_with_id(ml_ctx *ml, ml_peer *p, ml_msg *m, int dproc, int fifo, const ml_sw *sw,
+                    void *extra, size_t extralen);
+/* The receiver answered m (its slot, the grant's b): its data goes out
+ * from the data list. */
+void ml_data_phase(ml_ctx *ml, ml_msg *m, uint16_t slot, uint8_t b);
+
+/* ---- what protocols share: receiving (ml_recv.c) ---------------------- */
 void ml_dispatch(ml_ctx *ml, const tsim_slot *s);
-/* Places data of a reception; counts an offset below one already seen.
- * Returns the layout segments it touched (0 for a buffer), to be charged. */
-unsigned ml_rx_write(ml_rx *rx, uint64_t *reordered, size_t off, const void *data, size_t n);
+ml_sw ml_sw_of(const tsim_slot *s);
+/* Bytes of payload a packet carries (its chunks minus the header). */
+static inline size_t ml_payload_of(const tsim_slot *s)
+{
+    return (size_t)s->p.hw.chunks * TSIM_CHUNK - TSIM_HDR_BYTES;
+}
+/* Places data of a reception through port pt (ml_data_put), counting an
+ * offset below one already seen; returns the layout segments it touched,
+ * to be charged. */
+unsigned ml_rx_write(tsim_port *pt, ml_rx *rx, uint64_t *reordered, uint64_t off, const void *data,
+                     size_t n);
+/* The same on this rank, charged. */
+void ml_rx_data(ml_ctx *ml, ml_rx *rx, uint64_t off, const void *data, size_t n);
+void ml_rx_set_cap(ml_ctx *ml, ml_rx *rx);
+void ml_rx_complete(ml_ctx *ml, ml_rx *rx);
+/* A message arrives: the user's upcall says where it goes (rx). */
+void ml_upcall(ml_ctx *ml, int src, const uint8_t *hdr, size_t hl, size_t len, ml_rx *rx, ml_proto proto,
+               unsigned token);
+uint16_t ml_slot_alloc(ml_ctx *ml);
+/* Holds a packet for later, in arrival order (replayed after the next
+ * first packet of its peer). */
+void ml_stash(ml_peer *p, const tsim_slot *s);
+void ml_send_ctl(ml_ctx *ml, int src, int fifo, uint8_t type, uint8_t b, uint16_t id, uint32_t w);
 /* ml_layout.c: copies n bytes at message offset off between a layout and
  * flat (gather: into flat); returns the segments touched. */
 unsigned ml_layout_copy(const struct iovec *iov, size_t niov, ml_cursor *c, size_t off,

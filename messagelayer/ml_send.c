@@ -1,7 +1,10 @@
-/* Sending: per-peer queues in send order, packetizing per protocol, and a
- * control queue for confirmations, grants and acks. Injection never blocks
- * here: a full FIFO just ends the round, so the advance loop can keep
- * draining reception FIFOs (two ranks flooding each other can't deadlock). */
+/* Sending: per-peer queues in send order, the ring of peers with work, the
+ * data list of messages past their handshake, and a control queue for
+ * confirmations, grants and acks. Each protocol sends its own packets
+ * (ml_proto_ops.send, ml_onepkt.c ... ml_vn.c); a send phase gives every
+ * message its turn. Injection never blocks here: a full FIFO just ends the
+ * turn, so the advance loop can keep draining reception FIFOs (two ranks
+ * flooding each other can't deadlock). */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,8 +33,8 @@ int ml_fifo_for(const ml_ctx *ml, int dst_rank)
     return port < 0 ? 0 : port % 3;
 }
 
-static int try_inject(ml_ctx *ml, int dst_proc, int fifo, unsigned flags, unsigned group,
-                      const ml_sw *sw, const void *a, size_t alen, const void *b, size_t blen)
+int ml_try_inject(ml_ctx *ml, int dst_proc, int fifo, unsigned flags, unsigned group, const ml_sw *sw,
+                  const void *a, size_t alen, const void *b, size_t blen)
 {
     uint8_t buf[TSIM_PAYLOAD_MAX];
     tsim_hwhdr hw;
@@ -60,7 +63,7 @@ typedef struct ml_ctl {
 void ml_inject(ml_ctx *ml, int dst_proc, int fifo, unsigned flags, unsigned group,
                const ml_sw *sw, const void *a, size_t alen, const void *b, size_t blen)
 {
-    if (!ml->ctl_head && try_inject(ml, dst_proc, fifo, flags, group, sw, a, alen, b, blen) == 0)
+    if (!ml->ctl_head && ml_try_inject(ml, dst_proc, fifo, flags, group, sw, a, alen, b, blen) == 0)
         return;
     ml_ctl *c = calloc(1, sizeof *c);
     if (!c) abort();
@@ -77,8 +80,8 @@ static int ctl_progress(ml_ctx *ml)
     int moved = 0;
     while (ml->ctl_head) {
         ml_ctl *c = ml->ctl_head;
-        if (try_inject(ml, c->dst_proc, c->fifo, c->flags, c->group, &c->sw, c->data, c->len, NULL,
-                       0) != 0)
+        if (ml_try_inject(ml, c->dst_proc, c->fifo, c->flags, c->group, &c->sw, c->data, c->len, NULL,
+                          0) != 0)
             break;
         ml->ctl_head = c->next;
         if (!ml->ctl_head) ml->ctl_tail = NULL;
@@ -111,50 +114,84 @@ static uint16_t new_id(ml_ctx *ml, ml_msg *m)
     abort(); /* more than ML_MAX_IDS rendezvous in flight */
 }
 
-static void pop_head(ml_peer *p)
+void ml_pop_head(ml_peer *p)
 {
     p->head = p->head->next;
     if (!p->head) p->tail = NULL;
 }
 
-/* The n bytes at offset off of m's data: in place, or gathered from its
- * layout into tmp. The gather is charged once per packet, however often a
- * full FIFO makes the packet be tried again. */
-static const void *msg_bytes(ml_ctx *ml, ml_msg *m, size_t off, size_t n, uint8_t *tmp)
+/* Where the rank reads a message's bytes: in place (a buffer, a layout's
+ * host stage) or gathered from its layout into tmp. */
+typedef struct rank_src {
+    ml_msg *m;
+    uint8_t *tmp; /* TSIM_PAYLOAD_MAX bytes */
+} rank_src;
+
+static const void *rank_bytes(void *arg, const ml_ho_tx *t, uint64_t off, size_t n)
 {
+    (void)t;
+    rank_src *s = arg;
+    ml_msg *m = s->m;
     if (!m->niov) return (const uint8_t *)m->buf + off;
-    unsigned segs;
-    const void *bytes = tmp;
-    if (m->stage) {
-        segs = tsim_layout_segs(m->iov, m->niov, &m->cur, off, n);
-        bytes = m->stage + off;
-    } else {
-        segs = ml_layout_copy(m->iov, m->niov, &m->cur, off, tmp, n, 1);
-    }
-    if (m->charged != off + 1) {
-        m->charged = off + 1;
-        ml_charge_ddt(ml->pp, (uint64_t)segs * ml->prm->ddt_seg_cycles);
-    }
-    return bytes;
+    if (m->stage) return m->stage + off;
+    ml_layout_copy(m->iov, m->niov, &m->rcur, off, s->tmp, n, 1);
+    return s->tmp;
 }
 
-/* The one packet of a message that then waits for the receiver's answer:
- * the header, then the id the answer will name (alone, or inside the VN
- * address block `extra`). */
-static int send_with_id(ml_ctx *ml, ml_peer *p, ml_msg *m, int dproc, int fifo, const ml_sw *sw,
-                        void *extra, size_t extralen)
+const void *ml_msg_bytes(ml_ctx *ml, ml_msg *m, size_t off, size_t n, uint8_t *tmp)
+{
+    ml_ho_tx t = {.niov = m->niov, .charged = m->charged};
+    ml_data_charge(&ml->port, &t, m->iov, &m->cur, off, n);
+    m->charged = t.charged;
+    rank_src s = {m, tmp};
+    return rank_bytes(&s, &t, off, n);
+}
+
+int ml_data_step(ml_ctx *ml, ml_msg *m)
+{
+    ml_ho_tx t;
+    uint8_t tmp[TSIM_PAYLOAD_MAX];
+    ml_proto_of(m->proto)->wire(ml, m, &t);
+    rank_src s = {m, tmp};
+    int rc = ml_data_send(&ml->port, &t, m->iov, &m->cur, rank_bytes, &s);
+    m->charged = t.charged;
+    if (rc != 1) {
+        ml->inj_full |= TSIM_WAKE_INJ(t.fifo);
+        return 0;
+    }
+    m->off = t.off;
+    ml->st.pkts_sent++;
+    return 1;
+}
+
+int ml_send_with_id(ml_ctx *ml, ml_peer *p, ml_msg *m, int dproc, int fifo, const ml_sw *sw,
+                    void *extra, size_t extralen)
 {
     uint16_t id = new_id(ml, m);
     if (extra) memcpy((char *)extra + offsetof(ml_vn_addr, id), &id, sizeof id);
-    if (try_inject(ml, dproc, fifo, 0, 0, sw, m->hdr, m->hdrlen, extra ? extra : (void *)&id,
-                   extra ? extralen : sizeof id)) {
+    if (ml_try_inject(ml, dproc, fifo, 0, 0, sw, m->hdr, m->hdrlen, extra ? extra : (void *)&id,
+                      extra ? extralen : sizeof id)) {
         ml->ids[id] = NULL;
         return 0;
     }
     m->id = id;
     m->state = S_WAIT;
-    pop_head(p);
+    ml_pop_head(p);
     return 1;
+}
+
+void ml_data_phase(ml_ctx *ml, ml_msg *m, uint16_t slot, uint8_t b)
+{
+    if (m->len == 0) {
+        ml_msg_finished(ml, m);
+        return;
+    }
+    m->seq = slot; /* the receiver's slot */
+    m->used = b;   /* the receiving cpu */
+    m->off = 0;
+    m->state = S_DATA;
+    m->next = ml->data_head;
+    ml->data_head = m;
 }
 
 /* Sends one packet of peer's head message; 1 if a packet went out. */
@@ -163,9 +200,6 @@ static int step(ml_ctx *ml, int dst)
     ml_peer *p = &ml->peer[dst];
     ml_msg *m = p->head;
     if (!m || (m->state == S_QUEUED && p->ae_wait)) return 0;
-    int dproc = ml->map.proc[dst], fifo = ml_fifo_for(ml, dst);
-    size_t hl = m->hdrlen;
-    uint8_t tmp[TSIM_PAYLOAD_MAX];
     if (m->state == S_QUEUED) {
         m->seq = p->tx_seq++;
         m->state = S_SENDING;
@@ -175,85 +209,12 @@ static int step(ml_ctx *ml, int dst)
                                            ml->prm->ml_vn_cycles};
         ml_charge(ml, extra[m->proto]);
     }
-    ml_sw sw = {0, (uint8_t)hl, m->seq, (uint32_t)m->len};
-    switch (m->proto) {
-    case ML_ONEPKT:
-        sw.type = T_ONE;
-        if (try_inject(ml, dproc, fifo, 0, 0, &sw, m->hdr, hl, msg_bytes(ml, m, 0, m->len, tmp),
-                       m->len))
-            return 0;
-        pop_head(p);
-        ml_msg_finished(ml, m);
-        return 1;
-    case ML_EAGER:
-    case ML_ADAPTIVE: {
-        int ae = m->proto == ML_ADAPTIVE;
-        unsigned fl = ae ? TSIM_F_DYNAMIC : 0;
-        if (m->off == 0 && m->used == 0) { /* first packet: header + data */
-            size_t n = m->len < TSIM_PAYLOAD_MAX - hl ? m->len : TSIM_PAYLOAD_MAX - hl;
-            sw.type = ae ? T_AE : T_EAGER;
-            if (try_inject(ml, dproc, fifo, fl, 0, &sw, m->hdr, hl, msg_bytes(ml, m, 0, n, tmp), n))
-                return 0;
-            m->off = n;
-            m->used = 1;
-            if (ae) p->ae_wait++; /* the confirmation may come before the last packet leaves */
-        } else {
-            size_t n = m->len - m->off < TSIM_PAYLOAD_MAX ? m->len - m->off : TSIM_PAYLOAD_MAX;
-            ml_sw d = {ae ? T_AE_DATA : T_EAGER_DATA, 0, m->seq, (uint32_t)m->off};
-            if (try_inject(ml, dproc, fifo, fl, 0, &d, msg_bytes(ml, m, m->off, n, tmp), n, NULL, 0))
-                return 0;
-            m->off += n;
-        }
-        if (m->off >= m->len) {
-            pop_head(p);
-            ml_msg_finished(ml, m);
-        }
-        return 1;
-    }
-    case ML_RZV: { /* scout: header + our id; the data waits for the grant */
-        sw.type = T_SCOUT;
-        return send_with_id(ml, p, m, dproc, fifo, &sw, NULL, 0);
-    }
-    case ML_VN: { /* our buffer's address (or layout), for the receiver to copy from */
-        if (m->niov) {
-            ml_vn_layout l = {{(int32_t)getpid(), 0, 0, (uint64_t)(uintptr_t)m->iov}, m->niov,
-                              m->layout_key};
-            sw.type = T_VN_LAYOUT;
-            return send_with_id(ml, p, m, dproc, TSIM_INJ_SP, &sw, &l, sizeof l);
-        }
-        ml_vn_addr a = {(int32_t)getpid(), 0, 0, (uint64_t)(uintptr_t)m->buf};
-        sw.type = T_VN_ADDR;
-        return send_with_id(ml, p, m, dproc, TSIM_INJ_SP, &sw, &a, sizeof a);
-    }
-    default:
-        abort();
-    }
-}
-
-/* Rendezvous (and VN fallback) data after the grant: one packet per call. */
-static int data_step(ml_ctx *ml, ml_msg *m)
-{
-    int vn = m->proto == ML_VN, co = 0;
-    /* m->seq holds the receiver's slot, m->used the grant's b: the
-     * receiving cpu, or a split whose parts' packets go to their own cpus */
-    size_t end = vn ? m->len : ml_part_end(m->used, m->len, ml->prm->ml_coproc_align, m->off, &co);
-    size_t n = end - m->off < TSIM_PAYLOAD_MAX ? end - m->off : TSIM_PAYLOAD_MAX;
-    ml_sw d = {vn ? T_VN_DATA : T_RZV_DATA, 0,
-               (uint16_t)(m->used >= ML_CPU_SPLIT && co ? m->seq | ML_CO_PART : m->seq),
-               (uint32_t)m->off};
-    int dproc = ml->map.proc[m->dst];
-    uint8_t tmp[TSIM_PAYLOAD_MAX];
-    if (try_inject(ml, dproc, vn ? TSIM_INJ_SP : ml_fifo_for(ml, m->dst), vn ? 0 : TSIM_F_DYNAMIC,
-                   vn ? (unsigned)dproc % TSIM_CPUS : (unsigned)co, &d, msg_bytes(ml, m, m->off, n, tmp),
-                   n, NULL, 0))
-        return 0;
-    m->off += n;
-    return 1;
+    return ml_proto_of(m->proto)->send(ml, p, m);
 }
 
 /* A send phase: control packets, then rounds (each message in turn one
  * packet) until a round sends nothing. The engine may hand a phase back in
- * the middle of a round, at a message's last packet (ml_proxy.c): the
+ * the middle of a round, at a message's last packet (ml_engine.c): the
  * round goes on at position pos (the ring's peers from ring_pos, then the
  * data list), `sent` packets having gone in it; the engine's packets are
  * not counted again. */
@@ -277,7 +238,7 @@ int ml_send_phase(ml_ctx *ml, int pos, int sent)
                 pm = &m->next;
                 continue;
             }
-            round += data_step(ml, m);
+            round += ml_data_step(ml, m);
             if (m->off >= m->len) {
                 *pm = m->next;
                 ml_msg_finished(ml, m);
@@ -318,7 +279,7 @@ int ml_send(ml_ctx *ml, ml_msg *m)
     m->state = S_QUEUED;
     m->used = 0;
     m->off = 0;
-    m->cur = (ml_cursor){0, 0};
+    m->cur = m->rcur = (ml_cursor){0, 0};
     m->charged = 0;
     /* the VN protocol hands the receiver the layout itself */
     m->stage = m->niov && m->proto != ML_VN && ml_stage_wanted(ml, m->niov, m->len)

@@ -350,13 +350,17 @@ static inline void tsim_coords(const tsim_geom *g, int node, int c[3])
 
 /* The hardware header of a packet to processor dst carrying `payload`
  * bytes (chunks rounded up, at least one), to reception group `group`. */
+static inline unsigned tsim_chunks(size_t payload)
+{
+    size_t chunks = (TSIM_HDR_BYTES + payload + TSIM_CHUNK - 1) / TSIM_CHUNK;
+    return chunks ? (unsigned)chunks : 1;
+}
 static inline void tsim_header(const tsim_geom *g, tsim_hwhdr *hw, int dst, size_t payload,
                                unsigned flags, unsigned group)
 {
     int c[3];
     tsim_coords(g, dst / TSIM_CPUS, c);
-    size_t chunks = (TSIM_HDR_BYTES + payload + TSIM_CHUNK - 1) / TSIM_CHUNK;
-    *hw = (tsim_hwhdr){{(uint8_t)c[0], (uint8_t)c[1], (uint8_t)c[2]}, (uint8_t)(chunks ? chunks : 1),
+    *hw = (tsim_hwhdr){{(uint8_t)c[0], (uint8_t)c[1], (uint8_t)c[2]}, (uint8_t)tsim_chunks(payload),
                        (uint8_t)flags, 0, (uint8_t)group, 0};
 }
 static inline int tsim_proc_index(int node, int cpu) { return node * TSIM_CPUS + cpu; }

@@ -1,0 +1,58 @@
+/* The data path every protocol shares: one data packet of a message out,
+ * one data packet's bytes into its reception. Written once, run by two
+ * drivers: the rank, through its own port (packetlayer/pl_port.c), and
+ * the engine while the rank is blocked (ml_engine.c, through the engine's
+ * port), at the same simulated times and costs. What differs between the
+ * drivers is only where a message's bytes are read from (the rank's
+ * memory in place, or read ahead from it by the engine): the caller's
+ * ml_bytes_fn. */
+#include <string.h>
+
+#include "ml_internal.h"
+
+void ml_data_charge(tsim_port *pt, ml_ho_tx *t, const struct iovec *iov, tsim_lcur *cur, uint64_t off,
+                    size_t n)
+{
+    if (!t->niov || t->charged == off + 1) return;
+    t->charged = off + 1;
+    tsim_port_charge_ddt(pt, (uint64_t)tsim_layout_segs(iov, t->niov, cur, off, n) * pt->prm->ddt_seg_cycles);
+}
+
+int ml_data_send(tsim_port *pt, ml_ho_tx *t, const struct iovec *iov, tsim_lcur *cur, ml_bytes_fn bytes,
+                 void *arg)
+{
+    size_t n = t->len - t->off < TSIM_PAYLOAD_MAX ? (size_t)(t->len - t->off) : TSIM_PAYLOAD_MAX;
+    tsim_hwhdr hw;
+    tsim_header(pt->g, &hw, (int)t->dst, n, t->flags, t->group);
+    /* the packet is gathered before its FIFO is tried, and charged once
+     * however often a full FIFO makes it be tried again */
+    ml_data_charge(pt, t, iov, cur, t->off, n);
+    int room = pt->ops->room(pt, t->fifo, hw.chunks);
+    if (room != 1) return room == TSIM_PORT_WAIT ? TSIM_RUN_WAIT : 0;
+    const void *data = bytes(arg, t, t->off, n);
+    if (!data) return TSIM_RUN_FAIL;
+    ml_sw sw = {t->type, 0, t->id, (uint32_t)t->off};
+    uint8_t sw8[8];
+    memcpy(sw8, &sw, sizeof sw8);
+    pt->ops->inject(pt, t->fifo, &hw, sw8, data, n);
+    t->off += n;
+    return 1;
+}
+
+int ml_data_put(tsim_port *pt, const ml_sink *k, uint64_t off, const void *data, size_t n)
+{
+    uint64_t w = off < k->cap ? (off + n <= k->cap ? n : k->cap - off) : 0;
+    if (!w) return 0;
+    if ((!k->niov || k->buf) && pt->ops->write(pt, k->buf + off, data, w) != 0) return -1;
+    if (!k->niov) return 0;
+    if (k->buf) return (int)tsim_layout_segs(k->iov, k->niov, k->cur, off, w); /* its host stage */
+    /* scattered into the layout: each piece its own write */
+    int segs = 0;
+    size_t got;
+    uint64_t a;
+    for (uint64_t done = 0; done < w; done += got, segs++) {
+        got = tsim_layout_piece(k->iov, k->niov, k->cur, off + done, w - done, &a);
+        if (!got || pt->ops->write(pt, a, (const uint8_t *)data + done, got) != 0) return -1;
+    }
+    return segs;
+}

@@ -1,0 +1,126 @@
+/* Rendezvous: a scout packet (the header and the sender's id); the
+ * receiver, once it knows where the data goes (at the scout's upcall, or
+ * later through ml_accept), grants it; the sender then streams the data,
+ * adaptively routed, into the receiver's slot. In CO mode the coprocessor
+ * receives the data of an aligned buffer; an unaligned flat buffer is split
+ * between the two processors by whole cache lines (grant). */
+#include <string.h>
+
+#include "ml_internal.h"
+
+static int rzv_send(ml_ctx *ml, ml_peer *p, ml_msg *m)
+{
+    ml_sw sw = {T_SCOUT, (uint8_t)m->hdrlen, m->seq, (uint32_t)m->len};
+    return ml_send_with_id(ml, p, m, ml->map.proc[m->dst], ml_fifo_for(ml, m->dst), &sw, NULL, 0);
+}
+
+/* The data packets of m from m->off, after the grant (m->seq is the
+ * receiver's slot, m->used the grant's b): the receiving cpu, or a split
+ * whose parts' packets go to their own cpus; a part ends where a message
+ * would, so its packets never straddle two cpus. */
+static void rzv_wire(const ml_ctx *ml, const ml_msg *m, ml_ho_tx *t)
+{
+    int co = 0, dproc = ml->map.proc[m->dst];
+    size_t end = ml_part_end(m->used, m->len, ml->prm->ml_coproc_align, m->off, &co);
+    *t = (ml_ho_tx){.buf = (uint64_t)(uintptr_t)(m->niov ? (const void *)m->stage : m->buf),
+                    .len = end,
+                    .off = m->off,
+                    .iov = (uint64_t)(uintptr_t)m->iov,
+                    .niov = m->niov,
+                    .charged = m->charged,
+                    .dst = (uint32_t)dproc,
+                    .fifo = (uint8_t)ml_fifo_for(ml, m->dst),
+                    .flags = TSIM_F_DYNAMIC,
+                    .group = (uint8_t)(co ? 1 : dproc % TSIM_CPUS),
+                    .type = T_RZV_DATA,
+                    .id = (uint16_t)(m->used >= ML_CPU_SPLIT && co ? m->seq | ML_CO_PART : m->seq),
+                    .live = 1};
+}
+
+/* Tells the sender where the data goes (now or, if the upcall deferred it,
+ * from ml_accept). */
+static void grant(ml_ctx *ml, uint16_t k)
+{
+    ml_rx *rx = &ml->slots[k];
+    /* data whose buffer (or a layout's first segment) is cache-line aligned
+     * is received by the coprocessor; a flat buffer that is not, by both:
+     * the coprocessor its whole lines, if it has any (ml_split_end) */
+    size_t align = ml->prm->ml_coproc_align;
+    uintptr_t at = rx->r.niov ? (uintptr_t)rx->r.iov[0].iov_base : (uintptr_t)rx->r.buf;
+    uint8_t b = ML_CPU_MAIN, cpu = ML_CPU_MAIN;
+    if (ml->co_running && align && rx->r.cap >= rx->len) {
+        size_t head = (align - at % align) % align;
+        if (!head) {
+            b = cpu = ML_CPU_CO;
+        } else if (!rx->r.niov && align <= 128 && head < rx->len &&
+                   ml_split_end(rx->len, head, align) > head) {
+            b = (uint8_t)(ML_CPU_SPLIT + head);
+            cpu = ML_CPU_SPLIT;
+            rx->co_lo = (uint32_t)head;
+            rx->co_hi = (uint32_t)ml_split_end(rx->len, head, align);
+            ml_rx *c = &ml->co_part[k]; /* its bytes already counted as there */
+            *c = (ml_rx){.r = {.buf = rx->r.buf, .cap = rx->r.cap}, .len = rx->co_hi,
+                         .got = rx->co_lo, .src = rx->src, .used = 1, .cpu = ML_CPU_CO};
+        }
+    }
+    rx->cpu = cpu;
+    ml_send_ctl(ml, rx->src, ml_fifo_for(ml, rx->src), T_GRANT, b, rx->sender_id, k);
+    if (rx->len == 0) ml_rx_complete(ml, rx);
+    /* a split's own packets are few (its partial lines): the engine's loop
+     * (ml_engine.c) hands those back rather than know the split */
+    else if (cpu == ML_CPU_MAIN) ml_act_add(ml, rx, T_RZV_DATA, k);
+}
+
+void ml_rzv_accept(ml_ctx *ml, uint16_t k) { grant(ml, k); }
+
+static void rzv_first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
+{
+    const uint8_t *pl = s->p.payload;
+    size_t hl = sw.b;
+    uint16_t id;
+    memcpy(&id, pl + hl, sizeof id);
+    ml_charge(ml, ml->prm->ml_rzv_cycles);
+    uint16_t k = ml_slot_alloc(ml);
+    ml_rx *rx = &ml->slots[k];
+    ml_upcall(ml, src, pl, hl, sw.w, rx, ML_RZV, k);
+    rx->sender_id = id;
+    if (!rx->r.defer) grant(ml, k);
+}
+
+static void rzv_packet(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
+{
+    (void)src;
+    switch (sw.type) {
+    case T_GRANT: {
+        ml_msg *m = ml->ids[sw.id];
+        ml->ids[sw.id] = NULL;
+        ml_charge(ml, ml->prm->ml_rzv_cycles);
+        ml_data_phase(ml, m, (uint16_t)sw.w, sw.b);
+        break;
+    }
+    case T_RZV_DATA: {
+        ml_rx *rx = &ml->slots[sw.id];
+        size_t end = rx->cpu == ML_CPU_SPLIT && sw.w < rx->co_lo ? rx->co_lo : rx->len;
+        ml_rx_data(ml, rx, sw.w, s->p.payload, end - sw.w < TSIM_PAYLOAD_MAX ? end - sw.w : TSIM_PAYLOAD_MAX);
+        if (rx->got >= rx->len) ml_rx_complete(ml, rx);
+        break;
+    }
+    case T_CO_RZV_DONE: {
+        ml_rx *rx = &ml->slots[sw.id & (ML_CO_PART - 1)];
+        if (sw.id & ML_CO_PART) { /* the coprocessor's part of a split is in */
+            ml->co_part[sw.id & (ML_CO_PART - 1)].used = 0;
+            rx->got += rx->co_hi - rx->co_lo;
+        }
+        if (!(sw.id & ML_CO_PART) || rx->got >= rx->len) ml_rx_complete(ml, rx);
+        break;
+    }
+    }
+}
+
+const ml_proto_ops ml_rzv_proto = {
+    .name = "rendezvous",
+    .send = rzv_send,
+    .first = rzv_first,
+    .packet = rzv_packet,
+    .wire = rzv_wire,
+};
