@@ -35,8 +35,8 @@ run "128 ranks, 4x4x4, VN" -np 128 -mode VN -shape 4x4x4 coll_tree_ml --max "$(l
 run "64 ranks, 4x4x4, CO, hardware only (tree, gi, torus3)" -np 64 -shape 4x4x4 coll_tree_ml --algo hw --min 512K --max 4M --step 2
 run "256 ranks, 8x8x4, CO, tree only" -np 256 -shape 8x8x4 coll_tree_ml --algo tree --min 1M --max 1M
 # Host cost of a long tree collective: 1 MiB int and double allreduce on 64
-# ranks, the engine running blocked ranks' tree loops (torus-sim/
-# tsim_proxy_tree.c) against every rank woken per packet (BGLEMU_PROXY=0,
+# ranks, the engine running blocked ranks' tree loops (collectives/
+# coll_tree_engine.c) against every rank woken per packet (BGLEMU_PROXY=0,
 # several minutes): the same simulated cycles, wall time and context
 # switches of mpirun and its ranks.
 hostcost() {

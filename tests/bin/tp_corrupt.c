@@ -17,7 +17,7 @@
  *    other-state (rank 0's clock and state), seg-header (the geometry),
  *    engine-page (its own engine-only page)
  *  bogus-buf: a message for the engine to send from an address that is not
- *    mapped (its work description)
+ *    mapped (the loop it hands the engine)
  *  random SEED: 1..8 writes of 1..16 random bytes at random offsets of its
  *    own pages and of the rest of the segment, then one more outside its
  *    own pages (so every run damages something it may not write); seeded,

@@ -56,7 +56,7 @@ check rec-future "corrupted its reception FIFO 0: packet at slot 0 arrives at 11
 check state "corrupted its state word: 9 is not a processor state"
 check bad-type "sent rank 0 a packet of software type 30, which no protocol of the message layer has"
 check inj-cap "corrupted its injection FIFO 0: capacity word 0, but the FIFO holds 32 chunks"
-check bogus-buf "corrupted its work description: a send buffer the engine cannot read: Bad address"
+check bogus-buf "corrupted its hand-off: a send buffer the engine cannot read: Bad address"
 check other-rec "$seg rank 0's reception FIFO 0, which it may only read"
 check other-state "$seg rank 0's clock and state, which it may only read"
 check seg-header "$seg the machine's geometry, which it may only read"

@@ -46,7 +46,7 @@ part=$(mpirun -np 6 -shape 2x2x2 coll_tree_ml --max 64 2>/dev/null); rc=$?
 check "coll_tree_ml on a partly populated machine: barrier on the ranks' wires, tree collectives fall back" \
   bash -c '[ '"$rc"' -eq 0 ] && grep -qE "^barrier +gi " <<<"$0" && ! grep -qE "^[a-z]+ +tree " <<<"$0"' "$part"
 
-# The engine runs a blocked rank's tree loop (torus-sim/tsim_proxy_tree.c):
+# The engine runs a blocked rank's tree loop (collectives/coll_tree_engine.c):
 # the same simulated result as every rank waking per packet, far fewer wakes.
 on=$(mpirun -np 8 -shape 2x2x2 --report "$tmp/on.json" coll_tree_ml --max 64K 2>/dev/null)
 off=$(BGLEMU_PROXY=0 mpirun -np 8 -shape 2x2x2 --report "$tmp/off.json" coll_tree_ml --max 64K 2>/dev/null)

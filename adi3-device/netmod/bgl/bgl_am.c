@@ -433,7 +433,7 @@ int MPIDI_BGL_progress(int vci, int blocking)
     /* In MPID_Progress_wait's loop (blocking: CH4 passes its wait flag,
      * adi3-device/mpich/build-mpich.sh) nothing but this function runs until
      * a request completes, which only a callback does: the engine runs the
-     * loop (messagelayer/ml_proxy.c) and wakes this rank where its own code
+     * loop (messagelayer/ml_engine.c) and wakes this rank where its own code
      * must run; the advance below then goes on from there. */
     if (blocking && expecting_network(g)) {
         /* ...unless MPICH's progress hooks still have local steps (a
