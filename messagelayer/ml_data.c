@@ -18,27 +18,6 @@ void ml_data_charge(tsim_port *pt, ml_ho_tx *t, const struct iovec *iov, tsim_lc
     tsim_port_charge_ddt(pt, (uint64_t)tsim_layout_segs(iov, t->niov, cur, off, n) * pt->prm->ddt_seg_cycles);
 }
 
-int ml_data_send(tsim_port *pt, ml_ho_tx *t, const struct iovec *iov, tsim_lcur *cur, ml_bytes_fn bytes,
-                 void *arg)
-{
-    size_t n = t->len - t->off < TSIM_PAYLOAD_MAX ? (size_t)(t->len - t->off) : TSIM_PAYLOAD_MAX;
-    tsim_hwhdr hw;
-    tsim_header(pt->g, &hw, (int)t->dst, n, t->flags, t->group);
-    /* the packet is gathered before its FIFO is tried, and charged once
-     * however often a full FIFO makes it be tried again */
-    ml_data_charge(pt, t, iov, cur, t->off, n);
-    int room = pt->ops->room(pt, t->fifo, hw.chunks);
-    if (room != 1) return room == TSIM_PORT_WAIT ? TSIM_RUN_WAIT : 0;
-    const void *data = bytes(arg, t, t->off, n);
-    if (!data) return TSIM_RUN_FAIL;
-    ml_sw sw = {t->type, 0, t->id, (uint32_t)t->off};
-    uint8_t sw8[8];
-    memcpy(sw8, &sw, sizeof sw8);
-    pt->ops->inject(pt, t->fifo, &hw, sw8, data, n);
-    t->off += n;
-    return 1;
-}
-
 int ml_data_put(tsim_port *pt, const ml_sink *k, uint64_t off, const void *data, size_t n)
 {
     uint64_t w = off < k->cap ? (off + n <= k->cap ? n : k->cap - off) : 0;

@@ -3,6 +3,7 @@
 #define ML_INTERNAL_H
 
 #include <pthread.h>
+#include <string.h>
 
 #include "ml.h"
 
@@ -295,9 +296,28 @@ void ml_data_charge(tsim_port *pt, ml_ho_tx *t, const struct iovec *iov, tsim_lc
                     size_t n);
 /* One data packet of t at t->off, if its FIFO has room: 1 (t->off moved
  * on), 0 (its FIFO is full at the clock), TSIM_RUN_WAIT (the engine's
- * port can't tell yet), TSIM_RUN_FAIL (its bytes could not be read). */
-int ml_data_send(tsim_port *pt, ml_ho_tx *t, const struct iovec *iov, tsim_lcur *cur, ml_bytes_fn bytes,
-                 void *arg);
+ * port can't tell yet), TSIM_RUN_FAIL (its bytes could not be read).
+ * Inline: a sender waiting for room tries at every advance. */
+static inline int ml_data_send(tsim_port *pt, ml_ho_tx *t, const struct iovec *iov, tsim_lcur *cur,
+                               ml_bytes_fn bytes, void *arg)
+{
+    size_t n = t->len - t->off < TSIM_PAYLOAD_MAX ? (size_t)(t->len - t->off) : TSIM_PAYLOAD_MAX;
+    /* the packet is gathered before its FIFO is tried, and charged once
+     * however often a full FIFO makes it be tried again */
+    if (t->niov && t->charged != t->off + 1) ml_data_charge(pt, t, iov, cur, t->off, n);
+    int room = tsim_port_room(pt, t->fifo, tsim_chunks(n));
+    if (room != 1) return room == TSIM_PORT_WAIT ? TSIM_RUN_WAIT : 0;
+    const void *data = bytes(arg, t, t->off, n);
+    if (!data) return TSIM_RUN_FAIL;
+    tsim_hwhdr hw;
+    tsim_header(pt->g, &hw, (int)t->dst, n, t->flags, t->group);
+    ml_sw sw = {t->type, 0, t->id, (uint32_t)t->off};
+    uint8_t sw8[8];
+    memcpy(sw8, &sw, sizeof sw8);
+    pt->ops->inject(pt, t->fifo, &hw, sw8, data, n);
+    t->off += n;
+    return 1;
+}
 /* Where a reception's bytes go: a buffer (or a layout's host stage) of cap
  * bytes, or a layout (niov > 0, buf 0) walked with cur. */
 typedef struct ml_sink {

@@ -267,8 +267,6 @@ void prx_free(tsim_engine *e);
  * already): 1 if the engine runs its loop (tsim_handoff.c: no
  * wake), 0 to wake it as its mask says. */
 int prx_tree_trigger(tsim_engine *e, int proc, uint64_t t, uint32_t bits);
-/* Can the processor's view at vt be taken as final? */
-int prx_settled(tsim_engine *e, uint64_t vt);
 /* Queues the processor's next step at t (once). */
 void prx_arm(tsim_engine *e, int proc, uint64_t t);
 /* tsim_port.c: the engine's port for processor proc's program */
@@ -347,6 +345,16 @@ uint64_t eng_proxy_key(int proc);
 void eng_violation(tsim_engine *e, int proc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void ev_push_proxy(tsim_engine *e, uint64_t t, int proc);
+
+/* Can a blocked processor's view at vt be taken as final? Once nothing
+ * before vt can still happen: no queued event is earlier (its step's own
+ * key is the lowest of its time; a step waiting in eng_run_before counts
+ * as one) and no processor can inject before the horizon. Inline: a
+ * sender waiting for room asks at every try. */
+static inline int prx_settled(const tsim_engine *e, uint64_t vt)
+{
+    return vt <= e->now || (vt <= e->h && !evq_any_before(&e->q, vt) && e->nest_t >= vt);
+}
 
 static inline uint64_t ser_cycles(const tsim_params *p, int chunks)
 {

@@ -45,15 +45,6 @@ void prx_free(tsim_engine *e)
     }
 }
 
-/* The processor's view at vt is final once nothing before vt can still
- * happen: no queued event is earlier (this step's own key is the lowest of
- * its time; a step waiting in eng_run_before counts as one) and no
- * processor can inject before the horizon. */
-int prx_settled(tsim_engine *e, uint64_t vt)
-{
-    return vt <= e->now || (vt <= e->h && !evq_any_before(&e->q, vt) && e->nest_t >= vt);
-}
-
 void prx_arm(tsim_engine *e, int proc, uint64_t t)
 {
     prx_state *x = &e->ep[proc].prx;

@@ -99,6 +99,16 @@ static inline void tsim_port_charge_ddt(tsim_port *pt, uint64_t cycles)
     atomic_fetch_add_explicit(&pt->p->ddt_cycles, cycles, memory_order_relaxed);
 }
 
+/* Room for `chunks` in injection FIFO f: room the ring shows now is room
+ * at the clock for either driver (room only grows), so only a full
+ * answer asks the port. */
+static inline int tsim_port_room(tsim_port *pt, int f, unsigned chunks)
+{
+    const tsim_ring *r = &pt->p->inj[f];
+    if (r->cap - atomic_load(&r->used) >= chunks) return 1;
+    return pt->ops->room(pt, f, chunks);
+}
+
 /* What a program's step returns to the runtime. */
 enum {
     TSIM_RUN_WAIT = 2, /* an observation returned TSIM_PORT_WAIT: step again once it can be made */
