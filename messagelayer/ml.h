@@ -184,14 +184,18 @@ int ml_wait_delegate(ml_ctx *ml, const char *why, unsigned polls, unsigned empti
  * program (the state is its answer; the advance goes on where its
  * ml_resume says), 0 if it did not (the loop's next iteration), -1 if the
  * job aborts. */
-enum { ML_RESUME_NONE, ML_RESUME_ADVANCE, ML_RESUME_POLL, ML_RESUME_TAIL };
+/* An advance's phases: its head send round, its polls, its tail send
+ * round, over. */
+enum { ML_RESUME_NONE, ML_RESUME_ADVANCE, ML_RESUME_POLL, ML_RESUME_TAIL, ML_RESUME_DONE };
 typedef struct ml_resume {
-    uint32_t point;          /* ML_RESUME_*: the advance's start, its polls, its closing send round */
+    uint32_t point;          /* ML_RESUME_*: the advance's head send round, its polls, its tail one */
     uint32_t moved;          /* packets the resumed advance has moved already */
     uint32_t consumed;       /* packets it has read already */
     uint32_t inj_full;       /* TSIM_WAKE_INJ bits its send round found full */
     uint32_t round_pos;      /* ADVANCE / TAIL: the send round goes on at this position */
     uint32_t round_sent;     /* ... with this many packets sent in it already */
+    uint32_t fresh;          /* the send round about to run starts its phase */
+    uint32_t empty;          /* the polls ended with an empty one (not at the batch) */
     uint64_t pkts_recv, pkts_sent, reordered; /* the engine's packets, for the layer's counters */
 } ml_resume;
 tsim_handoff *ml_handoff_begin(ml_ctx *ml);

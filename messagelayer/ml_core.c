@@ -97,34 +97,82 @@ ml_ctx *ml_init_env(ml_upcall_fn upcall, void *uarg, char *err, size_t errlen)
     return ml;
 }
 
+int ml_adv_step(ml_resume *a, const ml_adv_ops *ops, void *ctx, uint32_t batch)
+{
+    for (;;) {
+        int rc;
+        if (ops->ready && !ops->ready(ctx)) return TSIM_RUN_WAIT;
+        switch (a->point) {
+        case ML_RESUME_ADVANCE:
+        case ML_RESUME_TAIL:
+            if ((rc = ops->send_round(ctx, a)) != 0) return rc;
+            a->round_pos = a->round_sent = 0;
+            if (a->point == ML_RESUME_TAIL) {
+                a->point = ML_RESUME_DONE;
+                return 0;
+            }
+            a->point = ML_RESUME_POLL;
+            a->consumed = 0;
+            break;
+        case ML_RESUME_POLL:
+            if (a->consumed < batch) {
+                if ((rc = ops->take(ctx, a)) > 1) return rc;
+                if (rc == 1) {
+                    a->consumed++;
+                    a->moved++;
+                    break;
+                }
+                a->empty = 1;
+            }
+            if (!a->moved) {
+                a->point = ML_RESUME_DONE;
+                return 0;
+            }
+            a->point = ML_RESUME_TAIL;
+            a->fresh = 1;
+            break;
+        default:
+            return 0;
+        }
+    }
+}
+
+/* The rank's send phase from the cursor: a phase the engine handed back
+ * in the middle of a round goes on at that position, its packets not
+ * counted again. */
+static int rank_send_round(void *ctx, ml_resume *a)
+{
+    a->moved += (uint32_t)ml_send_phase(ctx, (int)a->round_pos, (int)a->round_sent);
+    return 0;
+}
+
+/* The rank's poll: whatever comes is dispatched (handlers may re-enter
+ * ml_advance: the packet is copied first). */
+static int rank_take(void *ctx, ml_resume *a)
+{
+    (void)a;
+    ml_ctx *ml = ctx;
+    int f = pl_poll(ml->pp, TSIM_WAKE_REC_ALL);
+    if (f < 0) return 0;
+    tsim_slot s = *pl_peek(ml->pp, f);
+    pl_consume(ml->pp, f);
+    ml_dispatch(ml, &s);
+    return 1;
+}
+
+static const ml_adv_ops rank_ops = {NULL, rank_send_round, rank_take};
+
 int ml_advance(ml_ctx *ml)
 {
     /* after the engine ran this loop (ml_engine.c), the advance it stopped
-     * in goes on from there: its polls, or its closing send round */
-    ml_resume r = ml->resume;
-    int moved = 0, i = 0;
+     * in goes on from its cursor */
+    ml_resume a = ml->resume;
     ml->resume.point = ML_RESUME_NONE;
-    if (r.point == ML_RESUME_TAIL) return (int)r.moved + ml_send_phase(ml, (int)r.round_pos, (int)r.round_sent);
+    if (a.point == ML_RESUME_NONE || a.point == ML_RESUME_DONE) ml_adv_begin(&a);
     ml->depth++;
-    if (r.point == ML_RESUME_POLL) {
-        moved = (int)r.moved;
-        i = (int)r.consumed;
-    } else { /* the engine may have sent some of this round's packets already */
-        moved = r.point == ML_RESUME_ADVANCE
-                    ? (int)r.moved + ml_send_phase(ml, (int)r.round_pos, (int)r.round_sent)
-                    : ml_send_progress(ml);
-    }
-    for (; i < ML_ADVANCE_BATCH; i++) {
-        int f = pl_poll(ml->pp, TSIM_WAKE_REC_ALL);
-        if (f < 0) break;
-        tsim_slot s = *pl_peek(ml->pp, f); /* handlers may re-enter advance */
-        pl_consume(ml->pp, f);
-        ml_dispatch(ml, &s);
-        moved++;
-    }
-    if (moved) moved += ml_send_progress(ml);
+    ml_adv_step(&a, &rank_ops, ml, ML_ADVANCE_BATCH);
     ml->depth--;
-    return moved;
+    return (int)a.moved;
 }
 
 void ml_wait_note(const ml_ctx *ml, const char *why, char *buf, size_t len)

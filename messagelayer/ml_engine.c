@@ -31,7 +31,6 @@
 #define LAYOUT_READ 512       /* pieces per read of a send layout */
 #define LAYOUT_MAX (1u << 24) /* segments of a described layout */
 
-enum { PH_BLOCKED, PH_SP_HEAD, PH_POLL, PH_SP_TAIL };
 
 /* The engine's own data for one processor: bytes of the outgoing messages
  * read ahead, and the layouts' segment lists with a cursor each. */
@@ -106,17 +105,6 @@ static int read_layout(tsim_port *pt, uint64_t addr, uint64_t niov, uint64_t tot
     return sum == total ? 0 : -1;
 }
 
-/* A send round starts afresh: ml_send_phase clears the full-FIFO mask at
- * its start. */
-static void enter(ml_wait_state *st, uint32_t phase)
-{
-    st->phase = phase;
-    if (phase == PH_SP_HEAD || phase == PH_SP_TAIL) {
-        st->fresh = 1;
-        st->rr = st->round = 0;
-    }
-}
-
 /* Takes a hand-off the rank's loop could be in, every message and
  * reception checked: anything else is refused (the rank runs it). */
 static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, int start)
@@ -153,24 +141,18 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
             return 0;
     }
     st->inj_full = (*wait >> 8) & 0xffu;
-    st->moved = st->consumed = 0;
     st->res = (ml_resume){0};
-    st->rr = st->round = 0;
     if (!start) st->empties = st->polls;
-    enter(st, start ? PH_SP_HEAD : PH_BLOCKED);
+    st->blocked = !start;
+    if (start) ml_adv_begin(&st->res);
     return 1;
 }
 
-/* Gives the rank back where its own advance picks up. */
-static int back(ml_wait_state *st, uint32_t point)
+/* Gives the rank back where its own advance picks up: the cursor stands
+ * there already. */
+static int back(ml_wait_state *st)
 {
-    ml_resume *r = &st->res;
-    r->point = point;
-    r->moved = st->moved;
-    r->consumed = st->consumed;
-    r->inj_full = st->inj_full << 8;
-    r->round_pos = point == ML_RESUME_ADVANCE || point == ML_RESUME_TAIL ? st->rr : 0;
-    r->round_sent = point == ML_RESUME_ADVANCE || point == ML_RESUME_TAIL ? st->round : 0;
+    st->res.inj_full = st->inj_full << 8;
     return TSIM_RUN_BACK;
 }
 
@@ -181,6 +163,13 @@ typedef struct engine_src {
     wait_priv *w;
     int k;
 } engine_src;
+
+/* What the engine's driver of the advance needs (ml_adv_ops' ctx). */
+typedef struct engine_ctx {
+    tsim_port *pt;
+    ml_wait_state *st;
+    wait_priv *w;
+} engine_ctx;
 
 static const void *engine_bytes(void *arg, const ml_ho_tx *t, uint64_t off, size_t n)
 {
@@ -197,18 +186,21 @@ static const void *engine_bytes(void *arg, const ml_ho_tx *t, uint64_t off, size
  * there itself (round_pos). A full FIFO is passed over as the rank would:
  * a hand-back at the start of every round would wake it once a round
  * while that FIFO stayed full. */
-static int send_round(tsim_port *pt, ml_wait_state *st, wait_priv *w)
+static int send_round(void *ctx, ml_resume *a)
 {
-    if (st->fresh) st->inj_full = 0, st->fresh = 0;
+    engine_ctx *c = ctx;
+    tsim_port *pt = c->pt;
+    ml_wait_state *st = c->st;
+    wait_priv *w = c->w;
+    if (a->fresh) st->inj_full = 0, a->fresh = 0;
     for (;;) {
-        for (; st->rr < st->ntx; st->rr++) {
+        for (; a->round_pos < st->ntx; a->round_pos++) {
             /* the ring's peers from ring_pos on, then the data list */
-            uint32_t k = st->rr < st->nring ? (st->ring_pos + st->rr) % st->nring : st->rr;
+            uint32_t k = a->round_pos < st->nring ? (st->ring_pos + a->round_pos) % st->nring : a->round_pos;
             ml_ho_tx *t = &st->tx[k];
             if (!t->live || t->off >= t->len) continue;
             if (t->len - t->off <= TSIM_PAYLOAD_MAX) { /* the last packet */
-                if (pt->ops->room(pt, t->fifo, tsim_chunks(t->len - t->off)) == 1)
-                    return back(st, st->phase == PH_SP_HEAD ? ML_RESUME_ADVANCE : ML_RESUME_TAIL);
+                if (tsim_port_room(pt, t->fifo, tsim_chunks(t->len - t->off)) == 1) return back(st);
                 if (!pt->ops->settled(pt)) return TSIM_RUN_WAIT; /* its gather is the rank's if room comes */
             }
             engine_src src = {pt, st, w, (int)k};
@@ -218,12 +210,12 @@ static int send_round(tsim_port *pt, ml_wait_state *st, wait_priv *w)
                 st->inj_full |= 1u << t->fifo;
                 continue;
             }
-            st->res.pkts_sent++;
-            st->moved++;
-            st->round++;
+            a->pkts_sent++;
+            a->moved++;
+            a->round_sent++;
         }
-        int again = st->round > 0;
-        st->rr = st->round = 0;
+        int again = a->round_sent > 0;
+        a->round_pos = a->round_sent = 0;
         if (st->nring) st->ring_pos = (st->ring_pos + 1) % st->nring;
         if (!again) return 0;
     }
@@ -243,8 +235,12 @@ static ml_ho_rx *match(ml_wait_state *st, const tsim_slot *s, ml_sw sw)
 /* One poll: 1 a packet was read, 0 none was visible (charged), or
  * TSIM_RUN_WAIT / TSIM_RUN_BACK. Only a data packet of a reception it
  * knows that does not complete it is the engine's. */
-static int poll_once(tsim_port *pt, ml_wait_state *st, wait_priv *w)
+static int poll_once(void *ctx, ml_resume *a)
 {
+    engine_ctx *c = ctx;
+    tsim_port *pt = c->pt;
+    ml_wait_state *st = c->st;
+    wait_priv *w = c->w;
     int f = pt->ops->poll(pt);
     if (f == TSIM_PORT_WAIT) return TSIM_RUN_WAIT;
     if (f < 0) return 0;
@@ -254,22 +250,20 @@ static int poll_once(tsim_port *pt, ml_wait_state *st, wait_priv *w)
     uint64_t off = sw.w;
     uint64_t n = rx && off <= rx->len ? (rx->len - off < TSIM_PAYLOAD_MAX ? rx->len - off : TSIM_PAYLOAD_MAX)
                                       : 0;
-    if (!rx || off > rx->len || rx->got + n >= rx->len) return back(st, ML_RESUME_POLL);
+    if (!rx || off > rx->len || rx->got + n >= rx->len) return back(st);
     /* the bytes first: a write that fails leaves the packet to the rank
      * (the pieces written are rewritten by it) */
     size_t i = (size_t)(rx - st->rx);
     ml_sink k = {rx->buf, rx->cap, w->rxiov[i], rx->niov, &w->rxcur[i]};
     int segs = ml_data_put(pt, &k, off, s->p.payload, (size_t)n);
-    if (segs < 0) return back(st, ML_RESUME_POLL);
+    if (segs < 0) return back(st);
     pt->ops->consume(pt, f);
     /* the message layer's dispatch of a data packet, and its scatter */
     tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
     tsim_port_charge_ddt(pt, (uint64_t)segs * pt->prm->ddt_seg_cycles);
-    ml_data_seen(&rx->hi, &st->res.reordered, off);
+    ml_data_seen(&rx->hi, &a->reordered, off);
     rx->got += n;
-    st->res.pkts_recv++;
-    st->consumed++;
-    st->moved++;
+    a->pkts_recv++;
     return 1;
 }
 
@@ -291,55 +285,38 @@ static void skip_empty(tsim_port *pt, ml_wait_state *st)
     if (st->nring) st->ring_pos = (uint32_t)((st->ring_pos + k) % st->nring);
 }
 
+static int engine_ready(void *ctx) { return ((engine_ctx *)ctx)->pt->ops->settled(((engine_ctx *)ctx)->pt); }
+
+static const ml_adv_ops engine_ops = {engine_ready, send_round, poll_once};
+
+/* The wait loop: advances (the message layer's own, ml_adv_step) until
+ * `polls` of them in a row moved nothing, then block; the coprocessor's
+ * flat loop blocks at its first empty poll. */
 static int wait_step(tsim_port *pt, void *state, void *priv, uint32_t *wait)
 {
     ml_wait_state *st = state;
-    wait_priv *w = priv;
-    if (st->phase == PH_BLOCKED) { /* woken: a new advance */
-        enter(st, PH_SP_HEAD);
-        st->moved = 0;
+    engine_ctx c = {pt, st, priv};
+    ml_resume *a = &st->res;
+    if (st->blocked) { /* woken: a new advance */
+        st->blocked = 0;
+        ml_adv_begin(a);
     }
     for (;;) {
-        if (!pt->ops->settled(pt)) return TSIM_RUN_WAIT;
-        switch (st->phase) {
-        case PH_SP_HEAD:
-        case PH_SP_TAIL: {
-            int rc = send_round(pt, st, w);
-            if (rc) return rc;
-            if (st->phase == PH_SP_HEAD) {
-                st->phase = PH_POLL;
-                st->consumed = 0;
-            } else { /* an advance that moved: the loop starts the next one */
-                st->empties = 0;
-                enter(st, PH_SP_HEAD);
-                st->moved = 0;
-            }
-            break;
+        int rc = ml_adv_step(a, &engine_ops, &c, st->batch);
+        if (rc) return rc;
+        if (a->moved && !(st->flat && a->empty)) { /* an advance that moved: the next one */
+            st->empties = 0;
+            ml_adv_begin(a);
+            continue;
         }
-        case PH_POLL: {
-            if (st->consumed == st->batch) { /* the advance returns without an empty poll */
-                enter(st, PH_SP_TAIL);
-                break;
-            }
-            int rc = poll_once(pt, st, w);
-            if (rc > 1) return rc;
-            if (rc == 1) break;
-            if (st->moved && !st->flat) {
-                enter(st, PH_SP_TAIL);
-                break;
-            }
-            if (!st->flat && ++st->empties < st->polls) {
-                enter(st, PH_SP_HEAD);
-                skip_empty(pt, st);
-                break;
-            }
-            st->phase = PH_BLOCKED; /* ml_idle: blocks until a packet or room */
-            *wait = TSIM_WAKE_REC_ALL | st->inj_full << 8;
-            return TSIM_RUN_BLOCK;
+        if (!st->flat && ++st->empties < st->polls) {
+            ml_adv_begin(a);
+            skip_empty(pt, st);
+            continue;
         }
-        default:
-            return TSIM_RUN_BLOCK;
-        }
+        st->blocked = 1; /* ml_idle: blocks until a packet or room */
+        *wait = TSIM_WAKE_REC_ALL | st->inj_full << 8;
+        return TSIM_RUN_BLOCK;
     }
 }
 

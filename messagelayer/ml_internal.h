@@ -171,8 +171,8 @@ typedef struct ml_wait_state {
     uint32_t nring, ring_pos; /* tx[0..nring) are the send ring's peers in ring order (a
                                  round starts at ring_pos, which moves on after each) */
     uint32_t nrx;
-    /* the loop's cursor while the engine runs it */
-    uint32_t phase, rr, round, fresh, moved, consumed, inj_full;
+    /* the loop's state while the engine runs it (its advance's cursor is res) */
+    uint32_t blocked, inj_full;
     ml_ho_tx tx[ML_HO_TX];
     ml_ho_rx rx[ML_HO_RX];
 } ml_wait_state;
@@ -397,6 +397,36 @@ size_t ml_layout_bytes(const struct iovec *iov, size_t niov);
 /* Charges datatype work (also counted in the processor's ddt_cycles). */
 void ml_charge_ddt(pl_proc *pp, uint64_t cycles);
 #define ML_ADVANCE_BATCH 64 /* packets one advance reads at most */
+
+/* ---- the advance (ml_core.c): one loop, two drivers ------------------- *
+ * One advance of the message layer: a send round, then polls until one
+ * finds nothing or `batch` packets were read, then, if anything moved,
+ * another send round. Written once as a resumable step over a cursor
+ * (ml_resume) and run by the rank (ml_advance: its send phase, its
+ * dispatch) and by the engine (ml_engine.c: the messages and receptions
+ * handed over; anything else hands the rank back, the cursor where the
+ * rank's advance goes on). */
+typedef struct ml_adv_ops {
+    /* 0 while what the driver would observe at its clock is not final yet
+     * (the engine's: TSIM_RUN_WAIT at every step until it is); NULL: always */
+    int (*ready)(void *ctx);
+    /* a send phase from the cursor (round_pos, round_sent, fresh), adding
+     * what it sent to moved: 0 when a round sent nothing, or TSIM_RUN_* */
+    int (*send_round)(void *ctx, ml_resume *a);
+    /* one poll: 1 a packet was taken, 0 none was visible (charged), or TSIM_RUN_* */
+    int (*take)(void *ctx, ml_resume *a);
+} ml_adv_ops;
+/* Starts an advance at its head send round. */
+static inline void ml_adv_begin(ml_resume *a)
+{
+    a->point = ML_RESUME_ADVANCE;
+    a->moved = a->consumed = a->round_pos = a->round_sent = a->empty = 0;
+    a->fresh = 1;
+}
+/* Runs the advance from the cursor: 0 when it is over (a->moved: what it
+ * moved, a->empty: its polls ended empty), or the first TSIM_RUN_* an
+ * operation returned (the cursor then stands where it is taken up again). */
+int ml_adv_step(ml_resume *a, const ml_adv_ops *ops, void *ctx, uint32_t batch);
 
 /* ml_core.c: blocks until a packet arrives or a full FIFO has room. */
 int ml_block(ml_ctx *ml, const char *why);
