@@ -97,46 +97,6 @@ ml_ctx *ml_init_env(ml_upcall_fn upcall, void *uarg, char *err, size_t errlen)
     return ml;
 }
 
-int ml_adv_step(ml_resume *a, const ml_adv_ops *ops, void *ctx, uint32_t batch)
-{
-    for (;;) {
-        int rc;
-        if (ops->ready && !ops->ready(ctx)) return TSIM_RUN_WAIT;
-        switch (a->point) {
-        case ML_RESUME_ADVANCE:
-        case ML_RESUME_TAIL:
-            if ((rc = ops->send_round(ctx, a)) != 0) return rc;
-            a->round_pos = a->round_sent = 0;
-            if (a->point == ML_RESUME_TAIL) {
-                a->point = ML_RESUME_DONE;
-                return 0;
-            }
-            a->point = ML_RESUME_POLL;
-            a->consumed = 0;
-            break;
-        case ML_RESUME_POLL:
-            if (a->consumed < batch) {
-                if ((rc = ops->take(ctx, a)) > 1) return rc;
-                if (rc == 1) {
-                    a->consumed++;
-                    a->moved++;
-                    break;
-                }
-                a->empty = 1;
-            }
-            if (!a->moved) {
-                a->point = ML_RESUME_DONE;
-                return 0;
-            }
-            a->point = ML_RESUME_TAIL;
-            a->fresh = 1;
-            break;
-        default:
-            return 0;
-        }
-    }
-}
-
 /* The rank's send phase from the cursor: a phase the engine handed back
  * in the middle of a round goes on at that position, its packets not
  * counted again. */

@@ -425,8 +425,48 @@ static inline void ml_adv_begin(ml_resume *a)
 }
 /* Runs the advance from the cursor: 0 when it is over (a->moved: what it
  * moved, a->empty: its polls ended empty), or the first TSIM_RUN_* an
- * operation returned (the cursor then stands where it is taken up again). */
-int ml_adv_step(ml_resume *a, const ml_adv_ops *ops, void *ctx, uint32_t batch);
+ * operation returned (the cursor then stands where it is taken up again).
+ * Inline, so that each driver's instance calls its operations directly. */
+static inline int ml_adv_step(ml_resume *a, const ml_adv_ops *ops, void *ctx, uint32_t batch)
+{
+    for (;;) {
+        int rc;
+        if (ops->ready && !ops->ready(ctx)) return TSIM_RUN_WAIT;
+        switch (a->point) {
+        case ML_RESUME_ADVANCE:
+        case ML_RESUME_TAIL:
+            if ((rc = ops->send_round(ctx, a)) != 0) return rc;
+            a->round_pos = a->round_sent = 0;
+            if (a->point == ML_RESUME_TAIL) {
+                a->point = ML_RESUME_DONE;
+                return 0;
+            }
+            a->point = ML_RESUME_POLL;
+            a->consumed = 0;
+            break;
+        case ML_RESUME_POLL:
+            if (a->consumed < batch) {
+                if ((rc = ops->take(ctx, a)) > 1) return rc;
+                if (rc == 1) {
+                    a->consumed++;
+                    a->moved++;
+                    break;
+                }
+                a->empty = 1;
+            }
+            if (!a->moved) {
+                a->point = ML_RESUME_DONE;
+                return 0;
+            }
+            a->point = ML_RESUME_TAIL;
+            a->fresh = 1;
+            break;
+        default:
+            return 0;
+        }
+    }
+}
+
 
 /* ml_core.c: blocks until a packet arrives or a full FIFO has room. */
 int ml_block(ml_ctx *ml, const char *why);
