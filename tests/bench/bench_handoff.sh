@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# Where a hand-off-bound job's host time goes (issue 25): the LU-like
+# wavefront (tests/mpi/wavefront.c: small eager messages handed rank to
+# rank) and the BT/SP-like multi-partition exchange (tests/mpi/multipart.c:
+# rendezvous messages, scout and grant handed back and forth), 64 ranks on
+# 4x4x4, -clock none. Per job: wall s, packets, host us per packet, context
+# switches per packet (mpirun and everything it started, /usr/bin/time),
+# the engine's wakes per MPI message (BGLEMU_PROXY_STATS), and the host CPU
+# broken down from `perf record` samples of the job's process tree:
+#   app      the program's own code (the floor)
+#   mpich    libmpi outside the netmod, message, packet layer and torus-sim
+#   ml       the netmod (MPIDI_BGL_*, adi3-device/netmod) + collectives,
+#            message layer, packet layer (ml_*, pl_*, coll_*)
+#   wait     the ranks waiting for the engine in user space: the packet
+#            layer's wait_bell (spins, sched_yield turns), torus-sim code in
+#            the ranks (tsim_*), libc's syscall() wrapper of futex(2)
+#   libc     the ranks' libc (memcpy, ...)
+#   engine   the mpirun process in user space (tsim_*, eng_*, net_*, prx_*)
+#   futex / yield / vmcopy   kernel time under futex(2), sched_yield(2),
+#            process_vm_readv/writev(2) (any process of the job)
+#   sched    the kernel switching tasks outside those calls: reschedule
+#            IPIs (a woken task placed on the other core), preemption on the
+#            way back to user space, timer ticks
+#   kother   the rest of the kernel: page faults, other system calls
+#   init     MPI_Init's topology discovery reading PCI config space in
+#            sysfs (hwloc; expensive in a virtual machine): start-up only
+#   launch   mpiexec.hydra and its proxies
+#   idle     wall x cores - the job's CPU (taken by other processes or
+#            nobody; the system-wide idle share of the run is printed too)
+# Percentages are of wall x cores. Without perf (or if it cannot sample):
+# user/sys/idle from /usr/bin/time only, the rest "n/a".
+# Then the hand-off latency: 1-byte ping-pong between ranks 0 and 1 with
+# 62 ranks blocked in MPI_Barrier (tests/mpi/handoff.c), host us per round
+# trip measured inside the program, against 2 ranks on 2x1x1 and the two
+# VN node mates on 1x1x1.
+# Host figures only, never asserted; they vary with the host's load.
+# BENCH_HANDOFF_RUNS (default 1) runs each job and reports the median;
+# BENCH_HANDOFF_PERF=0 skips perf; BENCH_HANDOFF_KEEP=DIR keeps each job's
+# output and perf.data there (the last run's).
+set -eu
+RUNS=${BENCH_HANDOFF_RUNS:-1}
+if [ ! -x "$PREFIX/bin/mpicc" ]; then echo "  skipped: MPICH not built (make mpich)"; exit 0; fi
+out=$BUILD/mpi; mkdir -p "$out"
+for p in wavefront multipart handoff; do
+  [ "$out/$p" -nt tests/mpi/$p.c ] && [ "$out/$p" -nt "$PREFIX/lib/libmpi.so" ] ||
+    mpicc -O2 -I"$PREFIX/include/bglemu" -o "$out/$p" tests/mpi/$p.c
+done
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+cores=$(nproc)
+
+have_perf=0
+if [ "${BENCH_HANDOFF_PERF:-1}" != 0 ] && command -v perf >/dev/null 2>&1 &&
+   perf record -e cpu-clock -g -o "$tmp/probe.data" true >/dev/null 2>&1; then
+  have_perf=1
+fi
+
+# the layer of each symbol of our own code, from the objects libmpi holds
+: >"$tmp/syms"
+for d in torus-sim:wait packetlayer:ml messagelayer:ml collectives:ml; do
+  dir=${d%%:*}; layer=${d##*:}
+  for o in "$BUILD/$dir"/*.o; do
+    [ -e "$o" ] && nm "$o" 2>/dev/null | awk -v l="$layer" '$2 ~ /^[tT]$/ { print $3, l }'
+  done >>"$tmp/syms"
+done
+# the netmod's functions (built inside MPICH's tree): names defined in its sources
+cat adi3-device/netmod/bgl/*.c adi3-device/netmod/bgl/*.h 2>/dev/null |
+  sed -n 's/^[a-zA-Z_][a-zA-Z0-9_ *]*[ *]\([a-zA-Z_][a-zA-Z0-9_]*\)(.*/\1 ml/p' >>"$tmp/syms"
+
+# perf script samples (header line, then the call chain, leaf first) ->
+# counts per category, then the total
+cat >"$tmp/classify.awk" <<'EOF'
+BEGIN { while ((getline l < symf) > 0) { split(l, f, " "); layer[f[1]] = f[2] } }
+function flush() {
+  if (!have) return
+  n++
+  if (comm ~ /^(mpiexec|hydra)/) c = "launch"
+  else if (kleaf) {
+    c = "kother"
+    if (ks ~ /futex/) c = "futex"; else if (ks ~ /sched_yield/) c = "yield"
+    else if (ks ~ /process_vm/) c = "vmcopy"; else if (ks ~ / (pci_|kernfs_)/) c = "init"
+    else if (ks ~ /reschedule_ipi|exit_to_user_mode_loop|apic_timer_interrupt|call_function/) c = "sched"
+  } else if (comm == "mpirun") c = "engine"
+  else if (udso ~ ("/" prog "$")) c = "app"
+  else if (usym ~ /^wait_bell/ || (udso ~ /libc\.so/ && usym == "syscall")) c = "wait"
+  else if (udso ~ /libmpi\.so/) c = (usym in layer) ? layer[usym] : (usym ~ /^MPIDI_BGL|^bgl_/ ? "ml" : "mpich")
+  else c = "libc"
+  cnt[c]++; have = 0
+}
+/^$/ { next }
+/^[^\t]/ { flush(); comm = $1; have = 1; first = 1; kleaf = 0; ks = ""; usym = ""; udso = ""; next }
+/^\t+ *[0-9a-f]+ / {
+  dso = $NF; gsub(/[()]/, "", dso); sym = $2; sub(/\+0x[0-9a-f]+$/, "", sym)
+  if (first) { kleaf = dso ~ /kernel/; first = 0 }
+  if (dso ~ /kernel/) ks = ks " " sym
+  else if (udso == "") { udso = dso; usym = sym }
+  next }
+END { flush(); split("app mpich ml wait libc engine futex yield vmcopy sched kother init launch", k, " ")
+      for (i = 1; i <= 13; i++) printf "%d ", cnt[k[i]]; printf "%d\n", n }
+EOF
+
+sysidle() { awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
+
+# job NAME PROG ARGS...: one run -> $tmp/NAME.line:
+#   wall usr sys csw packets msgs wakes loop_s sysidle% app mpich ml wait libc engine futex yield vmcopy sched kother init launch
+job1() {
+  local name=$1 prog=$2; shift 2
+  local cmd=(mpirun -np 64 -shape 4x4x4 -clock none "$out/$prog" "$@")
+  local i0 i1
+  i0=$(sysidle)
+  if [ "$have_perf" = 1 ]; then
+    BGLEMU_PROXY_STATS=1 perf record -q -e cpu-clock -c 1000000 -g -o "$tmp/perf.data" -- \
+      /usr/bin/time -f '%e %U %S %c %w' -o "$tmp/time" "${cmd[@]}" >"$tmp/out" 2>&1 || {
+      tail -5 "$tmp/out" | sed 's/^/    /'; echo "  $name: FAILED"; return 1; }
+  else
+    BGLEMU_PROXY_STATS=1 /usr/bin/time -f '%e %U %S %c %w' -o "$tmp/time" "${cmd[@]}" >"$tmp/out" 2>&1 || {
+      tail -5 "$tmp/out" | sed 's/^/    /'; echo "  $name: FAILED"; return 1; }
+  fi
+  i1=$(sysidle)
+  if [ -n "${BENCH_HANDOFF_KEEP:-}" ]; then
+    mkdir -p "$BENCH_HANDOFF_KEEP"; cp "$tmp/out" "$BENCH_HANDOFF_KEEP/$name.out"
+    [ "$have_perf" = 0 ] || cp "$tmp/perf.data" "$BENCH_HANDOFF_KEEP/$name.perf.data"
+  fi
+  read -r wall usr sys inv vol <"$tmp/time"
+  local pk msgs wakes loop
+  pk=$(sed -n 's/.*; \([0-9]*\) packets delivered.*/\1/p' "$tmp/out" | head -1)
+  msgs=$(sed -n 's/.*, \([0-9]*\) messages.*/\1/p' "$tmp/out" | head -1)
+  wakes=$(sed -n 's/.* \([0-9]*\) wakes$/\1/p' "$tmp/out" | head -1)
+  loop=$(sed -n 's/.*, host \([0-9.]*\) s$/\1/p' "$tmp/out" | head -1)
+  local idle
+  idle=$(awk -v a="$i0" -v b="$i1" 'BEGIN { split(a, x, " "); split(b, y, " ");
+    d = y[2] - x[2]; printf("%.0f", d > 0 ? 100 * (y[1] - x[1]) / d : 0) }')
+  local br="n/a n/a n/a n/a n/a n/a n/a n/a n/a n/a n/a n/a n/a"
+  if [ "$have_perf" = 1 ]; then
+    br=$(perf script -i "$tmp/perf.data" -F comm,pid,ip,sym,dso 2>/dev/null |
+      awk -v prog="$prog" -v symf="$tmp/syms" -f "$tmp/classify.awk")
+    # samples -> seconds of CPU, scaled to the measured user + sys
+    br=$(awk -v l="$br" -v u="$usr" -v s="$sys" 'BEGIN { n = split(l, f, " "); tot = f[n] > 0 ? f[n] : 1
+      for (i = 1; i < n; i++) printf "%.3f ", f[i] * (u + s) / tot }')
+  fi
+  echo "$wall $usr $sys $((inv + vol)) ${pk:-0} ${msgs:-0} ${wakes:-0} ${loop:-0} $idle $br" >>"$tmp/$name.runs"
+}
+
+row() {
+  local name=$1; shift
+  : >"$tmp/$name.runs"
+  local i
+  for i in $(seq "$RUNS"); do job1 "$name" "$@" || return 1; done
+  sort -n "$tmp/$name.runs" | awk -v m=$(( (RUNS + 1) / 2 )) 'NR == m' >"$tmp/$name.line"
+  awk -v n="$name" -v c="$cores" '{
+    wall = $1; cpu = $2 + $3; pk = $5 > 0 ? $5 : 1; msgs = $6 > 0 ? $6 : 1; cap = wall * c
+    printf "  %-10s %6.1f %8d %7d %8.1f %6.2f %6.2f %7.1f %5.1f %4d%%\n", n, wall, $5, $6, wall * 1e6 / pk, $4 / pk,
+           $7 / msgs, cpu * 1e6 / pk, 100 * (cap - cpu) / cap, $9 }' "$tmp/$name.line"
+}
+
+echo "  64 ranks on 4x4x4 (CO), -clock none, $cores host cores; median of $RUNS run(s); host figures vary with load."
+echo "  job          wall  packets    msgs  us/pkt csw/pkt wake/msg cpu-us/pkt idle% sysidle"
+row wavefront wavefront || exit 1
+row multipart multipart || exit 1
+if [ "$have_perf" = 1 ]; then
+  echo "  CPU breakdown, % of wall x $cores cores (perf record -g, cpu-clock; kernel by the system call under the sample):"
+  echo "  job          app mpich    ml  wait  libc engine futex yield vmcopy sched kother  init launch  idle"
+else
+  echo "  CPU, % of wall x $cores cores (/usr/bin/time; perf unavailable: no breakdown):"
+  echo "  job          user, sys                                     idle"
+fi
+for name in wavefront multipart; do
+  awk -v n="$name" -v c="$cores" '{
+    cap = $1 * c; printf "  %-10s", n
+    if ($10 == "n/a") { printf "  user %.1f%%, sys %.1f%%, breakdown n/a (no perf)", 100 * $2 / cap, 100 * $3 / cap }
+    else for (i = 10; i <= 22; i++) printf " %5.1f", 100 * $i / cap
+    printf " %5.1f\n", 100 * (cap - $2 - $3) / cap }' "$tmp/$name.line"
+done
+
+# hand-off latency: host us per 1-byte round trip, measured in the program
+rtt() {
+  local label=$1; shift
+  : >"$tmp/rtt"
+  local i
+  for i in $(seq "$RUNS"); do
+    mpirun -clock none "$@" "$out/handoff" --iters "${BENCH_HANDOFF_ITERS:-2000}" >"$tmp/out" 2>&1 || {
+      tail -5 "$tmp/out" | sed 's/^/    /'; echo "  $label: FAILED"; return 1; }
+    sed -n 's/.*host \([0-9.]*\) us per round trip.*/\1/p' "$tmp/out" >>"$tmp/rtt"
+  done
+  sort -n "$tmp/rtt" | awk -v m=$(( (RUNS + 1) / 2 )) -v l="$label" 'NR == m { printf "  hand-off 1 B round trip, %-40s %8.1f us\n", l ":", $1 }'
+}
+rtt "64 ranks 4x4x4, 62 in MPI_Barrier" -np 64 -shape 4x4x4 || exit 1
+rtt "2 ranks 2x1x1 (two nodes)" -np 2 -shape 2x1x1 || exit 1
+rtt "2 ranks VN 1x1x1 (node mates)" -np 2 -mode VN -shape 1x1x1 || exit 1
