@@ -14,20 +14,9 @@
  * blocked, the engine (ml_engine.c). */
 static void eager_wire(const ml_ctx *ml, const ml_msg *m, ml_ho_tx *t)
 {
-    int ae = m->proto == ML_ADAPTIVE, dproc = ml->map.proc[m->dst];
-    *t = (ml_ho_tx){.buf = (uint64_t)(uintptr_t)(m->niov ? (const void *)m->stage : m->buf),
-                    .len = m->len,
-                    .off = m->off,
-                    .iov = (uint64_t)(uintptr_t)m->iov,
-                    .niov = m->niov,
-                    .charged = m->charged,
-                    .dst = (uint32_t)dproc,
-                    .fifo = (uint8_t)ml_fifo_for(ml, m->dst),
-                    .flags = ae ? TSIM_F_DYNAMIC : 0,
-                    .group = (uint8_t)(dproc % TSIM_CPUS),
-                    .type = ae ? T_AE_DATA : T_EAGER_DATA,
-                    .id = m->seq,
-                    .live = 1};
+    int ae = m->proto == ML_ADAPTIVE;
+    ml_wire_of(ml, m, t, ae ? T_AE_DATA : T_EAGER_DATA, m->seq, (uint8_t)ml_fifo_for(ml, m->dst),
+               ae ? TSIM_F_DYNAMIC : 0, (uint8_t)(ml->map.proc[m->dst] % TSIM_CPUS));
 }
 
 static int eager_send(ml_ctx *ml, ml_peer *p, ml_msg *m)

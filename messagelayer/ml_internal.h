@@ -353,6 +353,11 @@ int ml_fifo_for(const ml_ctx *ml, int dst_rank); /* injection FIFO by direction 
 /* The n bytes at offset off of m's data (a layout's gather charged once
  * per offset): in place, or gathered into tmp. */
 const void *ml_msg_bytes(ml_ctx *ml, ml_msg *m, size_t off, size_t n, uint8_t *tmp);
+/* m's data packets from m->off, to its destination's processor from its
+ * buffer (a layout: its host stage or its segments): what every wire
+ * description shares; the protocol names the rest. */
+void ml_wire_of(const ml_ctx *ml, const ml_msg *m, ml_ho_tx *t, uint8_t type, uint16_t id, uint8_t fifo,
+                uint8_t flags, uint8_t group);
 /* One data packet of m as its protocol's wire describes it: 1 if it went. */
 int ml_data_step(ml_ctx *ml, ml_msg *m);
 /* The one packet of a message that then waits for the receiver's answer:

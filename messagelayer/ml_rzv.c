@@ -20,21 +20,12 @@ static int rzv_send(ml_ctx *ml, ml_peer *p, ml_msg *m)
  * would, so its packets never straddle two cpus. */
 static void rzv_wire(const ml_ctx *ml, const ml_msg *m, ml_ho_tx *t)
 {
-    int co = 0, dproc = ml->map.proc[m->dst];
+    int co = 0;
     size_t end = ml_part_end(m->used, m->len, ml->prm->ml_coproc_align, m->off, &co);
-    *t = (ml_ho_tx){.buf = (uint64_t)(uintptr_t)(m->niov ? (const void *)m->stage : m->buf),
-                    .len = end,
-                    .off = m->off,
-                    .iov = (uint64_t)(uintptr_t)m->iov,
-                    .niov = m->niov,
-                    .charged = m->charged,
-                    .dst = (uint32_t)dproc,
-                    .fifo = (uint8_t)ml_fifo_for(ml, m->dst),
-                    .flags = TSIM_F_DYNAMIC,
-                    .group = (uint8_t)(co ? 1 : dproc % TSIM_CPUS),
-                    .type = T_RZV_DATA,
-                    .id = (uint16_t)(m->used >= ML_CPU_SPLIT && co ? m->seq | ML_CO_PART : m->seq),
-                    .live = 1};
+    ml_wire_of(ml, m, t, T_RZV_DATA, (uint16_t)(m->used >= ML_CPU_SPLIT && co ? m->seq | ML_CO_PART : m->seq),
+               (uint8_t)ml_fifo_for(ml, m->dst), TSIM_F_DYNAMIC,
+               (uint8_t)(co ? 1 : ml->map.proc[m->dst] % TSIM_CPUS));
+    t->len = end;
 }
 
 /* Tells the sender where the data goes (now or, if the upcall deferred it,

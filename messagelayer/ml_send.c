@@ -147,6 +147,24 @@ const void *ml_msg_bytes(ml_ctx *ml, ml_msg *m, size_t off, size_t n, uint8_t *t
     return rank_bytes(&s, &t, off, n);
 }
 
+void ml_wire_of(const ml_ctx *ml, const ml_msg *m, ml_ho_tx *t, uint8_t type, uint16_t id, uint8_t fifo,
+                uint8_t flags, uint8_t group)
+{
+    *t = (ml_ho_tx){.buf = (uint64_t)(uintptr_t)(m->niov ? (const void *)m->stage : m->buf),
+                    .len = m->len,
+                    .off = m->off,
+                    .iov = (uint64_t)(uintptr_t)m->iov,
+                    .niov = m->niov,
+                    .charged = m->charged,
+                    .dst = (uint32_t)ml->map.proc[m->dst],
+                    .fifo = fifo,
+                    .flags = flags,
+                    .group = group,
+                    .type = type,
+                    .id = id,
+                    .live = 1};
+}
+
 int ml_data_step(ml_ctx *ml, ml_msg *m)
 {
     ml_ho_tx t;

@@ -27,20 +27,7 @@ static int vn_send(ml_ctx *ml, ml_peer *p, ml_msg *m)
  * slot), over the scratchpad to the other processor. */
 static void vn_wire(const ml_ctx *ml, const ml_msg *m, ml_ho_tx *t)
 {
-    int dproc = ml->map.proc[m->dst];
-    *t = (ml_ho_tx){.buf = (uint64_t)(uintptr_t)(m->niov ? (const void *)m->stage : m->buf),
-                    .len = m->len,
-                    .off = m->off,
-                    .iov = (uint64_t)(uintptr_t)m->iov,
-                    .niov = m->niov,
-                    .charged = m->charged,
-                    .dst = (uint32_t)dproc,
-                    .fifo = TSIM_INJ_SP,
-                    .flags = 0,
-                    .group = (uint8_t)(dproc % TSIM_CPUS),
-                    .type = T_VN_DATA,
-                    .id = m->seq,
-                    .live = 1};
+    ml_wire_of(ml, m, t, T_VN_DATA, m->seq, TSIM_INJ_SP, 0, (uint8_t)(ml->map.proc[m->dst] % TSIM_CPUS));
 }
 
 /* VN with a layout on either side: the sender's segment list is read from
