@@ -24,6 +24,7 @@
  * VN mode: the tree runs between cpu 0 of every node (the root's own cpu on
  * the root's node), which hands each packet to its node mate through the
  * scratchpad FIFO. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,76 +142,205 @@ static void assign_fifos(coll_ctx *c)
     }
 }
 
-static void bc_take(coll_ctx *c, const tsim_slot *s)
+/* ---- the loop, once for both drivers (coll_internal.h) ---------------- */
+
+static size_t pkt_bytes(const coll_bc_loop *L, size_t off)
 {
-    coll_sw sw = coll_sw_get(s);
-    uint32_t w = coll_sw_w(&sw); /* packet index in the message */
-    int r = 0;                   /* its part: parts are consecutive */
-    while (r + 1 < c->nroutes && w >= c->have_base[r + 1]) r++;
-    if (w < c->have_base[r] || w >= c->have_base[r] + c->part_np[r]) abort(); /* not ours */
-    uint8_t *h = c->have + c->have_base[r];
-    uint32_t i = w - (uint32_t)c->have_base[r];
-    if (h[i]) abort(); /* a second copy: the tree is wrong */
-    size_t off = (size_t)w * PAY;
-    size_t n = c->len - off < PAY ? c->len - off : PAY;
-    if (c->nbiov) /* scattered straight into the layout */
-        coll_charge_ddt(c, (uint64_t)tsim_layout_copy(c->biov, c->nbiov, &c->bcur[r], off, (void *)s->p.payload,
-                                                       n, 0) *
-                               c->pp->seg->params.ddt_seg_cycles);
-    else
-        memcpy(c->buf + off, s->p.payload, n);
-    h[i] = 1;
-    c->got++;
-    c->st.pkts_recv++;
-    while (c->avail[r] < c->part_np[r] && h[c->avail[r]]) c->avail[r]++;
+    return L->len - off < PAY ? L->len - off : PAY;
 }
 
 /* Sends what the targets can take. Targets that share an injection FIFO
  * go in lockstep (the one furthest behind first), so the packets in a FIFO
  * alternate between its links and none waits behind a run of packets for
- * another link; the FIFOs take turns packet by packet. */
+ * another link; the FIFOs take turns packet by packet, in sweeps until one
+ * sends nothing. A layout's packet is gathered for its target before its
+ * first FIFO try, charged once. */
+int coll_bc_push_step(tsim_port *pt, coll_bc_loop *L, coll_bc_push *k)
+{
+    if (!k->run) *k = (coll_bc_push){.run = 1};
+    for (;;) {
+        if (k->f == TSIM_NINJ) {
+            if (!k->any) {
+                k->run = 0;
+                return 0;
+            }
+            k->f = 0;
+            k->any = 0;
+        }
+        const int f = k->f;
+        if (k->wait & TSIM_WAKE_INJ(f)) {
+            k->f++;
+            continue;
+        }
+        coll_target *t = NULL;
+        for (int i = 0; i < L->nt; i++) {
+            coll_target *u = &L->t[i];
+            if (u->fifo == f && u->cur < L->avail[u->route] && (!t || u->cur < t->cur)) t = u;
+        }
+        if (!t) {
+            k->f++;
+            continue;
+        }
+        const uint32_t w = (uint32_t)L->have_base[t->route] + t->cur;
+        const size_t off = (size_t)w * PAY, n = pkt_bytes(L, off);
+        uint8_t tmp[PAY];
+        unsigned segs = 0;
+        const uint8_t *data = L->io->fetch(L, t, w, off, n, tmp, &segs);
+        if (!data) return -1;
+        if (L->layout) {
+            if (t->charged != t->cur + 1) tsim_port_charge_ddt(pt, (uint64_t)segs * pt->prm->ddt_seg_cycles);
+            t->charged = t->cur + 1;
+        }
+        tsim_hwhdr hw;
+        tsim_header(pt->g, &hw, t->proc, n, t->flags, (unsigned)t->proc % TSIM_CPUS);
+        int room = tsim_port_room(pt, f, hw.chunks);
+        if (room == TSIM_PORT_WAIT) return 1;
+        if (room) {
+            coll_sw sw = coll_sw_make(COLL_T_BCAST, w, L->seq, L->gid);
+            uint8_t swb[8];
+            memcpy(swb, &sw, sizeof swb);
+            pt->ops->inject(pt, f, &hw, swb, data, n);
+            t->cur++;
+            k->any = 1;
+            k->pushed++;
+            (*L->pkts_sent)++;
+        } else {
+            k->wait |= TSIM_WAKE_INJ(f);
+        }
+        k->f++;
+    }
+}
+
+int coll_bc_take(coll_bc_loop *L, uint32_t w, const uint8_t *payload, unsigned *segs)
+{
+    int r = 0; /* its part: parts are consecutive */
+    while (r + 1 < L->nroutes && w >= L->have_base[r + 1]) r++;
+    if (w < L->have_base[r] || w >= L->have_base[r] + L->part_np[r]) return 0; /* not ours */
+    uint8_t *h = L->have + L->have_base[r];
+    uint32_t i = w - (uint32_t)L->have_base[r];
+    if (h[i]) return 0; /* a second copy: the tree is wrong */
+    size_t off = (size_t)w * PAY;
+    *segs = 0;
+    if (L->io->place(L, r, w, off, payload, pkt_bytes(L, off), segs) != 0) return -1;
+    h[i] = 1;
+    (*L->got)++;
+    (*L->pkts_recv)++;
+    while (L->avail[r] < L->part_np[r] && h[L->avail[r]]) L->avail[r]++;
+    return 1;
+}
+
+int coll_bc_done(const coll_bc_loop *L)
+{
+    if (*L->got < L->need) return 0;
+    for (int i = 0; i < L->nt; i++)
+        if (L->t[i].cur < L->part_np[L->t[i].route]) return 0;
+    return 1;
+}
+
+/* ---- the rank's driver: its own memory ---------------------------------- */
+
+static const uint8_t *rank_fetch(coll_bc_loop *L, coll_target *t, uint32_t w, size_t off, size_t n,
+                                 uint8_t *tmp, unsigned *segs)
+{
+    (void)w;
+    coll_ctx *c = L->ctx;
+    if (!c->nbiov) return c->buf + off;
+    *segs = tsim_layout_copy(c->biov, c->nbiov, &t->gcur, off, tmp, n, 1); /* for this target */
+    return tmp;
+}
+
+static int rank_place(coll_bc_loop *L, int r, uint32_t w, size_t off, const uint8_t *data, size_t n,
+                      unsigned *segs)
+{
+    (void)w;
+    coll_ctx *c = L->ctx;
+    if (c->nbiov) /* scattered straight into the layout */
+        *segs = tsim_layout_copy(c->biov, c->nbiov, &c->bcur[r], off, (void *)(uintptr_t)data, n, 0);
+    else
+        memcpy(c->buf + off, data, n);
+    return 0;
+}
+
+static const coll_bc_io rank_io = {rank_fetch, rank_place};
+
+static void rank_loop(coll_ctx *c, coll_bc_loop *L)
+{
+    *L = (coll_bc_loop){c->t, c->nt, c->nroutes, c->part_np, c->avail, c->have_base, c->have, &c->got,
+                        c->need, c->len, c->cur, c->cur_gid, c->nbiov != 0, &c->st.pkts_sent,
+                        &c->st.pkts_recv, &rank_io, c};
+}
+
+static void bc_take(coll_ctx *c, const tsim_slot *s)
+{
+    coll_sw sw = coll_sw_get(s);
+    coll_bc_loop L;
+    rank_loop(c, &L);
+    unsigned segs = 0;
+    if (coll_bc_take(&L, coll_sw_w(&sw), s->p.payload, &segs) != 1) abort(); /* not ours, or a second copy */
+    coll_charge_ddt(c, (uint64_t)segs * c->pp->seg->params.ddt_seg_cycles);
+}
+
 static int bc_push(coll_ctx *c)
 {
-    int moved = 0, any = 1;
-    c->inj_wait = 0;
-    while (any) {
-        any = 0;
-        for (int f = 0; f < TSIM_NINJ; f++) {
-            if (c->inj_wait & TSIM_WAKE_INJ(f)) continue;
-            coll_target *t = NULL;
-            for (int i = 0; i < c->nt; i++) {
-                coll_target *u = &c->t[i];
-                if (u->fifo == f && u->cur < c->avail[u->route] && (!t || u->cur < t->cur)) t = u;
-            }
-            if (!t) continue;
-            size_t off = c->part_off[t->route] + (size_t)t->cur * PAY;
-            size_t n = c->len - off < PAY ? c->len - off : PAY;
-            coll_sw sw = coll_sw_make(COLL_T_BCAST, (uint32_t)c->have_base[t->route] + t->cur,
-                                      c->cur, c->cur_gid);
-            const uint8_t *data = c->buf + off;
-            uint8_t tmp[PAY];
-            if (c->nbiov) { /* gathered from the layout for this target, charged once */
-                unsigned segs = tsim_layout_copy(c->biov, c->nbiov, &t->gcur, off, tmp, n, 1);
-                if (t->charged != t->cur + 1)
-                    coll_charge_ddt(c, (uint64_t)segs * c->pp->seg->params.ddt_seg_cycles);
-                t->charged = t->cur + 1;
-                data = tmp;
-            }
-            if (coll_inject(c, t->fifo, t->proc, t->flags, &sw, data, n) != 0) continue;
-            t->cur++;
-            any = 1;
-            moved++;
-        }
-    }
-    return moved;
+    coll_bc_loop L;
+    rank_loop(c, &L);
+    tsim_port pt;
+    pl_port_init(c->pp, &pt);
+    coll_bc_push k = {0};
+    coll_bc_push_step(&pt, &L, &k); /* the rank's own port never waits, its memory never fails */
+    c->inj_wait = k.wait;
+    return (int)k.pushed;
 }
 
 static int bc_done(coll_ctx *c)
 {
-    if (c->got < c->need) return 0;
-    for (int i = 0; i < c->nt; i++)
-        if (c->t[i].cur < c->part_np[c->t[i].route]) return 0;
-    return 1;
+    coll_bc_loop L;
+    rank_loop(c, &L);
+    return coll_bc_done(&L);
+}
+
+int coll_bcast_wait(coll_ctx *c, const char *why, int *moved)
+{
+    tsim_handoff *h = ml_handoff_begin(c->ml);
+    if (!h) return coll_block(c, why);
+    coll_bc_state *st = (coll_bc_state *)(void *)h->state;
+    memset(st, 0, sizeof *st);
+    st->buf = c->nbiov ? 0 : (uint64_t)(uintptr_t)c->buf;
+    st->iov = c->nbiov ? (uint64_t)(uintptr_t)c->biov : 0;
+    st->niov = c->nbiov;
+    st->have = (uint64_t)(uintptr_t)c->have;
+    st->len = c->len;
+    st->got = c->got;
+    st->need = c->need;
+    st->nt = (uint32_t)c->nt;
+    st->nroutes = (uint32_t)c->nroutes;
+    for (int r = 0; r < 3; r++) {
+        st->part_np[r] = c->part_np[r];
+        st->avail[r] = c->avail[r];
+        st->have_base[r] = c->have_base[r];
+    }
+    st->seq = c->cur;
+    st->gid = c->cur_gid;
+    st->type = COLL_T_BCAST;
+    memcpy(st->t, c->t, (size_t)c->nt * sizeof *c->t);
+    char note[112];
+    if (c->inj_wait) snprintf(note, sizeof note, "rank %d: %s (injection FIFO full)", c->rank, why);
+    else ml_wait_note(c->ml, why, note, sizeof note);
+    int rc = ml_handoff_block(c->ml, COLL_PROG_BCAST, note, c->inj_wait);
+    if (rc <= 0) return rc;
+    /* the engine's progress (the have bytes it changed are in place) */
+    for (int i = 0; i < c->nt; i++) {
+        c->t[i].cur = st->t[i].cur;
+        c->t[i].charged = st->t[i].charged;
+    }
+    for (int r = 0; r < 3; r++) c->avail[r] = st->avail[r];
+    c->got = st->got;
+    c->st.pkts_sent += st->pkts_sent;
+    c->st.pkts_recv += st->pkts_recv;
+    if (st->pkts_sent && c->cpus == 2) c->pp->qvoid = 1; /* scratchpad packets: as pl_inject says */
+    *moved = (int)st->moved;
+    ml_resume_apply(c->ml, &st->res);
+    return !st->done && st->res.point == ML_RESUME_POLL ? ML_RESUME_POLL : ML_RESUME_NONE;
 }
 
 void coll_bcast_packet(ml_ctx *ml, const tsim_slot *s, void *arg)

@@ -238,7 +238,10 @@ static int coll_loop(coll_ctx *c, int (*done)(coll_ctx *), int (*push)(coll_ctx 
         if (push) moved += push(c);
         if (done(c)) return 0;
         if (moved) continue;
-        int rc = c->op == OP_A2A && push ? coll_a2a_wait(c, why, &moved) : coll_block(c, why);
+        int rc = !push                ? coll_block(c, why)
+                 : c->op == OP_A2A   ? coll_a2a_wait(c, why, &moved)
+                 : c->op == OP_BCAST ? coll_bcast_wait(c, why, &moved)
+                                     : coll_block(c, why);
         c->inj_wait = 0;
         if (rc < 0 || pl_aborting(c->pp)) return -1;
         resumed = rc == ML_RESUME_POLL; /* else the next iteration (a complete alltoall returns) */

@@ -120,6 +120,93 @@ typedef struct coll_a2a_state {
     uint32_t resv3;
 } coll_a2a_state;
 
+/* The deposit-bit broadcast's loop (coll_bcast.c), written once over a
+ * port (torus-sim/tsim_prog.h) and run by two drivers: the rank (bc_push,
+ * coll_bcast_packet: its own port, its own memory) and the engine for a
+ * rank blocked in it (coll_bcast_engine.c, the program coll_bcast_prog;
+ * coll_bcast_wait in coll_bcast.c hands it over). A view of the loop's
+ * description and cursor, wherever they are kept: the rank's coll_ctx, or
+ * the engine's copy of the hand-off (coll_bc_state). Packet w of the
+ * message (w = have_base[r] + i for packet i of part r) is its bytes
+ * [w * TSIM_PAYLOAD_MAX, ...). */
+typedef struct coll_bc_loop coll_bc_loop;
+/* Where a packet's bytes come from and go: the driver's. fetch: the n
+ * bytes at message offset off of packet w, to send to target t (a layout:
+ * gathered with t's cursor, *segs the segments touched), in place or in
+ * tmp (TSIM_PAYLOAD_MAX bytes); NULL if they can't be read. place: a
+ * received packet's n bytes at off, part r (a layout: scattered, *segs
+ * the segments touched); 0, or -1 if they can't be written. */
+typedef struct coll_bc_io {
+    const uint8_t *(*fetch)(coll_bc_loop *L, coll_target *t, uint32_t w, size_t off, size_t n,
+                            uint8_t *tmp, unsigned *segs);
+    int (*place)(coll_bc_loop *L, int r, uint32_t w, size_t off, const uint8_t *data, size_t n,
+                 unsigned *segs);
+} coll_bc_io;
+struct coll_bc_loop {
+    coll_target *t;          /* the forwarding targets */
+    int nt, nroutes;
+    const uint32_t *part_np; /* packets of each part */
+    uint32_t *avail;         /* packets of each part held (contiguous prefix) */
+    const size_t *have_base; /* each part's first packet in the message */
+    uint8_t *have;           /* one byte per packet of the message */
+    uint64_t *got;           /* packets received */
+    uint64_t need;           /* ... expected */
+    size_t len;              /* the message's bytes */
+    uint16_t seq, gid;
+    int layout;              /* gathers and scatters are charged (ddt_seg_cycles per segment) */
+    uint64_t *pkts_sent, *pkts_recv;
+    const coll_bc_io *io;
+    void *ctx;               /* the driver's */
+};
+/* A push's cursor: it goes on where it stood after a TSIM_PORT_WAIT. */
+typedef struct coll_bc_push {
+    uint32_t wait;    /* TSIM_WAKE_INJ bits of the FIFOs this push found full */
+    uint32_t pushed;  /* packets it sent */
+    uint8_t f, any;   /* the FIFO whose turn it is; the sweep sent something */
+    uint8_t run;      /* 0: the next call starts a push */
+    uint8_t resv;
+} coll_bc_push;
+/* Sends what the targets can take (coll_bcast.c): 0 when it stopped, 1 when
+ * an observation returned TSIM_PORT_WAIT (call again), -1 when fetch failed. */
+int coll_bc_push_step(tsim_port *pt, coll_bc_loop *L, coll_bc_push *k);
+/* Packet w's payload into place (part found, have marked, avail moved on):
+ * 1, 0 when it is not one of this broadcast's packets still missing (the
+ * rank's code must see it), -1 when place failed. *segs: the scatter's
+ * segments, which the caller charges after its dispatch. */
+int coll_bc_take(coll_bc_loop *L, uint32_t w, const uint8_t *payload, unsigned *segs);
+/* Every packet received and forwarded. */
+int coll_bc_done(const coll_bc_loop *L);
+
+/* The broadcast's loop handed to the engine (coll_bcast_engine.c):
+ * coll_bcast_wait fills it from coll_ctx. The targets are copied into the
+ * state (at most COLL_MAXT: the runtime copies the state both ways anyway,
+ * and the engine checks its own copy); the have bitmap stays in the rank's
+ * memory (have: np bytes), read from avail on when adopted and written
+ * back, the bytes the engine changed, before the rank wakes. The engine's
+ * answer: the targets' cur and charged, avail, got, done, moved, the
+ * packet counts, and res, where the rank's message-layer advance goes on. */
+#define COLL_PROG_BCAST 4
+typedef struct coll_bc_state {
+    ml_resume res;
+    uint64_t buf;              /* the message (0 with a layout) */
+    uint64_t iov, niov;        /* or a layout: niov struct iovec at iov */
+    uint64_t have;             /* the have bitmap's address */
+    uint64_t len, got, need;
+    uint32_t nt, nroutes;
+    uint32_t part_np[3], avail[3];
+    size_t have_base[3];
+    uint16_t seq, gid;
+    uint8_t type;              /* COLL_T_BCAST */
+    uint8_t phase;             /* the engine's cursor in the loop (the rank leaves it 0) */
+    uint16_t resv;
+    coll_target t[COLL_MAXT];  /* gcur: the driver's own */
+    /* the answer */
+    uint32_t done;             /* 1: the broadcast is complete (res.point NONE) */
+    uint32_t moved;            /* res.point POLL: what the iteration's first push sent */
+    uint64_t pkts_sent, pkts_recv;
+    coll_bc_push push;         /* the engine's running push */
+} coll_bc_state;
+
 enum { OP_NONE, OP_BCAST, OP_A2A, OP_P2P_BCAST, OP_P2P_A2A, OP_P2P_REDUCE };
 
 struct coll_ctx {
@@ -304,5 +391,8 @@ void coll_a2a_packet(ml_ctx *ml, const tsim_slot *s, void *arg);
  * for the loop's next iteration (nothing handed over, or the alltoall is
  * complete), -1 if the job aborts. */
 int coll_a2a_wait(coll_ctx *c, const char *why, int *moved);
+/* coll_run's wait in a deposit broadcast: the engine runs the loop if it
+ * can (coll_bcast_prog); the same answers as coll_a2a_wait. */
+int coll_bcast_wait(coll_ctx *c, const char *why, int *moved);
 
 #endif

@@ -1,0 +1,267 @@
+/* The engine running blocked processors' deposit-bit broadcast loops
+ * (collectives/coll_bcast_engine.c, coll_bcast_wait): each job runs twice,
+ * with BGLEMU_PROXY=0 (every packet wakes its rank) and with the engine
+ * running the loops, and must give the same clocks, events, link counters,
+ * stats and bytes, while the engine really moved packets and the ranks
+ * woke less. Each job runs several broadcasts back to back (roots, sizes
+ * from one packet to many, 1 and 3 routes), so that a later one's packets
+ * arrive while a rank's loop is in the engine's hands (it must hand the
+ * rank back for those), in the partition and in a group of half the
+ * machine; with layouts, every rank receives into (the root sends from)
+ * segments of its own size. Ranks are threads on an anonymous segment. */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectives/coll.h"
+
+#define MAXR 64
+
+typedef struct world world;
+
+typedef struct rk {
+    world *w;
+    pl_proc pp;
+    ml_ctx *ml;
+    coll_ctx *c;
+    coll_upcall_arg ua;
+    int rank, bad;
+    uint64_t end;
+    coll_stats st;
+    uint64_t sum; /* of what it received, position-weighted */
+} rk;
+
+struct world {
+    int n;
+    int routes;   /* 1 or 3 */
+    int layouts;  /* the broadcasts go through layouts */
+    size_t big;   /* the largest broadcast */
+    rk r[MAXR];
+};
+
+static uint8_t byte(int k, size_t i) { return (uint8_t)(k * 31 + i * 7 + (i >> 8) + 1); }
+
+/* One broadcast of len bytes from root (group rank) over g, checked. */
+static void one(rk *r, coll_group *g, int root, size_t len, int k)
+{
+    world *w = r->w;
+    int me = coll_group_rank(g);
+    if (!w->layouts) {
+        uint8_t *b = malloc(len + 1);
+        for (size_t i = 0; i < len; i++) b[i] = me == root ? byte(k, i) : 0xEE;
+        b[len] = 0x5A;
+        if (coll_bcast_in(r->c, g, b, len, root, w->routes) != 0) r->bad++;
+        for (size_t i = 0; i < len; i++) {
+            if (b[i] != byte(k, i)) r->bad++;
+            r->sum = r->sum * 31 + b[i];
+        }
+        if (b[len] != 0x5A) r->bad++;
+        free(b);
+        return;
+    }
+    /* segments of seg bytes, each followed by a 3-byte gap */
+    size_t seg = 17 + (size_t)(r->rank * 7 + k) % 90, nseg = (len + seg - 1) / seg;
+    uint8_t *area = malloc(nseg * (seg + 3) + 1);
+    struct iovec *v = malloc((nseg + 1) * sizeof *v);
+    memset(area, 0xEE, nseg * (seg + 3) + 1);
+    for (size_t j = 0, off = 0; j < nseg; j++, off += seg)
+        v[j] = (struct iovec){area + j * (seg + 3), len - off < seg ? len - off : seg};
+    size_t b = 0;
+    if (me == root)
+        for (size_t j = 0; j < nseg; j++)
+            for (size_t q = 0; q < v[j].iov_len; q++) ((uint8_t *)v[j].iov_base)[q] = byte(k, b++);
+    coll_layout blk = {NULL, v, nseg, len};
+    if (coll_bcast_layout_in(r->c, g, &blk, root, w->routes) != 0) r->bad++;
+    b = 0;
+    for (size_t j = 0; j < nseg; j++) {
+        const uint8_t *p = v[j].iov_base;
+        for (size_t q = 0; q < v[j].iov_len; q++, b++) {
+            if (p[q] != byte(k, b)) r->bad++;
+            r->sum = r->sum * 31 + p[q];
+        }
+        for (size_t q = v[j].iov_len; q < seg + 3 && p + q < area + nseg * (seg + 3); q++)
+            if (p[q] != 0xEE) r->bad++;
+    }
+    free(area);
+    free(v);
+}
+
+static void *rk_main(void *arg)
+{
+    rk *r = arg;
+    world *w = r->w;
+    int n = w->n, me = r->rank, half[MAXR], nh = 0;
+    for (int i = 0; i < n; i++) /* the nodes of x < 1 (a box: the whole machine's first plane) */
+        if (i < n / 2) half[nh++] = i;
+    (void)me;
+    coll_group *g = me < n / 2 ? coll_group_new(r->c, nh, half, 9) : NULL;
+    if (g && !coll_group_hw_ok(g)) {
+        coll_group_free(g);
+        g = NULL;
+    }
+    const size_t sizes[] = {1, 240, 241, 5000, w->big};
+    int k = 0;
+    for (int s = 0; s < 5; s++)
+        for (int root = 0; root < n; root += n / 4 + 1, k++) {
+            one(r, coll_world(r->c), root, sizes[s], k);
+            if (g && s >= 2) one(r, g, root % nh, sizes[s] / 2 + 1, k + 1000);
+        }
+    r->st = *coll_get_stats(r->c);
+    r->end = pl_now(&r->pp);
+    coll_group_free(g);
+    coll_finalize(r->c);
+    ml_finalize(r->ml);
+    pl_close(&r->pp, 0);
+    return NULL;
+}
+
+typedef struct outcome {
+    uint64_t end[MAXR], sum[MAXR], ddt[MAXR], links;
+    coll_stats st[MAXR];
+    tsim_result res;
+} outcome;
+
+static void run(int x, int y, int z, ml_mode mode, world *w, int proxy, outcome *o)
+{
+    setenv("BGLEMU_PROXY", proxy ? "1" : "0", 1);
+    int cpus = mode == ML_MODE_VN ? 2 : 1;
+    w->n = x * y * z * cpus;
+    ck_assert_int_le(w->n, MAXR);
+    tsim_geom geo = {{x, y, z}, {1, 1, 1}, cpus, 0, w->n};
+    tsim_params p;
+    tsim_params_default(&p);
+    char err[256];
+    tsim_seg *seg = tsim_seg_create(&geo, &p, 0, err, sizeof err);
+    ck_assert_msg(seg, "%s", err);
+    seg->geom.nranks = w->n;
+    for (int i = 0; i < w->n; i++) {
+        seg->rank_proc[i] = tsim_proc_index(cpus == 2 ? i / 2 : i, cpus == 2 ? i % 2 : 0);
+        seg->procs[seg->rank_proc[i]].rank = i;
+    }
+    memset(w->r, 0, sizeof w->r);
+    for (int i = 0; i < w->n; i++) {
+        rk *r = &w->r[i];
+        r->w = w;
+        r->rank = i;
+        pl_open(&r->pp, seg, seg->rank_proc[i], 0);
+    }
+    for (int i = 0; i < w->n; i++) {
+        rk *r = &w->r[i];
+        r->ml = ml_init(&r->pp, i, mode, coll_upcall, &r->ua);
+        ck_assert_ptr_nonnull(r->ml);
+        r->c = coll_init_with(r->ml, &r->ua);
+        ck_assert_ptr_nonnull(r->c);
+    }
+    tsim_engine *e = tsim_engine_new(seg);
+    pthread_t th[MAXR];
+    for (int i = 0; i < w->n; i++) pthread_create(&th[i], NULL, rk_main, &w->r[i]);
+    int rc = tsim_engine_run(e, &o->res);
+    for (int i = 0; i < w->n; i++) pthread_join(th[i], NULL);
+    ck_assert_int_eq(rc, 0);
+    o->links = 0;
+    for (int nd = 0; nd < seg->geom.nnodes; nd++)
+        for (int port = 0; port < TSIM_NPORTS; port++) {
+            const tsim_link_stats *ls = tsim_engine_link(e, nd, port);
+            o->links = (o->links * 31 + ls->packets) * 31 + ls->busy_cycles;
+        }
+    for (int i = 0; i < w->n; i++) {
+        ck_assert_msg(w->r[i].bad == 0, "rank %d: %d wrong bytes or failed calls (engine's help %d)", i,
+                      w->r[i].bad, proxy);
+        o->end[i] = w->r[i].end;
+        o->sum[i] = w->r[i].sum;
+        o->st[i] = w->r[i].st;
+        o->ddt[i] = atomic_load(&seg->procs[seg->rank_proc[i]].ddt_cycles);
+    }
+    tsim_engine_free(e);
+    tsim_seg_destroy(seg);
+    unsetenv("BGLEMU_PROXY");
+}
+
+static void check_same(int x, int y, int z, ml_mode mode, int routes, int layouts, size_t big, const char *what)
+{
+    static world w;
+    static outcome a, b;
+    w.routes = routes;
+    w.layouts = layouts;
+    w.big = big;
+    run(x, y, z, mode, &w, 0, &a);
+    run(x, y, z, mode, &w, 1, &b);
+    for (int i = 0; i < w.n; i++) {
+        ck_assert_msg(a.end[i] == b.end[i], "%s: rank %d ends at %llu with the engine's help, %llu without",
+                      what, i, (unsigned long long)b.end[i], (unsigned long long)a.end[i]);
+        ck_assert_uint_eq(a.sum[i], b.sum[i]);
+        ck_assert_msg(a.ddt[i] == b.ddt[i], "%s: rank %d's ddt_cycles %llu with the engine's help, %llu without",
+                      what, i, (unsigned long long)b.ddt[i], (unsigned long long)a.ddt[i]);
+        ck_assert_msg(layouts ? a.ddt[i] > 0 : a.ddt[i] == 0, "%s: rank %d's ddt_cycles %llu", what, i,
+                      (unsigned long long)a.ddt[i]);
+        ck_assert_msg(!memcmp(&a.st[i], &b.st[i], sizeof a.st[i]), "%s: rank %d's statistics differ", what, i);
+    }
+    ck_assert_uint_eq(a.res.end_time, b.res.end_time);
+    ck_assert_uint_eq(a.res.events, b.res.events);
+    ck_assert_uint_eq(a.res.packet_hops, b.res.packet_hops);
+    ck_assert_uint_eq(a.res.packets_delivered, b.res.packets_delivered);
+    ck_assert_uint_eq(a.links, b.links);
+    ck_assert_uint_eq(a.res.proxy_read + a.res.proxy_sent, 0);
+    ck_assert_msg(b.res.proxy_read > 0 && b.res.proxy_sent > 0, "%s: the engine read %llu, sent %llu packets",
+                  what, (unsigned long long)b.res.proxy_read, (unsigned long long)b.res.proxy_sent);
+    ck_assert_msg(b.res.wakes * 2 < a.res.wakes, "%s: %llu wakes with the engine's help, %llu without",
+                  what, (unsigned long long)b.res.wakes, (unsigned long long)a.res.wakes);
+    printf("proxy_bcast: %-34s %d ranks, end %llu cycles, same clocks/events/links/stats/bytes/ddt; wakes %llu -> %llu, "
+           "engine read %llu sent %llu of %llu packets\n",
+           what, w.n, (unsigned long long)b.res.end_time, (unsigned long long)a.res.wakes,
+           (unsigned long long)b.res.wakes, (unsigned long long)b.res.proxy_read,
+           (unsigned long long)b.res.proxy_sent, (unsigned long long)b.res.packets_delivered);
+}
+
+START_TEST(bcast_co_1route)
+{
+    check_same(4, 2, 2, ML_MODE_HEATER, 1, 0, 100000, "4x2x2 CO, 1 route");
+}
+END_TEST
+
+START_TEST(bcast_co_3routes)
+{
+    check_same(4, 2, 2, ML_MODE_HEATER, 3, 0, 100000, "4x2x2 CO, 3 routes");
+}
+END_TEST
+
+START_TEST(bcast_vn_3routes)
+{
+    check_same(2, 2, 2, ML_MODE_VN, 3, 0, 60000, "2x2x2 VN, 3 routes");
+}
+END_TEST
+
+START_TEST(bcast_vn_1route)
+{
+    check_same(2, 2, 2, ML_MODE_VN, 1, 0, 60000, "2x2x2 VN, 1 route");
+}
+END_TEST
+
+START_TEST(bcast_layouts_co)
+{
+    check_same(2, 2, 2, ML_MODE_CO, 3, 1, 30000, "2x2x2 CO, layouts, 3 routes");
+}
+END_TEST
+
+START_TEST(bcast_layouts_vn)
+{
+    check_same(2, 2, 1, ML_MODE_VN, 1, 1, 30000, "2x2x1 VN, layouts, 1 route");
+}
+END_TEST
+
+Suite *proxy_bcast_suite(void)
+{
+    Suite *s = suite_create("proxy_bcast");
+    TCase *t = tcase_create("same");
+    tcase_set_timeout(t, 600);
+    tcase_add_test(t, bcast_co_1route);
+    tcase_add_test(t, bcast_co_3routes);
+    tcase_add_test(t, bcast_vn_3routes);
+    tcase_add_test(t, bcast_vn_1route);
+    tcase_add_test(t, bcast_layouts_co);
+    tcase_add_test(t, bcast_layouts_vn);
+    suite_add_tcase(s, t);
+    return s;
+}
