@@ -37,6 +37,43 @@ void ev_push_proxy(tsim_engine *e, uint64_t t, int proc)
     ev_push_key(e, t, KEY_PROXY | (uint64_t)proc, EV_PROXY, proc, 0, 0);
 }
 
+/* ---- which processors a round looks at -------------------------------- *
+ * drain and wake_if_ready look only at the processors that may have
+ * changed (look_drain, look_wake: tsim_engine_priv.h), in ascending order
+ * as the loops over every processor did. A processor writes its FIFOs and
+ * barrier words only while RUNNING, before it stores BLOCKED or EXITED
+ * (packetlayer/pl.c), and leaves BLOCKED only through eng_wake: once drain
+ * has taken everything from a processor it saw BLOCKED or EXITED, there is
+ * nothing more there until eng_wake (or, from ABSENT, pl_open: a state the
+ * horizon sees change). Likewise wake_if_ready on a BLOCKED processor it
+ * already left settled does nothing: what it waits for can then only come
+ * from an event, whose handler wakes it (eng_deliver, eng_inj_freed, the
+ * tree's). So every processor skipped is one the full loop would have
+ * found nothing at, and the engine does the same in the same order. The
+ * sets trust nothing a processor writes: the horizon adds every RUNNING
+ * processor and every one whose state changed since it last looked, and
+ * every 256th round, and the last look before the engine ends or reports
+ * a deadlock, look at everyone. BGLEMU_SCAN=all looks at everyone every
+ * round (the old cost), =check also verifies that each skipped processor
+ * had nothing (tsim_engine.c: look_check; it aborts if one had). */
+#define LOOK_ALL_EVERY 256
+
+static inline void look_set(tsim_engine *e, int proc)
+{
+    uint64_t b = 1ull << (proc & 63);
+    e->look_drain[proc >> 6] |= b;
+    e->look_wake[proc >> 6] |= b;
+}
+
+static void look_all(tsim_engine *e)
+{
+    for (int w = 0; w < e->look_words; w++) {
+        int n = e->nprocs - 64 * w;
+        uint64_t m = n >= 64 ? ~0ull : (1ull << n) - 1;
+        e->look_drain[w] = e->look_wake[w] = m;
+    }
+}
+
 /* ---- processors ------------------------------------------------------ */
 void eng_wake(tsim_engine *e, int proc, uint64_t t)
 {
@@ -48,6 +85,7 @@ void eng_wake(tsim_engine *e, int proc, uint64_t t)
     e->stop = 0; /* the run loop looks at woke_min after this event */
     e->wakes++;
     e->ep[proc].settled = 0;
+    look_set(e, proc); /* it may write again, and block again */
     atomic_store(&p->wake_mask, 0);
     atomic_store(&p->state, TSIM_P_RUNNING);
     atomic_fetch_add(&p->bell, 1);
@@ -60,29 +98,68 @@ static int inj_room(const tsim_ring *r, uint32_t need)
 }
 
 /* A blocked processor waiting for something that is already there. A
- * processor whose loop the engine runs is looked after by tsim_handoff.c. */
-static void wake_if_ready(tsim_engine *e, int proc, uint64_t t)
+ * processor whose loop the engine runs is looked after by tsim_handoff.c.
+ * 1 if the next rounds need not look at it (settled, exited, absent). */
+static int wake_if_ready(tsim_engine *e, int proc, uint64_t t)
 {
     tsim_proc *p = &e->seg->procs[proc];
-    if (atomic_load(&p->state) != TSIM_P_BLOCKED) return;
+    uint32_t st = atomic_load(&p->state);
+    if (st != TSIM_P_BLOCKED)
+        return st == TSIM_P_EXITED || st == TSIM_P_ABSENT || st == TSIM_P_ENGINE;
     e->ep[proc].settled = 1; /* until a wake below */
     int taken = prx_start(e, proc);
     if (taken < 0) eng_wake(e, proc, t);
-    if (taken) return;
+    if (taken) return e->ep[proc].settled;
     uint32_t mask = atomic_load(&p->wake_mask);
     for (int f = 0; f < TSIM_NREC; f++) {
         tsim_ring *r = &p->rec[f];
         if ((mask & TSIM_WAKE_REC(f)) && atomic_load(&r->head) != atomic_load(&r->tail)) {
             if (!prx_trigger(e, proc, t, f)) eng_wake(e, proc, t);
-            return;
+            return e->ep[proc].settled;
         }
     }
     for (int f = 0; f < TSIM_NINJ; f++)
         if ((mask & TSIM_WAKE_INJ(f)) && inj_room(&p->inj[f], atomic_load(&p->inj_need))) {
             if (!prx_trigger(e, proc, t, -1 - f)) eng_wake(e, proc, t);
-            return;
+            return e->ep[proc].settled;
         }
     if (tree_ready(e, proc, mask) && !prx_tree_trigger(e, proc, t, 0)) eng_wake(e, proc, t);
+    return e->ep[proc].settled;
+}
+
+/* Would wake_if_ready have done anything for a processor the round left
+ * out (BGLEMU_SCAN=check)? Its checks, without their effects. */
+static int wake_would_act(tsim_engine *e, int proc)
+{
+    tsim_proc *p = &e->seg->procs[proc];
+    if (atomic_load(&p->state) != TSIM_P_BLOCKED) return 0;
+    if (!e->ep[proc].settled) return 1;
+    const prx_state *x = &e->ep[proc].prx;
+    if (x->on) return 0;
+    if (p->handoff.start && atomic_load(&p->handoff.gen) != x->gen) return 1;
+    uint32_t mask = atomic_load(&p->wake_mask);
+    for (int f = 0; f < TSIM_NREC; f++) {
+        const tsim_ring *r = &p->rec[f];
+        if ((mask & TSIM_WAKE_REC(f)) && atomic_load(&r->head) != atomic_load(&r->tail)) return 1;
+    }
+    for (int f = 0; f < TSIM_NINJ; f++)
+        if ((mask & TSIM_WAKE_INJ(f)) && inj_room(&p->inj[f], atomic_load(&p->inj_need))) return 1;
+    return tree_ready(e, proc, mask);
+}
+
+/* Every round: wake_if_ready for each processor in look_wake, in order. */
+static void wake_ready(tsim_engine *e)
+{
+    tsim_seg *s = e->seg;
+    e->woke_min = UINT64_MAX;
+    for (int w = 0; w < e->look_words; w++) {
+        uint64_t left = 0;
+        for (uint64_t m = e->look_wake[w]; m; m &= m - 1) {
+            int i = 64 * w + __builtin_ctzll(m);
+            if (wake_if_ready(e, i, atomic_load(&s->procs[i].vt))) left |= m & -m;
+        }
+        e->look_wake[w] &= ~left; /* a wake above set its bit again: never in left */
+    }
 }
 
 static void src_pull(tsim_engine *e, int proc);
@@ -329,66 +406,124 @@ static int rec_cursor_bad(tsim_engine *e, int proc, int f, uint32_t tl)
     return 1;
 }
 
+/* Has processor i anything drain or tree_drain would take (BGLEMU_SCAN=check)? */
+static int drain_would_take(tsim_engine *e, int i)
+{
+    tsim_proc *p = &e->seg->procs[i];
+    uint32_t st = atomic_load(&p->state);
+    if (st == TSIM_P_ABSENT || st == TSIM_P_ENGINE) return 0;
+    for (int f = 0; f < TSIM_NINJ; f++)
+        if (atomic_load(&p->inj[f].head) != e->ep[i].inj_seen[f]) return 1;
+    for (int f = 0; f < TSIM_NREC; f++)
+        if (atomic_load(&p->rec[f].tail) != e->ep[i].rec_seen[f]) return 1;
+    return tree_would_take(e, i);
+}
+
+/* BGLEMU_SCAN=check: what the round left out (skip: its look set as the
+ * round began) had nothing, of the processors BLOCKED or EXITED as the
+ * engine last saw them (look_st). One whose state changed since (a
+ * coprocessor opened and blocked after the horizon looked) is the next
+ * round's, as it would be had it changed after this look. */
+static void look_check(tsim_engine *e, const uint64_t *skip, int wake)
+{
+    for (int i = 0; i < e->nprocs; i++) {
+        if (skip[i >> 6] >> (i & 63) & 1) continue;
+        uint32_t st = atomic_load(&e->seg->procs[i].state);
+        if ((st != TSIM_P_BLOCKED && st != TSIM_P_EXITED) || st != e->look_st[i]) continue;
+        if (wake ? wake_would_act(e, i) : drain_would_take(e, i)) {
+            fprintf(stderr, "bglemu: BGLEMU_SCAN=check: %s left out processor %d (state %u), "
+                    "which had something\n", wake ? "wake_if_ready" : "drain", i, st);
+            abort();
+        }
+    }
+}
+
+/* Takes what processor i wrote into its injection FIFOs and freed of its
+ * reception FIFOs: 1 if anything, -1 after eng_violation(). */
+static int drain_proc(tsim_engine *e, int i, tsim_proc *p)
+{
+    int got = 0;
+    if (!e->ep[i].pid && p->pid) { /* its pid from pl_open, frozen from here on */
+        e->ep[i].pid = p->pid;
+        atomic_store(&p->eng.pid, p->pid);
+    }
+    for (int f = 0; f < TSIM_NINJ; f++) {
+        tsim_ring *r = &p->inj[f];
+        uint32_t *seen = &e->ep[i].inj_seen[f]; /* never in the processor's pages */
+        uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+        /* unsigned: a head moved back shows as a huge distance too */
+        if (h - *seen > TSIM_RING_SLOTS) {
+            if ((int32_t)(h - *seen) < 0)
+                eng_violation(e, i, "injection FIFO %d: head %u moved %u slots back, behind the "
+                          "engine's cursor %u", f, h, *seen - h, *seen);
+            else
+                eng_violation(e, i, "injection FIFO %d: head %u is %u slots past the engine's "
+                          "cursor %u (a ring holds %d)", f, h, h - *seen, *seen,
+                          TSIM_RING_SLOTS);
+            return -1;
+        }
+        for (; *seen != h; (*seen)++) {
+            const tsim_slot *sl = &r->slot[*seen % TSIM_RING_SLOTS];
+            if (inj_packet_ok(e, i, f, *seen, sl) != 0) return -1;
+            uint32_t pk = pkt_alloc(e);
+            npkt *n = &e->pool[pk];
+            n->s = *sl;
+            n->s.m.src = (uint32_t)i;
+            ev_push_key(e, n->s.m.t_inject, proc_key(i, f, *seen), EV_INJ, i, f, pk);
+            got = 1;
+        }
+    }
+    eproc *q = &e->ep[i];
+    for (int f = 0; f < TSIM_NREC; f++) {
+        tsim_ring *r = &p->rec[f];
+        uint32_t tl = atomic_load_explicit(&r->tail, memory_order_acquire);
+        if (tl == q->rec_seen[f]) continue;
+        if (rec_cursor_bad(e, i, f, tl)) return -1;
+        uint64_t vt = atomic_load(&p->vt); /* published before any slot was freed */
+        for (; q->rec_seen[f] != tl; q->rec_seen[f]++) {
+            unsigned k = q->rec_seen[f] % TSIM_RING_SLOTS;
+            uint64_t t = r->slot[k].m.t_done;
+            if (t > vt) {
+                eng_violation(e, i, "reception FIFO %d: slot %u freed at %llu cycles, after "
+                              "its clock %llu", f, k, (unsigned long long)t,
+                              (unsigned long long)vt);
+                return -1;
+            }
+            ev_push_key(e, t, proc_key(i, 8 + f, q->rec_seen[f]), EV_REC_FREE, i, f,
+                        q->rec_chunks[f][k]);
+            got = 1;
+        }
+    }
+    return got;
+}
+
+/* Collects what the processors in look_drain did, in processor order
+ * (then their tree FIFOs, tree_drain), and leaves out from then on those
+ * it found BLOCKED, EXITED, ABSENT or the engine's: whatever they wrote
+ * was written before that state, and is taken now. */
 static int drain(tsim_engine *e)
 {
     int got = 0;
-    for (int i = 0; i < e->nprocs; i++) {
-        tsim_proc *p = &e->seg->procs[i];
-        uint32_t st = atomic_load(&p->state);
-        if (st == TSIM_P_ABSENT || st == TSIM_P_ENGINE) continue;
-        if (!e->ep[i].pid && p->pid) { /* its pid from pl_open, frozen from here on */
-            e->ep[i].pid = p->pid;
-            atomic_store(&p->eng.pid, p->pid);
-        }
-        for (int f = 0; f < TSIM_NINJ; f++) {
-            tsim_ring *r = &p->inj[f];
-            uint32_t *seen = &e->ep[i].inj_seen[f]; /* never in the processor's pages */
-            uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
-            /* unsigned: a head moved back shows as a huge distance too */
-            if (h - *seen > TSIM_RING_SLOTS) {
-                if ((int32_t)(h - *seen) < 0)
-                    eng_violation(e, i, "injection FIFO %d: head %u moved %u slots back, behind the "
-                              "engine's cursor %u", f, h, *seen - h, *seen);
-                else
-                    eng_violation(e, i, "injection FIFO %d: head %u is %u slots past the engine's "
-                              "cursor %u (a ring holds %d)", f, h, h - *seen, *seen,
-                              TSIM_RING_SLOTS);
-                return got;
+    for (int w = 0; w < e->look_words; w++) {
+        uint64_t done = 0;
+        for (uint64_t m = e->look_drain[w]; m; m &= m - 1) {
+            int i = 64 * w + __builtin_ctzll(m);
+            tsim_proc *p = &e->seg->procs[i];
+            uint32_t st = atomic_load(&p->state); /* before anything it wrote is read */
+            if (st != TSIM_P_RUNNING && st <= TSIM_P_ENGINE) {
+                done |= m & -m;
+                e->look_st[i] = (uint8_t)st; /* the horizon looks for a change from here */
             }
-            for (; *seen != h; (*seen)++) {
-                const tsim_slot *sl = &r->slot[*seen % TSIM_RING_SLOTS];
-                if (inj_packet_ok(e, i, f, *seen, sl) != 0) return got;
-                uint32_t pk = pkt_alloc(e);
-                npkt *n = &e->pool[pk];
-                n->s = *sl;
-                n->s.m.src = (uint32_t)i;
-                ev_push_key(e, n->s.m.t_inject, proc_key(i, f, *seen), EV_INJ, i, f, pk);
-                got = 1;
-            }
+            if (st == TSIM_P_ABSENT || st == TSIM_P_ENGINE) continue;
+            int g = drain_proc(e, i, p);
+            if (g < 0) return got;
+            got |= g;
         }
-        eproc *q = &e->ep[i];
-        for (int f = 0; f < TSIM_NREC; f++) {
-            tsim_ring *r = &p->rec[f];
-            uint32_t tl = atomic_load_explicit(&r->tail, memory_order_acquire);
-            if (tl == q->rec_seen[f]) continue;
-            if (rec_cursor_bad(e, i, f, tl)) return got;
-            uint64_t vt = atomic_load(&p->vt); /* published before any slot was freed */
-            for (; q->rec_seen[f] != tl; q->rec_seen[f]++) {
-                unsigned k = q->rec_seen[f] % TSIM_RING_SLOTS;
-                uint64_t t = r->slot[k].m.t_done;
-                if (t > vt) {
-                    eng_violation(e, i, "reception FIFO %d: slot %u freed at %llu cycles, after "
-                                  "its clock %llu", f, k, (unsigned long long)t,
-                                  (unsigned long long)vt);
-                    return got;
-                }
-                ev_push_key(e, t, proc_key(i, 8 + f, q->rec_seen[f]), EV_REC_FREE, i, f,
-                            q->rec_chunks[f][k]);
-                got = 1;
-            }
-        }
+        e->look_done[w] = done;
     }
     if (tree_drain(e)) got = 1;
+    if (atomic_load(&e->violation_proc) >= 0) return got;
+    for (int w = 0; w < e->look_words; w++) e->look_drain[w] &= ~e->look_done[w];
     return got;
 }
 
@@ -437,6 +572,12 @@ static uint64_t horizon(tsim_engine *e, int *running, int *blocked)
     for (int i = 0; i < e->nprocs; i++) {
         tsim_proc *p = &e->seg->procs[i];
         uint32_t st = atomic_load(&p->state);
+        /* the rounds look at every processor that runs, or that changed
+         * state since the last look (such as one opened and blocked since) */
+        if (st == TSIM_P_RUNNING || st != e->look_st[i]) {
+            look_set(e, i);
+            e->look_st[i] = (uint8_t)(st < 0xff ? st : 0xff);
+        }
         if (st == TSIM_P_RUNNING) {
             uint64_t vt = atomic_load(&p->vt);
             if (vt < h) h = vt;
@@ -479,6 +620,31 @@ static void publish_done(tsim_engine *e, uint64_t h)
             if (atomic_load(&p->asleep)) tsim_futex_wake(&p->bell);
         }
     }
+}
+
+/* What a round does first: drain, then wake_if_ready, over the processors
+ * that may have changed. */
+static int look(tsim_engine *e)
+{
+    if (e->look_mode == 1 || ++e->look_rounds % LOOK_ALL_EVERY == 0) look_all(e);
+    int check = e->look_mode == 2;
+    if (check) memcpy(e->look_snap, e->look_drain, (size_t)e->look_words * sizeof(uint64_t));
+    int got = drain(e);
+    if (check && atomic_load(&e->violation_proc) < 0) look_check(e, e->look_snap, 0);
+    if (check) memcpy(e->look_snap, e->look_wake, (size_t)e->look_words * sizeof(uint64_t));
+    wake_ready(e);
+    if (check) look_check(e, e->look_snap, 1);
+    return got;
+}
+
+/* The last look before the engine ends or reports a deadlock, at every
+ * processor: drain, and if it took nothing, wake_if_ready (woke_min). */
+static int look_final(tsim_engine *e)
+{
+    look_all(e);
+    if (drain(e)) return 1;
+    wake_ready(e);
+    return 0;
 }
 
 static double now_s(void)
@@ -544,9 +710,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
         }
         int running, blocked;
         uint64_t h = horizon(e, &running, &blocked), h0 = h;
-        int progress = drain(e);
-        e->woke_min = UINT64_MAX;
-        for (int i = 0; i < e->nprocs; i++) wake_if_ready(e, i, atomic_load(&s->procs[i].vt));
+        int progress = look(e);
         if (e->woke_min < h) h = e->woke_min;
         ev v;
         e->h = h;
@@ -575,10 +739,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
         if (!evq_count(&e->q) && !progress) {
             /* nothing can move: finished, or every live processor waits */
             horizon(e, &running, &blocked);
-            if (!running && !drain(e)) {
-                e->woke_min = UINT64_MAX;
-                for (int i = 0; i < e->nprocs; i++)
-                    wake_if_ready(e, i, atomic_load(&s->procs[i].vt));
+            if (!running && !look_final(e)) {
                 if (e->woke_min == UINT64_MAX) {
                     /* the abort flag is read after the states: a job torn
                      * down (its ranks marked gone one by one) is not a
@@ -663,6 +824,9 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
         memset(rt, 0, (size_t)e->g.nnodes * sizeof *e->rt);
     e->rt = rt;
     e->ep = calloc((size_t)e->nprocs, sizeof *e->ep);
+    e->look_words = (e->nprocs + 63) / 64;
+    e->look_drain = calloc((size_t)e->look_words * 4, sizeof(uint64_t));
+    e->look_st = malloc((size_t)e->nprocs);
     e->freelist = NIL;
     e->trace_at = UINT64_MAX;
     e->nest_t = UINT64_MAX;
@@ -674,7 +838,17 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
     e->ncpu = ncpu > 1 ? (int)ncpu - 1 : 0; /* cores left beside the engine */
     const char *qt = getenv("BGLEMU_QUIET");
     e->quiet_off = qt && strcmp(qt, "0") == 0;
-    if (!e->rt || !e->ep || evq_init(&e->q) != 0 || tree_new(e) != 0) {
+    const char *sc = getenv("BGLEMU_SCAN");
+    e->look_mode = !sc ? 0 : !strcmp(sc, "all") ? 1 : !strcmp(sc, "check") ? 2 : 0;
+    if (e->look_drain) {
+        e->look_wake = e->look_drain + e->look_words;
+        e->look_done = e->look_wake + e->look_words;
+        e->look_snap = e->look_done + e->look_words;
+        look_all(e); /* everyone, until looked at */
+    }
+    if (e->look_st) memset(e->look_st, 0xff, (size_t)e->nprocs); /* no state yet */
+    if (!e->rt || !e->ep || !e->look_drain || !e->look_st || evq_init(&e->q) != 0 ||
+        tree_new(e) != 0) {
         tsim_engine_free(e);
         return NULL;
     }
@@ -715,6 +889,8 @@ void tsim_engine_free(tsim_engine *e)
     tsim_trace_free(e);
     free(e->rt);
     free(e->ep);
+    free(e->look_drain);
+    free(e->look_st);
     evq_free(&e->q);
     free(e->route);
     free(e->pool);

@@ -234,6 +234,20 @@ struct tsim_engine {
     struct tree_state *tree; /* the collective networks (tsim_tree.c) */
     struct tsim_trace *trace; /* the link sampler (tsim_trace.c), NULL: off */
     uint64_t trace_at;        /* its next sampling time, UINT64_MAX: off */
+    /* The processors a round looks at (tsim_engine.c, "which processors a
+     * round looks at"), one bit a processor, in words of 64: look_drain,
+     * those that may have written into their FIFOs since drain and
+     * tree_drain last took everything (cleared once they took it from a
+     * processor they had seen not RUNNING); look_wake, those wake_if_ready
+     * must see (cleared once it left one BLOCKED and settled, or saw it
+     * EXITED, ABSENT or the engine's). eng_wake and the horizon (every
+     * RUNNING processor, and any whose state is not look_st) set both. */
+    uint64_t *look_drain, *look_wake;
+    uint64_t *look_done, *look_snap; /* drain's and look_check's scratch words */
+    uint8_t *look_st;  /* each processor's state as the horizon last saw it */
+    int look_words;
+    unsigned look_rounds;
+    int look_mode; /* BGLEMU_SCAN: 0 the sets, 1 (all) everyone every round, 2 (check) */
 };
 
 /* tsim_cores.c: the host's cores for the engine and the ranks. */
@@ -303,9 +317,11 @@ int eng_take_next(tsim_engine *e, uint64_t t, uint64_t key);
 /* tsim_tree.c: the collective network and the global interrupt. */
 int tree_new(tsim_engine *e);
 void tree_free(tsim_engine *e);
-/* Collects what processors wrote into their tree FIFOs and barrier words
- * (1 if anything); 0 also after a violation. */
+/* Collects what the processors in look_drain wrote into their tree FIFOs
+ * and barrier words (1 if anything); 0 also after a violation. */
 int tree_drain(tsim_engine *e);
+/* Has processor proc written anything tree_drain would take? */
+int tree_would_take(const tsim_engine *e, int proc);
 void tree_event(tsim_engine *e, const ev *v);
 /* A processor blocked with a collective-network bit in mask whose wait is
  * already over. */

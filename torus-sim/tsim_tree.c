@@ -581,56 +581,68 @@ int tree_drain(tsim_engine *e)
 {
     tree_state *ts = e->tree;
     int got = 0;
-    for (int i = 0; i < e->nprocs; i++) {
-        tsim_proc *p = &e->seg->procs[i];
-        uint32_t st = atomic_load(&p->state);
-        if (st == TSIM_P_ABSENT || st == TSIM_P_ENGINE) continue;
-        uint32_t h = atomic_load_explicit(&p->tinj.head, memory_order_acquire);
-        if (h - ts->inj_tail[i] > e->prm.tree_fifo_packets) {
-            eng_violation(e, i, "tree injection FIFO: head %u is %u packets past the engine's tail %u "
-                          "(the FIFO holds %llu)", h, h - ts->inj_tail[i], ts->inj_tail[i],
-                          (unsigned long long)e->prm.tree_fifo_packets);
-            return 0;
-        }
-        for (; ts->inj_seen[i] != h; ts->inj_seen[i]++) {
-            uint32_t seq = ts->inj_seen[i];
-            const tsim_tslot *s = &p->tinj.slot[seq % TSIM_TREE_SLOTS];
-            if (tpkt_ok(e, i, seq, s) != 0) return 0;
-            uint32_t pk = tp_alloc(ts);
-            tpkt *k = &ts->pool[pk];
-            k->h = s->h;
-            memcpy(k->payload, s->payload, sizeof k->payload);
-            k->t_inject = k->t = s->m.t_inject;
-            k->src = i;
-            k->origin = i / TSIM_CPUS;
-            k->hops = 0;
-            ts->st.injected++;
-            ev_push_key(e, k->t_inject, eng_proc_key(i, 16, seq), EV_TREE_INJ, i, 0, pk);
-            got = 1;
-        }
-        uint32_t tl = atomic_load_explicit(&p->trec.tail, memory_order_acquire);
-        if (tl - ts->rec_seen[i] > ts->rec_head[i] - ts->rec_seen[i]) {
-            eng_violation(e, i, "tree reception FIFO: tail %u moved past the %u packets delivered", tl,
-                          ts->rec_head[i]);
-            return 0;
-        }
-        for (; ts->rec_seen[i] != tl; ts->rec_seen[i]++) {
-            uint32_t seq = ts->rec_seen[i];
-            uint64_t td = p->trec.slot[seq % TSIM_TREE_SLOTS].m.t_done;
-            if (td < e->published) {
-                eng_violation(e, i, "tree reception FIFO: slot %u freed at %llu cycles, before the %llu "
-                              "already simulated", seq % TSIM_TREE_SLOTS, (unsigned long long)td,
-                              (unsigned long long)e->published);
+    for (int w = 0; w < e->look_words; w++) {
+        for (uint64_t m = e->look_drain[w]; m; m &= m - 1) {
+            int i = 64 * w + __builtin_ctzll(m);
+            tsim_proc *p = &e->seg->procs[i];
+            uint32_t st = atomic_load(&p->state);
+            if (st == TSIM_P_ABSENT || st == TSIM_P_ENGINE) continue;
+            uint32_t h = atomic_load_explicit(&p->tinj.head, memory_order_acquire);
+            if (h - ts->inj_tail[i] > e->prm.tree_fifo_packets) {
+                eng_violation(e, i, "tree injection FIFO: head %u is %u packets past the engine's tail %u "
+                              "(the FIFO holds %llu)", h, h - ts->inj_tail[i], ts->inj_tail[i],
+                              (unsigned long long)e->prm.tree_fifo_packets);
                 return 0;
             }
-            ev_push_key(e, td, eng_proc_key(i, 17, seq), EV_TREE_REC_FREE, i, 0, 0);
-            got = 1;
+            for (; ts->inj_seen[i] != h; ts->inj_seen[i]++) {
+                uint32_t seq = ts->inj_seen[i];
+                const tsim_tslot *s = &p->tinj.slot[seq % TSIM_TREE_SLOTS];
+                if (tpkt_ok(e, i, seq, s) != 0) return 0;
+                uint32_t pk = tp_alloc(ts);
+                tpkt *k = &ts->pool[pk];
+                k->h = s->h;
+                memcpy(k->payload, s->payload, sizeof k->payload);
+                k->t_inject = k->t = s->m.t_inject;
+                k->src = i;
+                k->origin = i / TSIM_CPUS;
+                k->hops = 0;
+                ts->st.injected++;
+                ev_push_key(e, k->t_inject, eng_proc_key(i, 16, seq), EV_TREE_INJ, i, 0, pk);
+                got = 1;
+            }
+            uint32_t tl = atomic_load_explicit(&p->trec.tail, memory_order_acquire);
+            if (tl - ts->rec_seen[i] > ts->rec_head[i] - ts->rec_seen[i]) {
+                eng_violation(e, i, "tree reception FIFO: tail %u moved past the %u packets delivered", tl,
+                              ts->rec_head[i]);
+                return 0;
+            }
+            for (; ts->rec_seen[i] != tl; ts->rec_seen[i]++) {
+                uint32_t seq = ts->rec_seen[i];
+                uint64_t td = p->trec.slot[seq % TSIM_TREE_SLOTS].m.t_done;
+                if (td < e->published) {
+                    eng_violation(e, i, "tree reception FIFO: slot %u freed at %llu cycles, before the %llu "
+                                  "already simulated", seq % TSIM_TREE_SLOTS, (unsigned long long)td,
+                                  (unsigned long long)e->published);
+                    return 0;
+                }
+                ev_push_key(e, td, eng_proc_key(i, 17, seq), EV_TREE_REC_FREE, i, 0, 0);
+                got = 1;
+            }
+            int g = gi_drain(e, i);
+            if (g < 0) return 0;
+            got |= g;
         }
-        int g = gi_drain(e, i);
-        if (g < 0) return 0;
-        got |= g;
     }
     return got;
+}
+
+int tree_would_take(const tsim_engine *e, int proc)
+{
+    const tree_state *ts = e->tree;
+    const tsim_proc *p = &e->seg->procs[proc];
+    return atomic_load(&p->tinj.head) != ts->inj_seen[proc] ||
+           atomic_load(&p->trec.tail) != ts->rec_seen[proc] ||
+           atomic_load(&p->gi_arm) != ts->gi_seen[proc];
 }
 
 int tree_ready(tsim_engine *e, int proc, uint32_t mask)
