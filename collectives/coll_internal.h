@@ -270,6 +270,7 @@ struct coll_ctx {
     uint16_t tree_seq;
     uint64_t tree_sent, tree_recv;
     struct coll_vnq *vnq, **vnq_tail; /* VN: the node mate's scratchpad packets, in order */
+    void *tree_run;        /* CO: the pass loop's data on this rank (coll_tree_begin) */
 };
 
 /* coll_tree.c: a node mate's packet of a tree collective (VN mode), kept
@@ -321,9 +322,27 @@ typedef struct coll_tree_state {
     uint16_t seq;
     uint8_t type;
     uint8_t flags;  /* COLL_TREE_* */
-    uint8_t phase;  /* the engine's cursor in the loop */
+    uint8_t phase;  /* COLL_TREE_*: the cursor in the loop */
     uint8_t moved;  /* the iteration moved a packet */
 } coll_tree_state;
+/* The loop's cursor: blocked (stepped again, the next iteration), an
+ * iteration's start, its injections, its polls, its message-layer advance
+ * (nothing moved). */
+enum { COLL_TREE_BLOCKED, COLL_TREE_TOP, COLL_TREE_INJ, COLL_TREE_POLL, COLL_TREE_ADV };
+/* The pass's loop, one implementation for both drivers: the engine runs
+ * it for a blocked rank (coll_tree_prog), the rank over its own port
+ * (pl_port_init; run_pass in CO mode). coll_tree_begin readies a filled
+ * state (wait: the rank's TSIM_WAKE_* torus bits) and the driver's data
+ * *priv, allocated at first (free it with coll_tree_end); -1 without
+ * memory. coll_tree_step is the program's step. On the rank's port it
+ * returns TSIM_RUN_BACK where the rank's code must run: the pass complete
+ * (sent = got = npk), an iteration that moved nothing (phase
+ * COLL_TREE_ADV: the rank's ml_advance, then its block) or a tree packet
+ * that isn't the one due (phase COLL_TREE_POLL, the packet left there);
+ * the rank sets phase COLL_TREE_BLOCKED before it steps again. */
+int coll_tree_begin(coll_tree_state *t, void **priv, uint32_t wait);
+int coll_tree_step(tsim_port *pt, void *state, void *priv, uint32_t *wait);
+void coll_tree_end(void *priv);
 /* Flags for a broadcast of a layout (coll_tree_bcast_layout). The payloads
  * stay whole (the rank gathers them into out before the pass, scatters
  * each result from in); what the layout costs is a table of npk uint32,

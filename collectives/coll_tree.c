@@ -65,45 +65,42 @@ static void charge_segs(pass *ps, uint32_t w)
  * results as they come, packet by packet; while neither moves, the
  * message layer's progress runs, then it blocks. Every packet's payload
  * is made before the first goes out and every result is kept whole
- * before it is taken (the conversions cost no simulated time), so that
- * the engine can run the loop of a blocked rank (tree_wait). */
+ * before it is taken (the conversions cost no simulated time): the loop
+ * is coll_tree_engine.c's, run here over this processor's own port and by
+ * the engine for a blocked rank (tree_wait). */
 static int run_pass_vn(pass *ps);
 
 /* Blocks as tree_block, handing the loop to the engine when the message
  * layer lets it (coll_tree_engine.c). Returns -1 if the job aborts, 1 if
  * the loop picks up in its message-layer advance (the engine stopped at a
- * torus packet), else 0 (the loop's next iteration), with the packets the
- * engine sent and took. */
-static int tree_wait(pass *ps, const uint8_t *out, uint8_t *in, uint16_t seq, uint32_t *sent,
-                     uint32_t *got, uint32_t *gathered, unsigned mask, const char *note)
+ * torus packet), else 0 (the loop's next iteration), t with the packets
+ * the engine sent and took. */
+static int tree_wait(coll_ctx *c, coll_tree_state *t, unsigned mask, const char *note)
 {
-    coll_ctx *c = ps->c;
     tsim_handoff *hd = ml_handoff_begin(c->ml);
     if (!hd) return tree_block(c, mask, note) != 0 ? -1 : 0;
-    coll_tree_state *t = (coll_tree_state *)(void *)hd->state;
-    memset(t, 0, sizeof *t);
-    t->out = (uint64_t)(uintptr_t)out;
-    t->in = (uint64_t)(uintptr_t)in;
-    t->h = ps->h;
-    t->npk = ps->npk;
-    t->sent = *sent;
-    t->got = *got;
-    t->seq = seq;
-    t->type = COLL_T_TREE;
-    if (ps->segs) /* the table follows the payloads (coll_internal.h) */
-        t->flags = (uint8_t)((ps->fill ? COLL_TREE_SEGS_OUT : COLL_TREE_SEGS_IN) |
-                             (*gathered == *sent + 1 ? COLL_TREE_GATHERED : 0));
+    coll_tree_state *e = (coll_tree_state *)(void *)hd->state;
+    memset(e, 0, sizeof *e);
+    e->out = t->out;
+    e->in = t->in;
+    e->h = t->h;
+    e->npk = t->npk;
+    e->sent = t->sent;
+    e->got = t->got;
+    e->seq = t->seq;
+    e->type = t->type;
+    e->flags = t->flags;
     int rc = ml_handoff_block(c->ml, COLL_PROG_TREE, note, mask & ~TSIM_WAKE_REC_ALL);
     if (rc < 0) return -1;
     if (rc == 0) return 0; /* the engine did not take it */
-    if (t->sent > *sent) c->pp->qvoid = 1; /* as pl_tree_inject says */
-    c->tree_sent += t->sent - *sent;
-    c->tree_recv += t->got - *got;
-    *sent = t->sent;
-    *got = t->got;
-    *gathered = t->flags & COLL_TREE_GATHERED ? *sent + 1 : 0;
-    ml_resume_apply(c->ml, &t->res);
-    return t->res.point == ML_RESUME_POLL;
+    if (e->sent > t->sent) c->pp->qvoid = 1; /* as pl_tree_inject says */
+    c->tree_sent += e->sent - t->sent;
+    c->tree_recv += e->got - t->got;
+    t->sent = e->sent;
+    t->got = e->got;
+    t->flags = e->flags;
+    ml_resume_apply(c->ml, &e->res);
+    return e->res.point == ML_RESUME_POLL;
 }
 
 static int run_pass(pass *ps)
@@ -111,66 +108,60 @@ static int run_pass(pass *ps)
     if (ps->c->cpus == 2) return run_pass_vn(ps);
     coll_ctx *c = ps->c;
     pl_proc *pp = c->pp;
-    uint32_t npk = ps->npk, sent = ps->fill ? 0 : npk, got = ps->take ? 0 : npk;
-    uint16_t seq = c->tree_seq++;
+    uint32_t npk = ps->npk;
     size_t bytes = (size_t)npk * TSIM_TREE_PAYLOAD, tab = ps->segs ? npk * sizeof *ps->segs : 0;
     uint8_t *out = ps->fill ? calloc(1, bytes + tab) : NULL, *in = ps->take ? malloc(bytes + tab) : NULL;
-    uint32_t gathered = 0; /* 1 + the packet whose gather was charged */
+    coll_tree_state t = {.out = (uint64_t)(uintptr_t)out,
+                         .in = (uint64_t)(uintptr_t)in,
+                         .h = ps->h,
+                         .npk = npk,
+                         .sent = ps->fill ? 0 : npk,
+                         .got = ps->take ? 0 : npk,
+                         .seq = c->tree_seq++,
+                         .type = COLL_T_TREE};
+    if (ps->segs) /* the table follows the payloads (coll_internal.h) */
+        t.flags = ps->fill ? COLL_TREE_SEGS_OUT : COLL_TREE_SEGS_IN;
+    tsim_port pt;
+    uint32_t wait = TSIM_WAKE_REC_ALL;
     char note[112];
     int rc = -1, resumed = 0;
     if ((ps->fill && !out) || (ps->take && !in)) goto done;
     if (tab) memcpy((ps->fill ? out : in) + bytes, ps->segs, tab);
     for (uint32_t w = 0; ps->fill && w < npk; w++) ps->fill(ps, w, out + (size_t)w * TSIM_TREE_PAYLOAD);
-    while (sent < npk || got < npk) {
-        if (!resumed) {
-            int moved = 0;
-            while (sent < npk) {
-                if (ps->fill && gathered != sent + 1) { /* once, before the first try */
-                    charge_segs(ps, sent);
-                    gathered = sent + 1;
-                }
-                coll_sw sw = coll_sw_make(COLL_T_TREE, sent, seq, 0);
-                memcpy(ps->h.sw, &sw, sizeof sw);
-                if (pl_tree_inject(pp, &ps->h, out + (size_t)sent * TSIM_TREE_PAYLOAD,
-                                   TSIM_TREE_PAYLOAD) != 0)
-                    break;
-                sent++;
-                c->tree_sent++;
-                moved = 1;
-            }
-            while (got < npk && pl_tree_poll(pp)) {
+    pl_port_init(pp, &pt);
+    if (coll_tree_begin(&t, &c->tree_run, wait) != 0) goto done;
+    while (t.sent < npk || t.got < npk) {
+        if (!resumed) { /* the loop's iterations, until one moves nothing */
+            uint32_t sent0 = t.sent, got0 = t.got;
+            int k = coll_tree_step(&pt, &t, c->tree_run, &wait);
+            c->tree_sent += t.sent - sent0;
+            c->tree_recv += t.got - got0;
+            for (uint32_t w = got0; w < t.got; w++) ps->take(ps, w, in + (size_t)w * TSIM_TREE_PAYLOAD);
+            if (k != TSIM_RUN_BACK) goto done; /* its own port never waits */
+            if (t.sent == npk && t.got == npk) break;
+            if (t.phase != COLL_TREE_ADV) { /* a tree packet that isn't the one due */
                 const tsim_tslot *s = pl_tree_peek(pp);
                 coll_sw sw;
                 memcpy(&sw, s->h.sw, sizeof sw);
-                if (sw.type != COLL_T_TREE || sw.seq != seq || coll_sw_w(&sw) != got % COLL_MAXPK) {
-                    fprintf(stderr, "bglemu: rank %d: collective network packet %u of collective %u where "
-                            "packet %u of collective %u was due (ranks disagree on the order of "
-                            "collectives)\n", c->rank, coll_sw_w(&sw), sw.seq, got, seq);
-                    goto done;
-                }
-                uint8_t *r = in + (size_t)got * TSIM_TREE_PAYLOAD;
-                memcpy(r, s->payload, TSIM_TREE_PAYLOAD);
-                ps->take(ps, got, r);
-                pl_tree_consume(pp);
-                charge_segs(ps, got);
-                got++;
-                c->tree_recv++;
-                moved = 1;
+                fprintf(stderr, "bglemu: rank %d: collective network packet %u of collective %u where "
+                        "packet %u of collective %u was due (ranks disagree on the order of "
+                        "collectives)\n", c->rank, coll_sw_w(&sw), sw.seq, t.got, t.seq);
+                goto done;
             }
-            if (moved) continue;
             if (pl_aborting(pp)) goto done;
         }
         resumed = 0;
+        t.phase = COLL_TREE_BLOCKED; /* whatever happens now, the loop's next iteration follows */
         if (ml_advance(c->ml)) continue;
-        snprintf(note, sizeof note, "rank %d: collective network, packet %u of %u", c->rank, got,
-                 ps->npk);
+        snprintf(note, sizeof note, "rank %d: collective network, packet %u of %u", c->rank, t.got,
+                 npk);
         unsigned mask = TSIM_WAKE_REC_ALL | ml_inj_wait(c->ml) |
-                        (got < ps->npk ? TSIM_WAKE_TREE_REC : 0) |
-                        (sent < ps->npk ? TSIM_WAKE_TREE_INJ : 0);
-        uint32_t got0 = got;
-        int k = tree_wait(ps, out, in, seq, &sent, &got, &gathered, mask, note);
+                        (t.got < npk ? TSIM_WAKE_TREE_REC : 0) |
+                        (t.sent < npk ? TSIM_WAKE_TREE_INJ : 0);
+        uint32_t got0 = t.got;
+        int k = tree_wait(c, &t, mask, note);
         if (k < 0) goto done;
-        for (uint32_t w = got0; w < got; w++) ps->take(ps, w, in + (size_t)w * TSIM_TREE_PAYLOAD);
+        for (uint32_t w = got0; w < t.got; w++) ps->take(ps, w, in + (size_t)w * TSIM_TREE_PAYLOAD);
         resumed = k;
     }
     rc = 0;
@@ -221,6 +212,8 @@ void coll_tree_fini(coll_ctx *c)
 {
     for (coll_vnq *q = c->vnq, *n; q; q = n) n = q->next, free(q);
     c->vnq = NULL;
+    coll_tree_end(c->tree_run);
+    c->tree_run = NULL;
     c->vnq_tail = NULL;
 }
 

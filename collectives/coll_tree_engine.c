@@ -1,33 +1,37 @@
-/* A pass through the collective network as a program the engine runs for
- * a blocked rank (torus-sim/tsim_prog.h).
+/* A pass through the collective network: its loop, written once against
+ * a port (torus-sim/tsim_prog.h), run by the rank itself over its own port
+ * (coll_tree.c, run_pass in CO mode) and, as a program, by the engine for
+ * a blocked rank.
  *
- * A tree collective (coll_tree.c, run_pass in CO mode) is a loop with no
- * decision in it that needs the rank's code once every packet's payload
- * is made (the rank makes them all before it starts):
+ * The pass is a loop with no decision in it that needs the rank's code
+ * once every packet's payload is made (the rank makes them all before it
+ * starts):
  *
  *   iteration = inject while the tree FIFO has room (tree_write_cycles
  *               each), then poll the tree reception FIFO and take each
  *               result (tree_read_cycles) until a poll finds nothing
  *               (poll_cycles) or all are in; if nothing moved, one
- *               advance of the message layer (an empty poll of the torus
- *               FIFOs: it has nothing to send), then block until a result
+ *               advance of the message layer, then block until a result
  *               arrives, the FIFO has room or a torus packet comes.
  *
- * Run by the rank, every result packet and most injections cost a wake:
- * a 1 MiB double allreduce is 12,000 of them on every rank. A rank that
+ * The rank runs it until an iteration moves nothing; then its message
+ * layer advances (ml_advance, whatever it has to do), and it blocks. Woken
+ * per packet, every result packet and most injections would cost a wake: a
+ * 1 MiB double allreduce is 12,000 of them on every rank. A rank that
  * blocks in it hands the engine its pass instead (coll_tree_state, by
- * tree_wait) and the engine runs it over its port, step for step, every
- * observation made once the engine has reached the clock. The rank is
- * woken when the pass is complete (its loop ends), at the first torus
- * packet (its message layer's advance takes it from there) or at a tree
- * packet that isn't the one due (its own poll reports it).
+ * tree_wait) and the engine runs the same loop over its port, step for
+ * step, every observation made once the engine has reached the clock, its
+ * advance the message layer's with nothing to send (ml_engine_idle_advance).
+ * The rank is woken when the pass is complete (its loop ends), at the
+ * first torus packet (its message layer's advance takes it from there) or
+ * at a tree packet that isn't the one due (its own step reports it).
  *
  * A broadcast of a layout (coll_tree_bcast_layout) keeps whole payloads:
- * the rank gathered them into out before the pass and scatters each
- * result from in afterwards; only its charges are the engine's, from the
- * per-packet segment table after out or in (COLL_TREE_SEGS_*): a packet's
- * gather before its first FIFO try, its scatter after it is taken, at
- * ddt_seg_cycles per segment, as run_pass charges them. */
+ * the rank gathers them into out before the pass and scatters each
+ * result from in as it is taken; only its charges are the loop's, from
+ * the per-packet segment table after out or in (COLL_TREE_SEGS_*): a
+ * packet's gather before its first FIFO try, its scatter after it is
+ * taken, at ddt_seg_cycles per segment. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,20 +42,19 @@
 
 _Static_assert(sizeof(coll_tree_state) <= TSIM_HANDOFF_BYTES, "coll_tree_state fits the hand-off");
 
-/* The loop's cursor (coll_tree_state.phase). */
-enum { PH_BLOCKED, PH_TOP, PH_INJ, PH_POLL, PH_ADV };
-
-/* The engine's own data for a processor, kept between adoptions. */
+/* The driver's data, kept from pass to pass (the rank's in its coll_ctx)
+ * and between adoptions (the engine's): the read-ahead windows name the
+ * pass whose memory they hold. */
 typedef struct tree_priv {
     uint32_t wait;      /* the rank's torus wait: reception and injection FIFO bits */
     uint8_t win[WIN * TSIM_TREE_PAYLOAD];
-    uint32_t w0, wn;    /* packets [w0, w0 + wn) of the payload are in win */
+    uint64_t wout;      /* the payloads (out) win holds packets of: */
+    uint32_t w0, wn;    /* packets [w0, w0 + wn) */
     uint32_t segs[WIN]; /* the layout's segment table, read ahead */
+    uint64_t sbase;     /* the table's pass (its out or in): */
     uint32_t s0, sn;    /* its entries [s0, s0 + sn) */
     uint64_t pkts_sent, pkts_recv;
 } tree_priv;
-
-static void tree_free(void *priv) { free(priv); }
 
 /* What the blocked loop waits for: the message layer's FIFOs, and the
  * collective network's while it has something to move that way. */
@@ -60,6 +63,21 @@ static uint32_t wait_bits(const coll_tree_state *t, const tree_priv *a)
     return a->wait | (t->got < t->npk ? TSIM_WAKE_TREE_REC : 0) |
            (t->sent < t->npk ? TSIM_WAKE_TREE_INJ : 0);
 }
+
+int coll_tree_begin(coll_tree_state *t, void **priv, uint32_t wait)
+{
+    if (!*priv && !(*priv = malloc(sizeof(tree_priv)))) return -1;
+    tree_priv *a = *priv;
+    a->wait = wait & (TSIM_WAKE_REC_ALL | (((1u << TSIM_NINJ) - 1) << 8));
+    a->wn = a->sn = 0;
+    a->pkts_sent = a->pkts_recv = 0;
+    memset(&t->res, 0, sizeof t->res);
+    t->phase = COLL_TREE_BLOCKED;
+    t->moved = 0;
+    return 0;
+}
+
+void coll_tree_end(void *priv) { free(priv); }
 
 /* Takes a state run_pass could be in: counts in range, a header the
  * collective network carries, buffers wherever there is something to
@@ -75,15 +93,8 @@ static int tree_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
         ((t->flags & COLL_TREE_SEGS_OUT) && !t->out) || ((t->flags & COLL_TREE_SEGS_IN) && !t->in))
         return 0;
     (void)pt;
-    if (!*priv && !(*priv = malloc(sizeof(tree_priv)))) return 0;
-    tree_priv *a = *priv;
-    a->wait = *wait & (TSIM_WAKE_REC_ALL | (((1u << TSIM_NINJ) - 1) << 8));
-    a->wn = a->sn = 0;
-    a->pkts_sent = a->pkts_recv = 0;
-    memset(&t->res, 0, sizeof t->res);
-    t->phase = PH_BLOCKED;
-    t->moved = 0;
-    *wait = wait_bits(t, a);
+    if (coll_tree_begin(t, priv, *wait) != 0) return 0;
+    *wait = wait_bits(t, *priv);
     return 1;
 }
 
@@ -91,12 +102,13 @@ static int tree_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
  * rank's memory can't be read (the job is failing). */
 static const uint8_t *payload(tsim_port *pt, const coll_tree_state *t, tree_priv *a, uint32_t w)
 {
-    if (!a->wn || w < a->w0 || w >= a->w0 + a->wn) {
+    if (!a->wn || a->wout != t->out || w < a->w0 || w >= a->w0 + a->wn) {
         uint32_t n = t->npk - w < WIN ? t->npk - w : WIN;
         if (pt->ops->read(pt, a->win, t->out + (uint64_t)w * TSIM_TREE_PAYLOAD,
                           (size_t)n * TSIM_TREE_PAYLOAD,
                           "hand-off: a tree collective's payload the engine cannot read") != 0)
             return NULL;
+        a->wout = t->out;
         a->w0 = w;
         a->wn = n;
     }
@@ -109,13 +121,14 @@ static const uint8_t *payload(tsim_port *pt, const coll_tree_state *t, tree_priv
 static int charge_segs(tsim_port *pt, const coll_tree_state *t, tree_priv *a, uint64_t base,
                        uint32_t w)
 {
-    if (!a->sn || w < a->s0 || w >= a->s0 + a->sn) {
+    if (!a->sn || a->sbase != base || w < a->s0 || w >= a->s0 + a->sn) {
         uint32_t n = t->npk - w < WIN ? t->npk - w : WIN;
         if (pt->ops->read(pt, a->segs,
                           base + (uint64_t)t->npk * TSIM_TREE_PAYLOAD + (uint64_t)w * sizeof a->segs[0],
                           (size_t)n * sizeof a->segs[0],
                           "hand-off: a tree broadcast's segment table the engine cannot read") != 0)
             return -1;
+        a->sbase = base;
         a->s0 = w;
         a->sn = n;
     }
@@ -132,29 +145,29 @@ static int dead(uint32_t *wait)
 }
 
 /* Hands the rank back where its loop goes on: its own next iteration
- * (the pass complete, or a packet its own poll must report). */
+ * (the pass complete, or a packet its own step must report). */
 static int back(coll_tree_state *t)
 {
     memset(&t->res, 0, sizeof t->res);
     return TSIM_RUN_BACK;
 }
 
-static int tree_step(tsim_port *pt, void *state, void *priv, uint32_t *wait)
+int coll_tree_step(tsim_port *pt, void *state, void *priv, uint32_t *wait)
 {
     coll_tree_state *t = state;
     tree_priv *a = priv;
-    if (t->phase == PH_BLOCKED) t->phase = PH_TOP; /* woken: the loop's next iteration */
+    if (t->phase == COLL_TREE_BLOCKED) t->phase = COLL_TREE_TOP; /* woken: the loop's next iteration */
     for (;;) {
         if (!pt->ops->settled(pt)) return TSIM_RUN_WAIT;
         switch (t->phase) {
-        case PH_TOP:
+        case COLL_TREE_TOP:
             if (t->sent == t->npk && t->got == t->npk) return back(t); /* the loop ends */
             t->moved = 0;
-            t->phase = PH_INJ;
+            t->phase = COLL_TREE_INJ;
             break;
-        case PH_INJ: {
+        case COLL_TREE_INJ: {
             if (t->sent == t->npk) {
-                t->phase = PH_POLL;
+                t->phase = COLL_TREE_POLL;
                 break;
             }
             if ((t->flags & COLL_TREE_SEGS_OUT) && !(t->flags & COLL_TREE_GATHERED)) {
@@ -166,7 +179,7 @@ static int tree_step(tsim_port *pt, void *state, void *priv, uint32_t *wait)
             int r = pt->ops->tree_room(pt);
             if (r == TSIM_PORT_WAIT) return TSIM_RUN_WAIT;
             if (r == 0) {
-                t->phase = PH_POLL;
+                t->phase = COLL_TREE_POLL;
                 break;
             }
             const uint8_t *pl = payload(pt, t, a, t->sent);
@@ -181,15 +194,15 @@ static int tree_step(tsim_port *pt, void *state, void *priv, uint32_t *wait)
             t->moved = 1;
             break;
         }
-        case PH_POLL: {
+        case COLL_TREE_POLL: {
             if (t->got == t->npk) {
-                t->phase = t->moved ? PH_TOP : PH_ADV;
+                t->phase = t->moved ? COLL_TREE_TOP : COLL_TREE_ADV;
                 break;
             }
             int r = pt->ops->tree_poll(pt);
             if (r == TSIM_PORT_WAIT) return TSIM_RUN_WAIT;
             if (r == 0) { /* an empty poll (charged) */
-                t->phase = t->moved ? PH_TOP : PH_ADV;
+                t->phase = t->moved ? COLL_TREE_TOP : COLL_TREE_ADV;
                 break;
             }
             const tsim_tslot *s = pt->ops->tree_peek(pt);
@@ -207,10 +220,13 @@ static int tree_step(tsim_port *pt, void *state, void *priv, uint32_t *wait)
             t->moved = 1;
             break;
         }
-        case PH_ADV: { /* ml_advance: nothing to send, one poll of the torus FIFOs */
+        case COLL_TREE_ADV: { /* ml_advance */
+            /* the rank's own: its message layer's advance, whatever it has to do */
+            if (!pt->engine) return TSIM_RUN_BACK;
+            /* the engine's: nothing to send, one poll of the torus FIFOs */
             int r = ml_engine_idle_advance(pt, &t->res);
             if (r == TSIM_RUN_BACK || r == TSIM_RUN_WAIT) return r;
-            t->phase = PH_BLOCKED; /* ml_handoff_block: until a packet, a result or room */
+            t->phase = COLL_TREE_BLOCKED; /* ml_handoff_block: until a packet, a result or room */
             *wait = wait_bits(t, a);
             return TSIM_RUN_BLOCK;
         }
@@ -225,6 +241,6 @@ const tsim_prog coll_tree_prog = {
     .id = COLL_PROG_TREE,
     .state_size = sizeof(coll_tree_state),
     .adopt = tree_adopt,
-    .step = tree_step,
-    .free = tree_free,
+    .step = coll_tree_step,
+    .free = coll_tree_end,
 };

@@ -2,7 +2,7 @@
  * every even rank sends the next odd one a few eager messages and a
  * rendezvous one between two 64 KiB MPI_Allreduce on the collective
  * network; the odd ranks receive them after a third. The engine running blocked
- * ranks' tree loops (torus-sim/tsim_proxy_tree.c) must hand a rank back at
+ * ranks' tree loops (collectives/coll_tree_engine.c) must hand a rank back at
  * such a packet and give the same simulated result as ranks woken per
  * packet (programs.sh runs this with BGLEMU_PROXY=0 and compares reports).
  * Checks the sums and every message's bytes. */
