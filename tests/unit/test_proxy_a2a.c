@@ -14,23 +14,14 @@
 #include <string.h>
 
 #include "collectives/coll.h"
+#include "coll_world.h"
 
-#define MAXR 64
+#define MAXR CW_MAXR
 #define ROUNDS 3
 
 typedef struct world world;
 
-typedef struct rk {
-    world *w;
-    pl_proc pp;
-    ml_ctx *ml;
-    coll_ctx *c;
-    coll_upcall_arg ua;
-    int rank, bad;
-    uint64_t end;
-    coll_stats st;
-    uint64_t sum; /* of what it received, position-weighted */
-} rk;
+typedef cw_rank rk;
 
 struct world {
     int n, order;
@@ -167,66 +158,7 @@ static void *rk_main(void *arg)
     return NULL;
 }
 
-typedef struct outcome {
-    uint64_t end[MAXR], sum[MAXR], ddt[MAXR], links;
-    coll_stats st[MAXR];
-    tsim_result res;
-} outcome;
-
-static void run(int x, int y, int z, ml_mode mode, world *w, int proxy, outcome *o)
-{
-    setenv("BGLEMU_PROXY", proxy ? "1" : "0", 1);
-    int cpus = mode == ML_MODE_VN ? 2 : 1;
-    w->n = x * y * z * cpus;
-    ck_assert_int_le(w->n, MAXR);
-    tsim_geom geo = {{x, y, z}, {1, 1, 1}, cpus, 0, w->n};
-    tsim_params p;
-    tsim_params_default(&p);
-    char err[256];
-    tsim_seg *seg = tsim_seg_create(&geo, &p, 0, err, sizeof err);
-    ck_assert_msg(seg, "%s", err);
-    seg->geom.nranks = w->n;
-    for (int i = 0; i < w->n; i++) {
-        seg->rank_proc[i] = tsim_proc_index(cpus == 2 ? i / 2 : i, cpus == 2 ? i % 2 : 0);
-        seg->procs[seg->rank_proc[i]].rank = i;
-    }
-    memset(w->r, 0, sizeof w->r);
-    for (int i = 0; i < w->n; i++) {
-        rk *r = &w->r[i];
-        r->w = w;
-        r->rank = i;
-        pl_open(&r->pp, seg, seg->rank_proc[i], 0);
-    }
-    for (int i = 0; i < w->n; i++) {
-        rk *r = &w->r[i];
-        r->ml = ml_init(&r->pp, i, mode, coll_upcall, &r->ua);
-        ck_assert_ptr_nonnull(r->ml);
-        r->c = coll_init_with(r->ml, &r->ua);
-        ck_assert_ptr_nonnull(r->c);
-    }
-    tsim_engine *e = tsim_engine_new(seg);
-    pthread_t th[MAXR];
-    for (int i = 0; i < w->n; i++) pthread_create(&th[i], NULL, rk_main, &w->r[i]);
-    int rc = tsim_engine_run(e, &o->res);
-    for (int i = 0; i < w->n; i++) pthread_join(th[i], NULL);
-    ck_assert_int_eq(rc, 0);
-    o->links = 0;
-    for (int nd = 0; nd < seg->geom.nnodes; nd++)
-        for (int port = 0; port < TSIM_NPORTS; port++) {
-            const tsim_link_stats *ls = tsim_engine_link(e, nd, port);
-            o->links = (o->links * 31 + ls->packets) * 31 + ls->busy_cycles;
-        }
-    for (int i = 0; i < w->n; i++) {
-        ck_assert_msg(w->r[i].bad == 0, "rank %d: %d wrong bytes or failed calls", i, w->r[i].bad);
-        o->end[i] = w->r[i].end;
-        o->sum[i] = w->r[i].sum;
-        o->st[i] = w->r[i].st;
-        o->ddt[i] = atomic_load(&seg->procs[seg->rank_proc[i]].ddt_cycles);
-    }
-    tsim_engine_free(e);
-    tsim_seg_destroy(seg);
-    unsetenv("BGLEMU_PROXY");
-}
+typedef cw_outcome outcome;
 
 static void check_same_l(int x, int y, int z, ml_mode mode, int order, size_t scale, int layouts,
                          const char *what)
@@ -236,8 +168,8 @@ static void check_same_l(int x, int y, int z, ml_mode mode, int order, size_t sc
     w.layouts = layouts;
     w.order = order;
     w.scale = scale;
-    run(x, y, z, mode, &w, 0, &a);
-    run(x, y, z, mode, &w, 1, &b);
+    cw_run(x, y, z, mode, &w, w.r, &w.n, rk_main, 0, &a);
+    cw_run(x, y, z, mode, &w, w.r, &w.n, rk_main, 1, &b);
     for (int i = 0; i < w.n; i++) {
         ck_assert_msg(a.end[i] == b.end[i], "%s: rank %d ends at %llu with the engine's help, %llu without",
                       what, i, (unsigned long long)b.end[i], (unsigned long long)a.end[i]);
