@@ -23,79 +23,152 @@ void coll_charge_ddt(coll_ctx *c, uint64_t cycles)
     atomic_fetch_add_explicit(&c->pp->p->ddt_cycles, cycles, memory_order_relaxed);
 }
 
-static void a2a_take(coll_ctx *c, const tsim_slot *s)
+static uint32_t npk(uint64_t bytes) { return (uint32_t)((bytes + PAY - 1) / PAY); }
+
+/* ---- the loop, once for both drivers (coll_internal.h) ---------------- */
+
+static void next_pos(coll_a2a_cur *u, uint32_t n)
 {
-    coll_sw sw = coll_sw_get(s);
-    const coll_group *g = c->grp;
-    int src = s->m.src < (uint32_t)c->map->nprocs ? g->rank_of[s->m.src] : -1;
-    size_t off = (size_t)coll_sw_w(&sw) * PAY;
-    if (src < 0 || src == g->me || off >= c->rblk[src].len) abort(); /* not this alltoall's */
-    const coll_layout *b = &c->rblk[src];
-    size_t n = b->len - off < PAY ? b->len - off : PAY;
-    if (b->niov) /* scattered straight into the receive layout */
-        coll_charge_ddt(c, (uint64_t)tsim_layout_copy(b->iov, b->niov, &c->rcur[src], off,
-                                                       (void *)s->p.payload, n, 0) *
-                               c->pp->seg->params.ddt_seg_cycles);
-    else
-        memcpy((uint8_t *)b->buf + off, s->p.payload, n);
-    c->a2a_recv += n;
-    c->st.pkts_recv++;
+    if (++u->pos == n - 1) u->pos = 0, u->round++;
 }
 
-static int a2a_push(coll_ctx *c);
+/* Sends packets in schedule order until every injection FIFO is full: each
+ * tries the FIFOs from the round-robin cursor on, skipping those this push
+ * found full. A layout's packet is gathered before its first FIFO try,
+ * charged once. */
+static int a2a_push(tsim_port *pt, void *view, coll_push *k)
+{
+    coll_a2a_loop *L = view;
+    coll_a2a_cur *u = L->cur;
+    if (!k->run) *k = (coll_push){.run = 1};
+    while (u->left) {
+        uint32_t d = L->peer[u->pos].order;
+        const coll_a2a_peer *q = &L->peer[d];
+        if (u->round >= npk(q->scount)) {
+            next_pos(u, L->n);
+            continue;
+        }
+        uint64_t off = (uint64_t)u->round * PAY;
+        size_t n = (size_t)(q->scount - off < PAY ? q->scount - off : PAY);
+        uint8_t tmp[PAY];
+        unsigned segs = 0;
+        const uint8_t *data = L->io->fetch(L, d, off, n, tmp, &segs);
+        if (!data) return -1;
+        if (!u->gathered) tsim_port_charge_ddt(pt, (uint64_t)segs * pt->prm->ddt_seg_cycles);
+        u->gathered = segs != 0;
+        tsim_hwhdr hw;
+        tsim_header(pt->g, &hw, (int)q->proc, n, TSIM_F_DYNAMIC, q->proc % TSIM_CPUS);
+        int sent = 0;
+        for (unsigned i = 0; i < 3 && !sent; i++) {
+            unsigned f = (u->rr_fifo + i) % 3;
+            if (k->wait & TSIM_WAKE_INJ(f)) continue;
+            int room = tsim_port_room(pt, (int)f, hw.chunks);
+            if (room == TSIM_PORT_WAIT) return 1;
+            if (!room) {
+                k->wait |= TSIM_WAKE_INJ(f);
+                continue;
+            }
+            coll_sw sw = coll_sw_make(COLL_T_A2A, u->round, L->seq, L->gid);
+            uint8_t swb[8];
+            memcpy(swb, &sw, sizeof swb);
+            pt->ops->inject(pt, (int)f, &hw, swb, data, n);
+            u->rr_fifo = (f + 1) % 3;
+            sent = 1;
+        }
+        if (!sent) break; /* all three full: wait for room */
+        u->gathered = 0;
+        u->left--;
+        k->pushed++;
+        (*L->pkts_sent)++;
+        next_pos(u, L->n);
+    }
+    k->run = 0;
+    return 0;
+}
+
+/* The packet at its offset in its source's block. */
+static int a2a_take(void *view, const tsim_slot *s, unsigned *segs)
+{
+    coll_a2a_loop *L = view;
+    coll_sw sw = coll_sw_get(s);
+    int src = s->m.src < (uint32_t)L->nprocs ? L->rank_of[s->m.src] : -1;
+    uint64_t off = (uint64_t)coll_sw_w(&sw) * PAY;
+    if (sw.type != COLL_T_A2A || sw.seq != L->seq || sw.gid != L->gid || src < 0 ||
+        (uint32_t)src == L->me || off >= L->peer[src].rcount)
+        return 0;
+    const coll_a2a_peer *q = &L->peer[src];
+    size_t n = (size_t)(q->rcount - off < PAY ? q->rcount - off : PAY);
+    *segs = 0;
+    if (L->io->place(L, (uint32_t)src, off, s->p.payload, n, segs) != 0) return -1;
+    L->cur->recv += n;
+    (*L->pkts_recv)++;
+    return 1;
+}
+
+static int a2a_done(const void *view)
+{
+    const coll_a2a_loop *L = view;
+    return L->cur->left == 0 && L->cur->recv == L->cur->need;
+}
+
+const coll_loop_ops coll_a2a_ops = {a2a_push, a2a_take, a2a_done};
+
+/* ---- the rank's driver: its own memory ---------------------------------- */
+
+static const uint8_t *rank_fetch(coll_a2a_loop *L, uint32_t d, uint64_t off, size_t n, uint8_t *tmp,
+                                 unsigned *segs)
+{
+    coll_ctx *c = L->ctx;
+    const coll_layout *b = &c->sblk[d];
+    if (!b->niov) return (const uint8_t *)b->buf + off;
+    *segs = tsim_layout_copy(b->iov, b->niov, &c->scur[d], (size_t)off, tmp, n, 1);
+    return tmp;
+}
+
+static int rank_place(coll_a2a_loop *L, uint32_t s, uint64_t off, const uint8_t *data, size_t n,
+                      unsigned *segs)
+{
+    coll_ctx *c = L->ctx;
+    const coll_layout *b = &c->rblk[s];
+    if (b->niov) /* scattered straight into the receive layout */
+        *segs = tsim_layout_copy(b->iov, b->niov, &c->rcur[s], (size_t)off, (void *)(uintptr_t)data, n, 0);
+    else
+        memcpy((uint8_t *)b->buf + off, data, n);
+    return 0;
+}
+
+static const coll_a2a_io rank_io = {rank_fetch, rank_place};
+
+static void rank_view(coll_ctx *c, coll_a2a_loop *L)
+{
+    *L = (coll_a2a_loop){c->peers, (uint32_t)c->grp->n, (uint32_t)c->grp->me, c->grp->rank_of,
+                         c->map->nprocs, c->cur, c->cur_gid, &c->a2a, &c->st.pkts_sent,
+                         &c->st.pkts_recv, &rank_io, c};
+}
+
+static void rank_take(coll_ctx *c, const tsim_slot *s)
+{
+    coll_a2a_loop L;
+    rank_view(c, &L);
+    unsigned segs = 0;
+    if (a2a_take(&L, s, &segs) != 1) abort(); /* not this alltoall's */
+    coll_charge_ddt(c, (uint64_t)segs * c->pp->seg->params.ddt_seg_cycles);
+}
 
 void coll_a2a_packet(ml_ctx *ml, const tsim_slot *s, void *arg)
 {
     (void)ml;
     coll_ctx *c = arg;
     if (!coll_is_current(c, OP_A2A, s)) return;
-    a2a_take(c, s);
-    a2a_push(c); /* keep the injection FIFOs fed between receptions */
+    rank_take(c, s);
+    /* keep the injection FIFOs fed between receptions */
+    coll_a2a_loop L;
+    rank_view(c, &L);
+    tsim_port pt;
+    pl_port_init(c->pp, &pt);
+    coll_push k = {0};
+    a2a_push(&pt, &L, &k); /* the rank's own port never waits, its memory never fails */
 }
-
-static uint32_t npk(size_t bytes) { return (uint32_t)((bytes + PAY - 1) / PAY); }
-
-/* Sends packets in schedule order until every injection FIFO is full. */
-static int a2a_push(coll_ctx *c)
-{
-    int moved = 0;
-    const uint32_t m1 = (uint32_t)c->grp->n - 1;
-    c->inj_wait = 0;
-    while (c->a2a_left) {
-        int d = c->order[c->pos];
-        if (c->round >= npk(c->sblk[d].len)) {
-            if (++c->pos == m1) c->pos = 0, c->round++;
-            continue;
-        }
-        const coll_layout *b = &c->sblk[d];
-        size_t off = (size_t)c->round * PAY;
-        size_t n = b->len - off < PAY ? b->len - off : PAY;
-        const uint8_t *data = (const uint8_t *)b->buf + off;
-        uint8_t tmp[PAY];
-        if (b->niov) { /* gathered from the send layout, charged once (before the first try) */
-            unsigned segs = tsim_layout_copy(b->iov, b->niov, &c->scur[d], off, tmp, n, 1);
-            if (!c->a2a_gathered) coll_charge_ddt(c, (uint64_t)segs * c->pp->seg->params.ddt_seg_cycles);
-            c->a2a_gathered = 1;
-            data = tmp;
-        }
-        coll_sw sw = coll_sw_make(COLL_T_A2A, c->round, c->cur, c->cur_gid);
-        int ok = -1;
-        for (int k = 0; k < 3 && ok != 0; k++) {
-            int f = (int)((c->rr_fifo + (unsigned)k) % 3);
-            if (c->inj_wait & TSIM_WAKE_INJ(f)) continue;
-            if ((ok = coll_inject(c, f, c->grp->proc[d], TSIM_F_DYNAMIC, &sw, data, n)) == 0)
-                c->rr_fifo = (unsigned)(f + 1) % 3;
-        }
-        if (ok != 0) break; /* all three full: wait for room */
-        c->a2a_gathered = 0;
-        c->a2a_left--;
-        moved++;
-        if (++c->pos == m1) c->pos = 0, c->round++;
-    }
-    return moved;
-}
-
-static int a2a_done(coll_ctx *c) { return c->a2a_left == 0 && c->a2a_recv == c->a2a_need; }
 
 static uint64_t xs(uint64_t *s)
 {
@@ -105,41 +178,25 @@ static uint64_t xs(uint64_t *s)
     return *s;
 }
 
-int coll_a2a_wait(coll_ctx *c, const char *why, int *moved)
+/* The rank blocks: the engine runs the loop if it can (coll_a2a_prog). */
+static int a2a_wait(coll_ctx *c, coll_loop_cur *k, const char *why)
 {
-    tsim_handoff *h = ml_handoff_begin(c->ml);
-    if (!h) return coll_block(c, why);
-    coll_a2a_state *st = (coll_a2a_state *)(void *)h->state;
-    memset(st, 0, sizeof *st);
+    coll_a2a_state *st = coll_handoff_begin(c);
+    if (!st) return coll_block(c, why);
+    st->cur = c->a2a;
     st->peers = (uint64_t)(uintptr_t)c->peers;
     st->n = (uint32_t)c->grp->n;
     st->me = (uint32_t)c->grp->me;
-    st->pos = c->pos;
-    st->round = c->round;
-    st->rr_fifo = c->rr_fifo;
-    st->type = COLL_T_A2A;
-    st->flags = (uint8_t)((c->a2a_lay ? COLL_A2A_F_LAYOUTS : 0) | (c->a2a_gathered ? COLL_A2A_F_GATHERED : 0));
     st->seq = c->cur;
     st->gid = c->cur_gid;
-    st->left = c->a2a_left;
-    st->need = c->a2a_need;
-    st->recv = c->a2a_recv;
-    char note[112];
-    if (c->inj_wait) snprintf(note, sizeof note, "rank %d: %s (injection FIFO full)", c->rank, why);
-    else ml_wait_note(c->ml, why, note, sizeof note);
-    int rc = ml_handoff_block(c->ml, COLL_PROG_A2A, note, c->inj_wait);
+    st->flags = c->a2a_lay ? COLL_A2A_F_LAYOUTS : 0;
+    int rc = coll_handoff_block(c, COLL_PROG_A2A, why);
     if (rc <= 0) return rc;
-    c->pos = st->pos;
-    c->round = st->round;
-    c->rr_fifo = st->rr_fifo;
-    c->a2a_gathered = (st->flags & COLL_A2A_F_GATHERED) != 0;
-    c->a2a_left = st->left;
-    c->a2a_recv = st->recv;
+    c->a2a = st->cur;
     c->st.pkts_sent += st->pkts_sent;
     c->st.pkts_recv += st->pkts_recv;
-    *moved = (int)st->moved;
-    ml_resume_apply(c->ml, &st->res);
-    return !st->done && st->res.point == ML_RESUME_POLL ? ML_RESUME_POLL : ML_RESUME_NONE;
+    coll_loop_resume(c, k, &st->loop);
+    return 0;
 }
 
 int coll_alltoallv(coll_ctx *c, const void *sbuf, const size_t *scounts, const size_t *sdispls,
@@ -213,51 +270,46 @@ static int a2a_run(coll_ctx *c, coll_group *g)
         c->a2a_lay |= c->sblk[i].niov || c->rblk[i].niov;
         c->scur[i] = c->rcur[i] = (tsim_lcur){0, 0};
     }
-    c->a2a_gathered = 0;
-    free(c->order);
     free(c->peers);
-    c->order = malloc((size_t)(N - 1) * sizeof *c->order);
-    /* the engine's table: the peers, then (layouts) each peer's segment lists */
+    /* the peers, then (layouts) each peer's segment lists: what both drivers read */
     c->peers = malloc((size_t)N * (sizeof *c->peers + (c->a2a_lay ? sizeof(coll_a2a_lay) : 0)));
-    if (!c->order || !c->peers) return -1;
-    for (int j = 0; j < N - 1; j++) {
-        if (c->a2a_order == COLL_A2A_RANKORDER) c->order[j] = j < me ? j : j + 1;
-        else c->order[j] = (me + 1 + j) % N;
-    }
-    if (c->a2a_order == COLL_A2A_RANDOM) {
-        uint64_t st = 0x9e3779b97f4a7c15ull ^ ((uint64_t)me << 20) ^ c->cur;
-        for (int j = N - 2; j > 0; j--) {
-            int k = (int)(xs(&st) % (uint64_t)(j + 1));
-            int t = c->order[j];
-            c->order[j] = c->order[k];
-            c->order[k] = t;
-        }
-    }
+    if (!c->peers) return -1;
     coll_a2a_lay *lay = (coll_a2a_lay *)(c->peers + N);
     for (int i = 0; i < N; i++) {
         const coll_layout *sb = &c->sblk[i], *rb = &c->rblk[i];
         c->peers[i] = (coll_a2a_peer){sb->niov ? 0 : (uint64_t)(uintptr_t)sb->buf,
-                                          rb->niov ? 0 : (uint64_t)(uintptr_t)rb->buf,
-                                          (uint32_t)sb->len, (uint32_t)rb->len,
-                                          (uint32_t)g->proc[i],
-                                          (uint32_t)(i < N - 1 ? c->order[i] : 0)};
+                                      rb->niov ? 0 : (uint64_t)(uintptr_t)rb->buf,
+                                      (uint32_t)sb->len, (uint32_t)rb->len, (uint32_t)g->proc[i], 0};
         if (c->a2a_lay)
             lay[i] = (coll_a2a_lay){(uint64_t)(uintptr_t)sb->iov, sb->niov,
-                                        (uint64_t)(uintptr_t)rb->iov, rb->niov};
+                                    (uint64_t)(uintptr_t)rb->iov, rb->niov};
     }
-    c->a2a_left = 0;
-    c->a2a_need = 0;
-    c->a2a_recv = 0;
+    /* the destination of schedule position j */
+    for (int j = 0; j < N - 1; j++)
+        c->peers[j].order = (uint32_t)(c->a2a_order == COLL_A2A_RANKORDER ? (j < me ? j : j + 1)
+                                                                        : (me + 1 + j) % N);
+    if (c->a2a_order == COLL_A2A_RANDOM) {
+        uint64_t st = 0x9e3779b97f4a7c15ull ^ ((uint64_t)me << 20) ^ c->cur;
+        for (int j = N - 2; j > 0; j--) {
+            int k = (int)(xs(&st) % (uint64_t)(j + 1));
+            uint32_t t = c->peers[j].order;
+            c->peers[j].order = c->peers[k].order;
+            c->peers[k].order = t;
+        }
+    }
+    /* rr_fifo goes on from the last alltoall */
+    c->a2a.pos = c->a2a.round = c->a2a.gathered = 0;
+    c->a2a.left = c->a2a.need = c->a2a.recv = 0;
     for (int i = 0; i < N; i++) {
         if (i == me) continue;
-        c->a2a_left += npk(c->sblk[i].len);
-        c->a2a_need += c->rblk[i].len;
+        c->a2a.left += npk(c->sblk[i].len);
+        c->a2a.need += c->rblk[i].len;
     }
-    c->round = 0;
-    c->pos = 0;
     c->op = OP_A2A;
-    coll_replay(c, COLL_T_A2A, a2a_take);
-    int rc = coll_run(c, a2a_done, a2a_push, "coll_alltoall");
+    coll_replay(c, COLL_T_A2A, rank_take);
+    coll_a2a_loop L;
+    rank_view(c, &L);
+    int rc = coll_run(c, &coll_a2a_ops, &L, a2a_wait, "coll_alltoall");
     c->op = OP_NONE;
     return rc;
 }

@@ -1,43 +1,29 @@
 /* The packet-scheduled alltoall as a program the engine runs for a blocked
  * rank (torus-sim/tsim_prog.h).
  *
- * The alltoall (coll_a2a.c, coll_run with a2a_push) is a loop with no
- * decision in it that needs the rank's code: send the schedule's next
- * packets until the three injection FIFOs are full, read the packets that
- * come in and put each at its offset in the receive buffer (refilling the
- * FIFOs after every one), block when nothing moved. Run by the rank, every
- * packet in and most packets out cost a wake; a 64-rank alltoall is a
- * million wakes. A rank that blocks in it hands the engine its loop
- * instead (coll_a2a_state: the table of blocks and the schedule's cursor,
- * by coll_a2a_wait) and the engine runs it over its port, step for step as
- * coll_run would:
+ * The alltoall (coll_a2a.c) has no decision in it that needs the rank's
+ * code: send the schedule's next packets until the three injection FIFOs
+ * are full, put each packet that comes in at its offset in the receive
+ * buffer (refilling the FIFOs after every one), block when nothing moved.
+ * Run by the rank, every packet in and most packets out cost a wake; a
+ * 64-rank alltoall is a million wakes. A rank that blocks in it hands the
+ * engine its loop instead (coll_a2a_state: the table of blocks and the
+ * schedule's cursor) and the engine runs the same loop (coll_loop_step
+ * with coll_a2a_ops: one loop, two drivers) over its port. This file is
+ * the engine's driver: the rank's memory seen through the port.
  *
- *   iteration = push, done?, advance (polls until one finds nothing or
- *               `batch` packets were read; each packet is taken, then
- *               pushed after), push, done?, then block if nothing moved
- *   push      = schedule order, one packet per destination per round; each
- *               packet tries the FIFOs from the round-robin cursor on,
- *               skipping the ones this push found full; stops when all
- *               three are
- *
- * every observation made once the engine has reached the clock (a poll,
- * or a full FIFO, is believed only then). The rank is woken when the
- * collective is done (it returns from coll_run) or at the first packet
- * that isn't this alltoall's (its own advance takes it from there, in its
- * polls: coll_a2a_state.res).
- *
- * Layouts (COLL_A2A_F_LAYOUTS): the table is followed by each peer's
- * segment lists, which the engine copies once per collective; it reads
- * its send window piece by piece from the senders' segments, writes each
- * received packet piece by piece into the receive segments, and charges
- * ddt_seg_cycles per segment at the points coll_a2a.c does (the gather
- * before the packet's first FIFO try, once: COLL_A2A_F_GATHERED both
- * ways; the scatter after the dispatch). */
+ * The send data is read ahead a window of rounds at a time (every block's
+ * packets of those rounds, in as few process_vm_readv calls as the kernel
+ * allows); each received packet is written at its offset. Layouts
+ * (COLL_A2A_F_LAYOUTS): the table is followed by each peer's segment
+ * lists, which the engine copies once per collective; the window is read
+ * piece by piece from the senders' segments, each received packet written
+ * piece by piece into the receive segments, and the segments counted as
+ * the rank's tsim_layout_copy counts them. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 
-#include "../messagelayer/ml_internal.h" /* ML_ADVANCE_BATCH: the advance's polls */
 #include "coll_internal.h"
 
 _Static_assert(sizeof(coll_a2a_state) <= TSIM_HANDOFF_BYTES, "coll_a2a_state fits the hand-off");
@@ -49,14 +35,14 @@ _Static_assert(sizeof(coll_a2a_state) <= TSIM_HANDOFF_BYTES, "coll_a2a_state fit
 #define IOV_BATCH 1024
 #define LAYOUT_MAX (1u << 24)   /* segments of one block's layout */
 
-/* The loop's cursor (coll_a2a_state.phase). */
-enum { PH_BLOCKED, PH_TOP, PH_POLL, PH_HPUSH, PH_PUSH2 };
-
 /* The engine's own data for a processor, kept between adoptions. */
 typedef struct a2a_priv {
+    tsim_port *pt;
+    const coll_a2a_state *st;
+    int layouts;
     coll_a2a_peer *peer;     /* by group rank; peer[i].order: schedule position i */
     uint32_t *npk;           /* packets of each block we send */
-    int32_t *rank_of;        /* processor -> group rank, -1 */
+    int *rank_of;            /* processor -> group rank, -1 */
     uint8_t *seen;
     uint32_t cap;            /* entries peer, npk, seen, lay, ... have room for */
     int nprocs;              /* entries of rank_of */
@@ -99,7 +85,7 @@ static void a2a_free(void *priv)
 static int grow(a2a_priv *a, int nprocs, uint32_t n)
 {
     if (a->nprocs != nprocs) {
-        int32_t *r = realloc(a->rank_of, (size_t)nprocs * sizeof *r);
+        int *r = realloc(a->rank_of, (size_t)nprocs * sizeof *r);
         if (!r) return -1;
         a->rank_of = r;
         a->nprocs = nprocs;
@@ -185,8 +171,8 @@ static int a2a_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, in
     const int nprocs = pt->g->nnodes * TSIM_CPUS;
     uint32_t n = st->n;
     if (start || (*wait & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL || n < 2 || n > (uint32_t)nprocs ||
-        st->me >= n || st->pos >= n - 1 || st->rr_fifo >= NFIFO || st->recv > st->need ||
-        (st->flags & ~(COLL_A2A_F_LAYOUTS | COLL_A2A_F_GATHERED)))
+        st->me >= n || st->cur.pos >= n - 1 || st->cur.rr_fifo >= NFIFO || st->cur.recv > st->cur.need ||
+        st->cur.gathered > 1 || (st->flags & ~COLL_A2A_F_LAYOUTS))
         return 0;
     if (!*priv && !(*priv = calloc(1, sizeof(a2a_priv)))) return 0;
     a2a_priv *a = *priv;
@@ -210,18 +196,19 @@ static int a2a_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, in
         if (a->npk[i] >= COLL_MAXPK) return 0;
         if (i != st->me) need += p->rcount;
     }
-    if (a->peer[st->me].proc != (uint32_t)pt->proc || need != st->need) return 0;
+    if (a->peer[st->me].proc != (uint32_t)pt->proc || need != st->cur.need) return 0;
     uint64_t left = 0;
     for (uint32_t j = 0; j < n - 1; j++) {
         uint32_t o = a->peer[j].order;
         if (o >= n || o == st->me || a->seen[o]) return 0;
         a->seen[o] = 1;
-        uint64_t sent = (uint64_t)st->round + (j < st->pos);
+        uint64_t sent = (uint64_t)st->cur.round + (j < st->cur.pos);
         left += a->npk[o] > sent ? a->npk[o] - sent : 0;
     }
-    if (left != st->left) return 0; /* else a push could look for packets forever */
+    if (left != st->cur.left) return 0; /* else a push could look for packets forever */
     if (layouts && read_lists(pt, a, st) != 0) return 0;
-    if (!layouts) st->flags &= (uint8_t)~COLL_A2A_F_GATHERED;
+    if (!layouts) st->cur.gathered = 0;
+    a->layouts = layouts;
     a->W = WIN_BYTES / ((size_t)n * PAY);
     if (a->W < 1) a->W = 1;
     if (a->W > WIN_ROUNDS) a->W = WIN_ROUNDS;
@@ -236,31 +223,26 @@ static int a2a_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, in
     }
     a->wn = 0; /* the rank may have sent from the buffer since: read afresh */
     /* the answer and the engine's cursor start from nothing */
-    memset(&st->res, 0, sizeof st->res);
-    st->done = 0;
-    st->moved = 0;
+    coll_loop_adopted(&st->loop);
     st->pkts_sent = st->pkts_recv = 0;
-    st->phase = PH_BLOCKED;
-    st->fresh = 0;
-    st->wait = 0;
-    st->pushed = 0;
     return 1;
 }
 
 /* Reads rounds [r, r + W) of every block we send, in as few calls as the
  * kernel allows. */
-static int window(tsim_port *pt, const coll_a2a_state *st, a2a_priv *a, uint32_t r)
+static int window(a2a_priv *a, uint32_t r)
 {
+    tsim_port *pt = a->pt;
+    const coll_a2a_state *st = a->st;
     struct iovec loc[IOV_BATCH], rem[IOV_BATCH];
     int cnt = 0;
     size_t total = 0;
     uint64_t base = (uint64_t)r * PAY, span = (uint64_t)a->W * PAY;
-    const int layouts = (st->flags & COLL_A2A_F_LAYOUTS) != 0;
     for (uint32_t i = 0; i < st->n; i++) {
         const coll_a2a_peer *p = &a->peer[i];
         if (i == st->me || p->scount <= base) continue;
         size_t len = (size_t)(p->scount - base < span ? p->scount - base : span);
-        if (layouts && a->lay[i].sniov) { /* the layout's pieces, gathered into the window */
+        if (a->layouts && a->lay[i].sniov) { /* the layout's pieces, gathered into the window */
             const struct iovec *v = a->segs + a->soff[i];
             uint64_t addr;
             for (size_t got = 0, k; got < len; got += k) {
@@ -296,191 +278,48 @@ static int window(tsim_port *pt, const coll_a2a_state *st, a2a_priv *a, uint32_t
     return 0;
 }
 
-static void next_pos(coll_a2a_state *st)
+static const uint8_t *eng_fetch(coll_a2a_loop *L, uint32_t d, uint64_t off, size_t n, uint8_t *tmp,
+                                unsigned *segs)
 {
-    if (++st->pos == st->n - 1) st->pos = 0, st->round++;
+    (void)tmp;
+    a2a_priv *a = L->ctx;
+    uint32_t r = (uint32_t)(off / PAY);
+    if (a->layouts && a->lay[d].sniov) /* what the rank's gather counts */
+        *segs = tsim_layout_segs(a->segs + a->soff[d], a->lay[d].sniov, &a->gcur[d], off, n);
+    if ((!a->wn || r < a->w0 || r >= a->w0 + a->wn) && window(a, r) != 0) return NULL;
+    return a->win + ((size_t)d * a->W + (r - a->w0)) * PAY;
 }
 
-/* a2a_push: 0 when it stopped (nothing left or all FIFOs full), 1 when a
- * full FIFO must wait for the engine to reach the clock, -1 when the job is
- * failing. Re-entered after a 1, it picks up exactly where it stood. */
-static int push(tsim_port *pt, coll_a2a_state *st, a2a_priv *a)
+static int eng_place(coll_a2a_loop *L, uint32_t s, uint64_t off, const uint8_t *data, size_t n,
+                     unsigned *segs)
 {
-    if (st->fresh) st->wait = 0, st->pushed = 0, st->fresh = 0;
-    const int layouts = (st->flags & COLL_A2A_F_LAYOUTS) != 0;
-    while (st->left) {
-        uint32_t d = a->peer[st->pos].order;
-        if (st->round >= a->npk[d]) {
-            next_pos(st);
-            continue;
-        }
-        const coll_a2a_peer *q = &a->peer[d];
-        uint64_t off = (uint64_t)st->round * PAY;
-        size_t n = (size_t)(q->scount - off < PAY ? q->scount - off : PAY);
-        if (layouts && a->lay[d].sniov && !(st->flags & COLL_A2A_F_GATHERED)) {
-            /* coll_a2a.c gathers the packet before its first FIFO try, once */
-            uint64_t c = (uint64_t)tsim_layout_segs(a->segs + a->soff[d], a->lay[d].sniov, &a->gcur[d],
-                                                    off, n) * pt->prm->ddt_seg_cycles;
-            st->flags |= COLL_A2A_F_GATHERED;
-            tsim_port_charge_ddt(pt, c);
-        }
-        tsim_hwhdr hw;
-        tsim_header(pt->g, &hw, (int)q->proc, n, TSIM_F_DYNAMIC, q->proc % TSIM_CPUS);
-        int sent = 0;
-        for (unsigned k = 0; k < NFIFO && !sent; k++) {
-            unsigned f = (st->rr_fifo + k) % NFIFO;
-            if (st->wait & (1u << f)) continue;
-            int room = pt->ops->room(pt, (int)f, hw.chunks);
-            if (room == TSIM_PORT_WAIT) return 1;
-            if (!room) {
-                st->wait |= 1u << f;
-                continue;
-            }
-            if ((!a->wn || st->round < a->w0 || st->round >= a->w0 + a->wn) &&
-                window(pt, st, a, st->round) != 0)
-                return -1;
-            const uint8_t *data = a->win + ((size_t)d * a->W + (st->round - a->w0)) * PAY;
-            coll_sw sw = coll_sw_make(st->type, st->round, st->seq, st->gid);
-            uint8_t swb[8];
-            memcpy(swb, &sw, sizeof swb);
-            pt->ops->inject(pt, (int)f, &hw, swb, data, n);
-            st->rr_fifo = (f + 1) % NFIFO;
-            sent = 1;
-        }
-        if (!sent) break;
-        st->flags &= (uint8_t)~COLL_A2A_F_GATHERED;
-        st->left--;
-        st->pushed++;
-        st->pkts_sent++;
-        next_pos(st);
-    }
-    return 0;
-}
-
-static int done(const coll_a2a_state *st) { return st->left == 0 && st->recv == st->need; }
-
-/* One poll of the advance: 1 a packet was taken, 0 none was visible
- * (poll_cycles charged), TSIM_PORT_WAIT, or -1: the packet is the rank's
- * software's (a later collective's, another protocol's, one it will find
- * wrong) or cannot be written here; its own advance takes it. */
-static int take(tsim_port *pt, coll_a2a_state *st, a2a_priv *a)
-{
-    int f = pt->ops->poll(pt);
-    if (f == TSIM_PORT_WAIT || f < 0) return f == TSIM_PORT_WAIT ? f : 0;
-    const tsim_slot *s = pt->ops->peek(pt, f);
-    coll_sw sw = coll_sw_get(s);
-    uint64_t off = (uint64_t)coll_sw_w(&sw) * PAY;
-    int32_t src = s->m.src < (uint32_t)a->nprocs ? a->rank_of[s->m.src] : -1;
-    if (sw.type != st->type || sw.seq != st->seq || sw.gid != st->gid || src < 0 ||
-        (uint32_t)src == st->me || off >= a->peer[src].rcount)
-        return -1;
-    const coll_a2a_peer *q = &a->peer[src];
-    size_t n = (size_t)(q->rcount - off < PAY ? q->rcount - off : PAY);
-    uint64_t segs = 0;
-    if ((st->flags & COLL_A2A_F_LAYOUTS) && a->lay[src].rniov) {
-        /* scattered into the layout: each piece its own write */
-        const struct iovec *v = a->segs + a->roff[src];
+    a2a_priv *a = L->ctx;
+    tsim_port *pt = a->pt;
+    if (a->layouts && a->lay[s].rniov) { /* scattered into the layout: each piece its own write */
+        const struct iovec *v = a->segs + a->roff[s];
         uint64_t addr;
-        for (size_t got = 0, k; got < n; got += k, segs++) {
-            k = tsim_layout_piece(v, a->lay[src].rniov, &a->rcur[src], off + got, n - got, &addr);
-            if (!k || pt->ops->write(pt, addr, s->p.payload + got, k) != 0)
-                return -1; /* the pieces written are rewritten by the rank */
+        unsigned k_segs = 0;
+        for (size_t got = 0, k; got < n; got += k, k_segs++) {
+            k = tsim_layout_piece(v, a->lay[s].rniov, &a->rcur[s], off + got, n - got, &addr);
+            if (!k || pt->ops->write(pt, addr, data + got, k) != 0) return -1;
         }
-    } else if (pt->ops->write(pt, q->rbuf + off, s->p.payload, n) != 0) {
-        return -1;
+        *segs = k_segs;
+        return 0;
     }
-    pt->ops->consume(pt, f);
-    /* ml_dispatch of a collective's packet, then coll_a2a.c's scatter */
-    tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
-    tsim_port_charge_ddt(pt, segs * pt->prm->ddt_seg_cycles);
-    st->recv += n;
-    st->pkts_recv++;
-    st->res.pkts_recv++;
-    st->res.consumed++;
-    st->res.moved++;
-    return 1;
+    return pt->ops->write(pt, a->peer[s].rbuf + off, data, n);
 }
 
-static void enter(coll_a2a_state *st, int phase)
-{
-    st->phase = (uint8_t)phase;
-    st->fresh = 1; /* every phase but the polls starts a push */
-}
-
-/* Hands the rank back: the alltoall complete (its loop's next done()
- * returns), or in its advance's polls at a packet that is its own. */
-static int back(coll_a2a_state *st, int complete)
-{
-    st->done = (uint32_t)complete;
-    st->res.point = complete ? ML_RESUME_NONE : ML_RESUME_POLL;
-    st->res.inj_full = 0; /* the advance's send round found nothing to send */
-    st->res.round_pos = st->res.round_sent = 0;
-    st->res.pkts_sent = st->res.reordered = 0;
-    return TSIM_RUN_BACK;
-}
-
-/* The job is failing (the rank's memory is gone): the loop stops here,
- * waiting for nothing. */
-static int dead(coll_a2a_state *st, uint32_t *wait)
-{
-    st->phase = PH_BLOCKED;
-    *wait = 0;
-    return TSIM_RUN_BLOCK;
-}
+static const coll_a2a_io eng_io = {eng_fetch, eng_place};
 
 static int a2a_step(tsim_port *pt, void *state, void *priv, uint32_t *wait)
 {
     coll_a2a_state *st = state;
     a2a_priv *a = priv;
-    if (st->phase == PH_BLOCKED) { /* woken: the loop's next iteration */
-        enter(st, PH_TOP);
-        st->res.moved = 0;
-    }
-    for (;;) {
-        if (!pt->ops->settled(pt)) return TSIM_RUN_WAIT;
-        int rc;
-        switch (st->phase) {
-        case PH_TOP:
-            if ((rc = push(pt, st, a)) != 0) return rc < 0 ? dead(st, wait) : TSIM_RUN_WAIT;
-            st->moved = st->pushed;
-            if (done(st)) return back(st, 1);
-            /* the advance: its send round has nothing (the rank handed over
-             * no message going out), then its polls */
-            st->phase = PH_POLL;
-            st->res.consumed = st->res.moved = 0;
-            break;
-        case PH_POLL:
-            if (st->res.consumed == ML_ADVANCE_BATCH) { /* the advance returns without an empty poll */
-                enter(st, PH_PUSH2);
-                break;
-            }
-            rc = take(pt, st, a);
-            if (rc == TSIM_PORT_WAIT) return TSIM_RUN_WAIT;
-            if (rc < 0) return back(st, 0);
-            /* a packet: coll_a2a_packet keeps the FIFOs fed; none (the
-             * empty poll charged): the iteration's second push */
-            enter(st, rc > 0 ? PH_HPUSH : PH_PUSH2);
-            break;
-        case PH_HPUSH:
-            if ((rc = push(pt, st, a)) != 0) return rc < 0 ? dead(st, wait) : TSIM_RUN_WAIT;
-            st->phase = PH_POLL;
-            break;
-        case PH_PUSH2:
-            if ((rc = push(pt, st, a)) != 0) return rc < 0 ? dead(st, wait) : TSIM_RUN_WAIT;
-            st->moved += st->res.moved + st->pushed;
-            if (done(st)) return back(st, 1);
-            if (st->moved) {
-                enter(st, PH_TOP);
-                break;
-            }
-            /* blocks until a packet arrives or a FIFO it found full has room */
-            st->phase = PH_BLOCKED;
-            *wait = TSIM_WAKE_REC_ALL | st->wait << 8;
-            return TSIM_RUN_BLOCK;
-        default:
-            return dead(st, wait);
-        }
-    }
+    a->pt = pt;
+    a->st = st;
+    coll_a2a_loop L = {a->peer, st->n, st->me, a->rank_of, a->nprocs, st->seq, st->gid, &st->cur,
+                       &st->pkts_sent, &st->pkts_recv, &eng_io, a};
+    return coll_loop_step(pt, &st->loop, &coll_a2a_ops, &L, wait);
 }
 
 const tsim_prog coll_a2a_prog = {

@@ -155,9 +155,10 @@ static size_t pkt_bytes(const coll_bc_loop *L, size_t off)
  * another link; the FIFOs take turns packet by packet, in sweeps until one
  * sends nothing. A layout's packet is gathered for its target before its
  * first FIFO try, charged once. */
-int coll_bc_push_step(tsim_port *pt, coll_bc_loop *L, coll_bc_push *k)
+static int loop_push(tsim_port *pt, void *view, coll_push *k)
 {
-    if (!k->run) *k = (coll_bc_push){.run = 1};
+    coll_bc_loop *L = view;
+    if (!k->run) *k = (coll_push){.run = 1};
     for (;;) {
         if (k->f == TSIM_NINJ) {
             if (!k->any) {
@@ -211,8 +212,15 @@ int coll_bc_push_step(tsim_port *pt, coll_bc_loop *L, coll_bc_push *k)
     }
 }
 
-int coll_bc_take(coll_bc_loop *L, uint32_t w, const uint8_t *payload, unsigned *segs)
+/* The packet's payload into place (part found, have marked, avail moved
+ * on): 1, 0 when it is not one of this broadcast's packets still missing,
+ * -1 when place failed. */
+static int loop_take(void *view, const tsim_slot *s, unsigned *segs)
 {
+    coll_bc_loop *L = view;
+    coll_sw sw = coll_sw_get(s);
+    if (sw.type != COLL_T_BCAST || sw.seq != L->seq || sw.gid != L->gid) return 0;
+    uint32_t w = coll_sw_w(&sw);
     int r = 0; /* its part: parts are consecutive */
     while (r + 1 < L->nroutes && w >= L->have_base[r + 1]) r++;
     if (w < L->have_base[r] || w >= L->have_base[r] + L->part_np[r]) return 0; /* not ours */
@@ -221,7 +229,7 @@ int coll_bc_take(coll_bc_loop *L, uint32_t w, const uint8_t *payload, unsigned *
     if (h[i]) return 0; /* a second copy: the tree is wrong */
     size_t off = (size_t)w * PAY;
     *segs = 0;
-    if (L->io->place(L, r, w, off, payload, pkt_bytes(L, off), segs) != 0) return -1;
+    if (L->io->place(L, r, w, off, s->p.payload, pkt_bytes(L, off), segs) != 0) return -1;
     h[i] = 1;
     (*L->got)++;
     (*L->pkts_recv)++;
@@ -229,13 +237,16 @@ int coll_bc_take(coll_bc_loop *L, uint32_t w, const uint8_t *payload, unsigned *
     return 1;
 }
 
-int coll_bc_done(const coll_bc_loop *L)
+static int loop_done(const void *view)
 {
+    const coll_bc_loop *L = view;
     if (*L->got < L->need) return 0;
     for (int i = 0; i < L->nt; i++)
         if (L->t[i].cur < L->part_np[L->t[i].route]) return 0;
     return 1;
 }
+
+const coll_loop_ops coll_bc_ops = {loop_push, loop_take, loop_done};
 
 /* ---- the rank's driver: its own memory ---------------------------------- */
 
@@ -272,39 +283,28 @@ static void rank_loop(coll_ctx *c, coll_bc_loop *L)
 
 static void bc_take(coll_ctx *c, const tsim_slot *s)
 {
-    coll_sw sw = coll_sw_get(s);
     coll_bc_loop L;
     rank_loop(c, &L);
     unsigned segs = 0;
-    if (coll_bc_take(&L, coll_sw_w(&sw), s->p.payload, &segs) != 1) abort(); /* not ours, or a second copy */
+    if (loop_take(&L, s, &segs) != 1) abort(); /* not ours, or a second copy */
     coll_charge_ddt(c, (uint64_t)segs * c->pp->seg->params.ddt_seg_cycles);
 }
 
-static int bc_push(coll_ctx *c)
+static void bc_push(coll_ctx *c)
 {
     coll_bc_loop L;
     rank_loop(c, &L);
     tsim_port pt;
     pl_port_init(c->pp, &pt);
-    coll_bc_push k = {0};
-    coll_bc_push_step(&pt, &L, &k); /* the rank's own port never waits, its memory never fails */
-    c->inj_wait = k.wait;
-    return (int)k.pushed;
+    coll_push k = {0};
+    loop_push(&pt, &L, &k); /* the rank's own port never waits, its memory never fails */
 }
 
-static int bc_done(coll_ctx *c)
+/* The rank blocks: the engine runs the loop if it can (coll_bcast_prog). */
+static int bc_wait(coll_ctx *c, coll_loop_cur *k, const char *why)
 {
-    coll_bc_loop L;
-    rank_loop(c, &L);
-    return coll_bc_done(&L);
-}
-
-int coll_bcast_wait(coll_ctx *c, const char *why, int *moved)
-{
-    tsim_handoff *h = ml_handoff_begin(c->ml);
-    if (!h) return coll_block(c, why);
-    coll_bc_state *st = (coll_bc_state *)(void *)h->state;
-    memset(st, 0, sizeof *st);
+    coll_bc_state *st = coll_handoff_begin(c);
+    if (!st) return coll_block(c, why);
     st->buf = c->nbiov ? 0 : (uint64_t)(uintptr_t)c->buf;
     st->iov = c->nbiov ? (uint64_t)(uintptr_t)c->biov : 0;
     st->niov = c->nbiov;
@@ -321,12 +321,8 @@ int coll_bcast_wait(coll_ctx *c, const char *why, int *moved)
     }
     st->seq = c->cur;
     st->gid = c->cur_gid;
-    st->type = COLL_T_BCAST;
     memcpy(st->t, c->t, (size_t)c->nt * sizeof *c->t);
-    char note[112];
-    if (c->inj_wait) snprintf(note, sizeof note, "rank %d: %s (injection FIFO full)", c->rank, why);
-    else ml_wait_note(c->ml, why, note, sizeof note);
-    int rc = ml_handoff_block(c->ml, COLL_PROG_BCAST, note, c->inj_wait);
+    int rc = coll_handoff_block(c, COLL_PROG_BCAST, why);
     if (rc <= 0) return rc;
     /* the engine's progress (the have bytes it changed are in place) */
     for (int i = 0; i < c->nt; i++) {
@@ -338,9 +334,8 @@ int coll_bcast_wait(coll_ctx *c, const char *why, int *moved)
     c->st.pkts_sent += st->pkts_sent;
     c->st.pkts_recv += st->pkts_recv;
     if (st->pkts_sent && c->cpus == 2) c->pp->qvoid = 1; /* scratchpad packets: as pl_inject says */
-    *moved = (int)st->moved;
-    ml_resume_apply(c->ml, &st->res);
-    return !st->done && st->res.point == ML_RESUME_POLL ? ML_RESUME_POLL : ML_RESUME_NONE;
+    coll_loop_resume(c, k, &st->loop);
+    return 0;
 }
 
 void coll_bcast_packet(ml_ctx *ml, const tsim_slot *s, void *arg)
@@ -431,7 +426,9 @@ static int bc_run(coll_ctx *c, coll_group *g, void *buf, size_t len, int root, i
     if (g->me == root)
         for (int r = 0; r < c->nroutes; r++) c->avail[r] = c->part_np[r];
     coll_replay(c, COLL_T_BCAST, bc_take);
-    int rc = coll_run(c, bc_done, bc_push, "coll_bcast");
+    coll_bc_loop L;
+    rank_loop(c, &L);
+    int rc = coll_run(c, &coll_bc_ops, &L, bc_wait, "coll_bcast");
     c->op = OP_NONE;
     free(c->have);
     c->have = NULL;

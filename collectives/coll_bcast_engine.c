@@ -1,27 +1,13 @@
 /* The deposit-bit broadcast as a program the engine runs for a blocked
  * rank (torus-sim/tsim_prog.h).
  *
- * The broadcast (coll_bcast.c, coll_run with bc_push) has no decision in
- * it that needs the rank's code: every packet it receives is put in place
- * and forwarded at once to the node's targets (pipelined), so run by the
- * rank it costs a wake per packet on every rank of the tree. A rank that
- * blocks in it hands the engine its loop instead (coll_bc_state, by
- * coll_bcast_wait) and the engine runs the same loop (coll_bc_push_step,
- * coll_bc_take: one loop, two drivers) over its port, step for step as
- * coll_run would:
- *
- *   iteration = push, done?, advance (polls until one finds nothing or
- *               `batch` packets were read; each packet is taken, then
- *               pushed after: coll_bcast_packet), push, done?, then block
- *               if nothing moved
- *   push      = sweeps over the injection FIFOs, each sending one packet
- *               to its target furthest behind, until a sweep sends nothing
- *
- * every observation made once the engine has reached the clock (a poll,
- * or a full FIFO, is believed only then). The rank is woken when the
- * broadcast is done (it returns from coll_run) or at the first packet
- * that isn't one this broadcast is still missing (its own advance takes
- * it from there, in its polls: coll_bc_state.res). VN mode's loop is the
+ * The broadcast (coll_bcast.c) has no decision in it that needs the
+ * rank's code: every packet it receives is put in place and forwarded at
+ * once to the node's targets (pipelined), so run by the rank it costs a
+ * wake per packet on every rank of the tree. A rank that blocks in it
+ * hands the engine its loop instead (coll_bc_state) and the engine runs
+ * the same loop (coll_loop_step with coll_bc_ops: one loop, two drivers)
+ * over its port; this file is the engine's driver. VN mode's loop is the
  * same: cpu 0 forwards to its node mate over the scratchpad FIFO like to
  * any other target, the mate only takes.
  *
@@ -38,7 +24,6 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "../messagelayer/ml_internal.h" /* ML_ADVANCE_BATCH: the advance's polls */
 #include "coll_internal.h"
 
 _Static_assert(sizeof(coll_bc_state) <= TSIM_HANDOFF_BYTES, "coll_bc_state fits the hand-off");
@@ -48,9 +33,6 @@ _Static_assert(sizeof(coll_bc_state) <= TSIM_HANDOFF_BYTES, "coll_bc_state fits 
 #define IOV_BATCH 1024
 #define LAYOUT_MAX (1u << 24) /* segments of the message's layout */
 #define HAVE_CHUNK (64u << 10) /* the have bytes written back per port write */
-
-/* The loop's cursor (coll_bc_state.phase). */
-enum { PH_BLOCKED, PH_TOP, PH_POLL, PH_HPUSH, PH_PUSH2 };
 
 /* Packets of a part the engine took, by index in the part, [lo, lo + cap)
  * (cap a power of two), until every target of the part has sent them. */
@@ -243,8 +225,7 @@ static int bc_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, int
 {
     coll_bc_state *st = state;
     const int nprocs = pt->g->nnodes * TSIM_CPUS;
-    if (start || (*wait & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL || st->type != COLL_T_BCAST ||
-        st->nroutes < 1 || st->nroutes > 3 || st->nt > COLL_MAXT || st->len == 0 || !st->have ||
+    if (start || (*wait & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL || st->nroutes < 1 || st->nroutes > 3 || st->nt > COLL_MAXT || st->len == 0 || !st->have ||
         (!st->niov && !st->buf))
         return 0;
     uint64_t np = (st->len + PAY - 1) / PAY, base = 0;
@@ -295,13 +276,8 @@ static int bc_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, int
         a->scur[r] = a->wcur[r] = (tsim_lcur){0, 0};
     }
     for (int i = 0; i < COLL_MAXT; i++) a->gcur[i] = (tsim_lcur){0, 0};
-    /* the answer and the engine's cursor start from nothing */
-    memset(&st->res, 0, sizeof st->res);
-    st->done = 0;
-    st->moved = 0;
+    coll_loop_adopted(&st->loop);
     st->pkts_sent = st->pkts_recv = 0;
-    st->phase = PH_BLOCKED;
-    st->push = (coll_bc_push){0};
     return 1;
 }
 
@@ -318,117 +294,15 @@ static int write_have(tsim_port *pt, const coll_bc_state *st, const bc_priv *a)
     return 0;
 }
 
-/* The job is failing (the rank's memory is gone): the loop stops here,
- * waiting for nothing. */
-static int dead(coll_bc_state *st, uint32_t *wait)
-{
-    st->phase = PH_BLOCKED;
-    *wait = 0;
-    return TSIM_RUN_BLOCK;
-}
-
-/* Hands the rank back: the broadcast complete (its loop's next done()
- * returns), or in its advance's polls at a packet that is its own. */
-static int back(tsim_port *pt, coll_bc_state *st, bc_priv *a, uint32_t *wait, int complete)
-{
-    if (write_have(pt, st, a) != 0) return dead(st, wait);
-    st->done = (uint32_t)complete;
-    st->res.point = complete ? ML_RESUME_NONE : ML_RESUME_POLL;
-    st->res.inj_full = 0; /* the advance's send round found nothing to send */
-    st->res.round_pos = st->res.round_sent = 0;
-    st->res.pkts_sent = st->res.reordered = 0;
-    return TSIM_RUN_BACK;
-}
-
-/* One poll of the advance: 1 a packet was taken, 0 none was visible
- * (poll_cycles charged), TSIM_PORT_WAIT, 2 the packet is the rank's
- * software's (a later collective's, another protocol's, one it will find
- * wrong): its own advance takes it; -1 the memory failed. */
-static int take(tsim_port *pt, coll_bc_state *st, coll_bc_loop *L)
-{
-    int f = pt->ops->poll(pt);
-    if (f == TSIM_PORT_WAIT || f < 0) return f == TSIM_PORT_WAIT ? f : 0;
-    const tsim_slot *s = pt->ops->peek(pt, f);
-    coll_sw sw = coll_sw_get(s);
-    if (sw.type != st->type || sw.seq != st->seq || sw.gid != st->gid) return 2;
-    unsigned segs = 0;
-    int rc = coll_bc_take(L, coll_sw_w(&sw), s->p.payload, &segs);
-    if (rc <= 0) return rc < 0 ? -1 : 2;
-    pt->ops->consume(pt, f);
-    /* ml_dispatch of a collective's packet, then coll_bcast.c's scatter */
-    tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
-    tsim_port_charge_ddt(pt, (uint64_t)segs * pt->prm->ddt_seg_cycles);
-    st->res.pkts_recv++;
-    st->res.consumed++;
-    st->res.moved++;
-    return 1;
-}
-
-static void enter(coll_bc_state *st, int phase)
-{
-    st->phase = (uint8_t)phase;
-    st->push.run = 0; /* every phase but the polls starts a push */
-}
-
 static int bc_step(tsim_port *pt, void *state, void *priv, uint32_t *wait)
 {
     coll_bc_state *st = state;
     bc_priv *a = priv;
     coll_bc_loop L;
     view(&L, st, a, pt);
-    if (st->phase == PH_BLOCKED) { /* woken: the loop's next iteration */
-        enter(st, PH_TOP);
-        st->res.moved = 0;
-    }
-    for (;;) {
-        if (!pt->ops->settled(pt)) return TSIM_RUN_WAIT;
-        int rc;
-        switch (st->phase) {
-        case PH_TOP:
-            if ((rc = coll_bc_push_step(pt, &L, &st->push)) != 0)
-                return rc < 0 ? dead(st, wait) : TSIM_RUN_WAIT;
-            st->moved = st->push.pushed;
-            if (coll_bc_done(&L)) return back(pt, st, a, wait, 1);
-            /* the advance: its send round has nothing (the rank handed over
-             * no message going out), then its polls */
-            st->phase = PH_POLL;
-            st->res.consumed = st->res.moved = 0;
-            break;
-        case PH_POLL:
-            if (st->res.consumed == ML_ADVANCE_BATCH) { /* the advance returns without an empty poll */
-                enter(st, PH_PUSH2);
-                break;
-            }
-            rc = take(pt, st, &L);
-            if (rc == TSIM_PORT_WAIT) return TSIM_RUN_WAIT;
-            if (rc < 0) return dead(st, wait);
-            if (rc == 2) return back(pt, st, a, wait, 0);
-            /* a packet: coll_bcast_packet forwards at once; none (the
-             * empty poll charged): the iteration's second push */
-            enter(st, rc > 0 ? PH_HPUSH : PH_PUSH2);
-            break;
-        case PH_HPUSH:
-            if ((rc = coll_bc_push_step(pt, &L, &st->push)) != 0)
-                return rc < 0 ? dead(st, wait) : TSIM_RUN_WAIT;
-            st->phase = PH_POLL;
-            break;
-        case PH_PUSH2:
-            if ((rc = coll_bc_push_step(pt, &L, &st->push)) != 0)
-                return rc < 0 ? dead(st, wait) : TSIM_RUN_WAIT;
-            st->moved += st->res.moved + st->push.pushed;
-            if (coll_bc_done(&L)) return back(pt, st, a, wait, 1);
-            if (st->moved) {
-                enter(st, PH_TOP);
-                break;
-            }
-            /* blocks until a packet arrives or a FIFO it found full has room */
-            st->phase = PH_BLOCKED;
-            *wait = TSIM_WAKE_REC_ALL | st->push.wait;
-            return TSIM_RUN_BLOCK;
-        default:
-            return dead(st, wait);
-        }
-    }
+    int rc = coll_loop_step(pt, &st->loop, &coll_bc_ops, &L, wait);
+    if (rc == TSIM_RUN_BACK && write_have(pt, st, a) != 0) return TSIM_RUN_FAIL;
+    return rc;
 }
 
 const tsim_prog coll_bcast_prog = {

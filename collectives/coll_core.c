@@ -1,4 +1,4 @@
-/* collectives: setup, the progress loop, early packets, injection. */
+/* collectives: setup, groups, early packets, injection. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,7 +177,6 @@ void coll_finalize(coll_ctx *c)
     for (coll_early *e = c->early, *n; e; e = n) n = e->next, free(e);
     for (coll_p2p_early *e = c->p2p_early, *n; e; e = n) n = e->next, free(e->buf), free(e);
     free(c->have);
-    free(c->order);
     free(c->peers);
     free(c->sblk);
     free(c->rblk);
@@ -192,60 +191,11 @@ const coll_stats *coll_get_stats(const coll_ctx *c) { return &c->st; }
 void coll_set_a2a_order(coll_ctx *c, int order) { c->a2a_order = order; }
 void coll_set_p2p_window(coll_ctx *c, int window) { c->p2p_window = window; }
 
-int coll_block(coll_ctx *c, const char *why)
-{
-    if (!c->inj_wait) return ml_idle(c->ml, why);
-    char note[112];
-    snprintf(note, sizeof note, "rank %d: %s (injection FIFO full)", c->rank, why);
-    return pl_block_need(c->pp, TSIM_WAKE_REC_ALL | c->inj_wait, TSIM_MAX_CHUNKS, note);
-}
-
-/* One iteration: push, done?, advance, push, done?, wait if nothing moved.
- * After the engine ran the loop (coll_a2a_wait) the iteration it stopped
- * in goes on from its advance's polls. */
-static int coll_loop(coll_ctx *c, int (*done)(coll_ctx *), int (*push)(coll_ctx *), const char *why);
-
-/* The timeline shows each torus collective on its rank (pl_trace.h). */
-int coll_run(coll_ctx *c, int (*done)(coll_ctx *), int (*push)(coll_ctx *), const char *why)
-{
-    if (!pl_tracing()) return coll_loop(c, done, push, why);
-    uint64_t t0 = pl_now(c->pp);
-    int op = c->op, rc = coll_loop(c, done, push, why);
-    unsigned sub = op == OP_BCAST ? PLT_COLL_BCAST : op == OP_A2A ? PLT_COLL_A2A : 0;
-    if (sub && c->grp)
-        pl_trace_put(c->pp, PLT_COLL, sub, t0, pl_now(c->pp), -1, 0, c->cur,
-                     (uint32_t)c->cur_gid << 16 | ((uint32_t)c->grp->n & 0xffff));
-    return rc;
-}
-
 void coll_trace_op(coll_ctx *c, unsigned sub, uint64_t t0, int rc)
 {
     if (!pl_tracing() || rc != 0) return;
     pl_trace_put(c->pp, PLT_COLL, sub, t0, pl_now(c->pp), -1, 0, pl_trace_count(c->pp, sub),
                  (uint32_t)c->nranks & 0xffff);
-}
-
-static int coll_loop(coll_ctx *c, int (*done)(coll_ctx *), int (*push)(coll_ctx *), const char *why)
-{
-    int moved = 0, resumed = 0;
-    for (;;) {
-        if (!resumed) {
-            moved = push ? push(c) : 0;
-            if (done(c)) return 0;
-        }
-        resumed = 0;
-        moved += ml_advance(c->ml);
-        if (push) moved += push(c);
-        if (done(c)) return 0;
-        if (moved) continue;
-        int rc = !push                ? coll_block(c, why)
-                 : c->op == OP_A2A   ? coll_a2a_wait(c, why, &moved)
-                 : c->op == OP_BCAST ? coll_bcast_wait(c, why, &moved)
-                                     : coll_block(c, why);
-        c->inj_wait = 0;
-        if (rc < 0 || pl_aborting(c->pp)) return -1;
-        resumed = rc == ML_RESUME_POLL; /* else the next iteration (a complete alltoall returns) */
-    }
 }
 
 void coll_stash(coll_ctx *c, const tsim_slot *s)

@@ -4,6 +4,7 @@
 #define COLL_INTERNAL_H
 
 #include "coll.h"
+#include "coll_loop.h"
 #include "coll_tree.h"
 #include "../torus-sim/tsim_layout.h"
 
@@ -67,11 +68,14 @@ typedef struct coll_target {
     tsim_lcur gcur;   /* layouts: where its last gather ended */
 } coll_target;
 
-/* The packet-scheduled alltoall's loop handed to the engine
- * (coll_a2a_engine.c, the program coll_a2a_prog; coll_a2a_wait in
- * coll_a2a.c fills it). One member of the alltoall, by group rank, in the
- * rank's memory: its block to send and where its block to us goes; order
- * is the destination (group rank) of schedule position i, for i < n - 1. */
+/* The packet-scheduled alltoall's loop (coll_a2a.c), written once over a
+ * port and run by two drivers (coll_loop.h): the rank (coll_run with
+ * coll_a2a_ops, coll_a2a_packet: its own port, its own memory) and the
+ * engine for a rank blocked in it (coll_a2a_engine.c, the program
+ * coll_a2a_prog). One member of the alltoall, by group rank, as both see
+ * it: its block to send and where its block to us goes (addresses in the
+ * rank's memory), its processor, and order: the destination (group rank)
+ * of schedule position i, for i < n - 1. */
 #define COLL_PROG_A2A 2
 typedef struct coll_a2a_peer {
     uint64_t sbuf, rbuf;
@@ -88,43 +92,59 @@ typedef struct coll_a2a_peer {
 typedef struct coll_a2a_lay {
     uint64_t siov, sniov, riov, rniov;
 } coll_a2a_lay;
-/* coll_a2a_state.flags: */
-/* the peer table is n coll_a2a_peer followed by n coll_a2a_lay */
-#define COLL_A2A_F_LAYOUTS 1u
-/* the packet at the schedule's cursor was gathered (and charged) already (both ways) */
-#define COLL_A2A_F_GATHERED 2u
-/* The schedule's cursor and counts (coll_ctx's names). Packets are
- * {type, w (24 bits), seq, gid}; packet w of a block is its bytes
- * [w * TSIM_PAYLOAD_MAX, ...). The engine's answer: pos, round, rr_fifo,
- * left, recv, the GATHERED flag, done, moved, the packet counts, and res,
- * where the rank's message-layer advance goes on. */
-typedef struct coll_a2a_state {
-    ml_resume res;
-    uint64_t peers;            /* address of the table: n coll_a2a_peer (then n coll_a2a_lay) */
-    uint32_t n, me;
+/* The schedule's cursor: packet `round` of the block to order[pos] is
+ * next; rr_fifo the FIFO tried first; gathered: that packet was gathered
+ * and charged already. */
+typedef struct coll_a2a_cur {
     uint32_t pos, round, rr_fifo;
-    uint8_t type;              /* COLL_T_A2A */
-    uint8_t flags;             /* COLL_A2A_F_* */
-    uint16_t seq, gid;
-    uint16_t resv;
+    uint32_t gathered;
     uint64_t left, need, recv; /* packets still to send, bytes expected / received */
-    /* the answer */
-    uint32_t done;             /* 1: the alltoall is complete (res.point NONE) */
-    uint32_t moved;            /* res.point POLL: what the iteration's first push sent */
+} coll_a2a_cur;
+typedef struct coll_a2a_loop coll_a2a_loop;
+/* Where a packet's bytes come from and go: the driver's. fetch: the n
+ * bytes at offset off of the block to group rank d, in place or in tmp
+ * (TSIM_PAYLOAD_MAX bytes), *segs the layout's segments touched; NULL if
+ * they can't be read. place: a packet's n bytes from group rank s into
+ * its block at off, *segs the segments touched; 0, or -1 if they can't be
+ * written. */
+typedef struct coll_a2a_io {
+    const uint8_t *(*fetch)(coll_a2a_loop *L, uint32_t d, uint64_t off, size_t n, uint8_t *tmp,
+                            unsigned *segs);
+    int (*place)(coll_a2a_loop *L, uint32_t s, uint64_t off, const uint8_t *data, size_t n,
+                 unsigned *segs);
+} coll_a2a_io;
+struct coll_a2a_loop {
+    const coll_a2a_peer *peer; /* by group rank */
+    uint32_t n, me;
+    const int *rank_of;        /* processor -> group rank, -1 */
+    int nprocs;                /* entries of rank_of */
+    uint16_t seq, gid;
+    coll_a2a_cur *cur;
+    uint64_t *pkts_sent, *pkts_recv;
+    const coll_a2a_io *io;
+    void *ctx;                 /* the driver's */
+};
+extern const coll_loop_ops coll_a2a_ops;
+/* The loop handed to the engine (coll_a2a_engine.c), filled from coll_ctx
+ * by the rank's wait: the table at peers (n coll_a2a_peer, then with
+ * COLL_A2A_F_LAYOUTS n coll_a2a_lay) and the cursor. The engine's answer:
+ * loop, cur, the packet counts. */
+#define COLL_A2A_F_LAYOUTS 1u
+typedef struct coll_a2a_state {
+    coll_loop_cur loop;
+    coll_a2a_cur cur;
+    uint64_t peers;
+    uint32_t n, me;
+    uint16_t seq, gid;
+    uint32_t flags;            /* COLL_A2A_F_* */
     uint64_t pkts_sent, pkts_recv; /* its packets the engine sent and took */
-    /* the engine's cursor in the loop (the rank leaves them 0) */
-    uint8_t phase, fresh;      /* fresh: the next push starts afresh */
-    uint16_t resv2;
-    uint32_t wait;             /* FIFOs (bit f) the running push found full */
-    uint32_t pushed;           /* packets the running push sent */
-    uint32_t resv3;
 } coll_a2a_state;
 
 /* The deposit-bit broadcast's loop (coll_bcast.c), written once over a
- * port (torus-sim/tsim_prog.h) and run by two drivers: the rank (bc_push,
- * coll_bcast_packet: its own port, its own memory) and the engine for a
- * rank blocked in it (coll_bcast_engine.c, the program coll_bcast_prog;
- * coll_bcast_wait in coll_bcast.c hands it over). A view of the loop's
+ * port and run by two drivers (coll_loop.h): the rank (coll_run with
+ * coll_bc_ops, coll_bcast_packet: its own port, its own memory) and the
+ * engine for a rank blocked in it (coll_bcast_engine.c, the program
+ * coll_bcast_prog). A view of the loop's
  * description and cursor, wherever they are kept: the rank's coll_ctx, or
  * the engine's copy of the hand-off (coll_bc_state). Packet w of the
  * message (w = have_base[r] + i for packet i of part r) is its bytes
@@ -158,36 +178,19 @@ struct coll_bc_loop {
     const coll_bc_io *io;
     void *ctx;               /* the driver's */
 };
-/* A push's cursor: it goes on where it stood after a TSIM_PORT_WAIT. */
-typedef struct coll_bc_push {
-    uint32_t wait;    /* TSIM_WAKE_INJ bits of the FIFOs this push found full */
-    uint32_t pushed;  /* packets it sent */
-    uint8_t f, any;   /* the FIFO whose turn it is; the sweep sent something */
-    uint8_t run;      /* 0: the next call starts a push */
-    uint8_t resv;
-} coll_bc_push;
-/* Sends what the targets can take (coll_bcast.c): 0 when it stopped, 1 when
- * an observation returned TSIM_PORT_WAIT (call again), -1 when fetch failed. */
-int coll_bc_push_step(tsim_port *pt, coll_bc_loop *L, coll_bc_push *k);
-/* Packet w's payload into place (part found, have marked, avail moved on):
- * 1, 0 when it is not one of this broadcast's packets still missing (the
- * rank's code must see it), -1 when place failed. *segs: the scatter's
- * segments, which the caller charges after its dispatch. */
-int coll_bc_take(coll_bc_loop *L, uint32_t w, const uint8_t *payload, unsigned *segs);
-/* Every packet received and forwarded. */
-int coll_bc_done(const coll_bc_loop *L);
+extern const coll_loop_ops coll_bc_ops;
 
-/* The broadcast's loop handed to the engine (coll_bcast_engine.c):
- * coll_bcast_wait fills it from coll_ctx. The targets are copied into the
+/* The broadcast's loop handed to the engine (coll_bcast_engine.c): the
+ * rank's wait fills it from coll_ctx. The targets are copied into the
  * state (at most COLL_MAXT: the runtime copies the state both ways anyway,
  * and the engine checks its own copy); the have bitmap stays in the rank's
  * memory (have: np bytes), read from avail on when adopted and written
  * back, the bytes the engine changed, before the rank wakes. The engine's
- * answer: the targets' cur and charged, avail, got, done, moved, the
- * packet counts, and res, where the rank's message-layer advance goes on. */
+ * answer: loop, the targets' cur and charged, avail, got, the packet
+ * counts. */
 #define COLL_PROG_BCAST 4
 typedef struct coll_bc_state {
-    ml_resume res;
+    coll_loop_cur loop;
     uint64_t buf;              /* the message (0 with a layout) */
     uint64_t iov, niov;        /* or a layout: niov struct iovec at iov */
     uint64_t have;             /* the have bitmap's address */
@@ -196,15 +199,9 @@ typedef struct coll_bc_state {
     uint32_t part_np[3], avail[3];
     size_t have_base[3];
     uint16_t seq, gid;
-    uint8_t type;              /* COLL_T_BCAST */
-    uint8_t phase;             /* the engine's cursor in the loop (the rank leaves it 0) */
-    uint16_t resv;
+    uint32_t resv;
     coll_target t[COLL_MAXT];  /* gcur: the driver's own */
-    /* the answer */
-    uint32_t done;             /* 1: the broadcast is complete (res.point NONE) */
-    uint32_t moved;            /* res.point POLL: what the iteration's first push sent */
     uint64_t pkts_sent, pkts_recv;
-    coll_bc_push push;         /* the engine's running push */
 } coll_bc_state;
 
 enum { OP_NONE, OP_BCAST, OP_A2A, OP_P2P_BCAST, OP_P2P_A2A, OP_P2P_REDUCE };
@@ -252,13 +249,9 @@ struct coll_ctx {
     tsim_lcur *scur, *rcur;  /* layouts: where the last gather / scatter ended */
     int a2a_cap;             /* entries of sblk, rblk, scur, rcur */
     int a2a_lay;             /* some block is a layout */
-    int a2a_gathered;        /* the packet at the cursor was gathered and charged */
-    int *order;            /* destination order (nranks - 1 entries) */
-    coll_a2a_peer *peers;  /* the same, as the engine reads it (coll_a2a_wait) */
-    uint32_t rounds, round, pos; /* schedule cursor: packet `round` to order[pos] */
-    uint64_t a2a_recv, a2a_need; /* bytes received from others / expected */
-    uint64_t a2a_left;     /* packets still to send */
-    unsigned rr_fifo;
+    coll_a2a_peer *peers;    /* the blocks and the schedule, as both drivers read them
+                                (with a2a_lay: then each peer's coll_a2a_lay) */
+    coll_a2a_cur a2a;        /* the schedule's cursor */
 
     /* p2p baselines */
     coll_p2p_early *p2p_early;
@@ -377,8 +370,19 @@ void coll_tree_take_codec(coll_pass *ps, uint32_t w, const uint8_t *pl);
  * also counted in its ddt_cycles. */
 void coll_charge_ddt(coll_ctx *c, uint64_t cycles);
 
+/* coll_loop.c: the rank's driver of the loop (coll_loop.h) over its view
+ * L. wait hands the blocked loop to the engine (the collective's program):
+ * it fills the state (coll_handoff_begin; NULL: coll_block instead),
+ * blocks (coll_handoff_block), and applies the engine's answer, the
+ * loop's cursor through coll_loop_resume. 0, or -1 if the job aborts. */
+typedef int (*coll_wait_fn)(coll_ctx *c, coll_loop_cur *k, const char *why);
+int coll_run(coll_ctx *c, const coll_loop_ops *ops, void *L, coll_wait_fn wait, const char *why);
+void *coll_handoff_begin(coll_ctx *c);
+/* 1 if the engine ran the program (the state is its answer), 0 if not
+ * (the loop's next iteration), -1 if the job aborts. */
+int coll_handoff_block(coll_ctx *c, uint32_t prog, const char *why);
+void coll_loop_resume(coll_ctx *c, coll_loop_cur *k, const coll_loop_cur *e);
 /* coll_core.c */
-int coll_run(coll_ctx *c, int (*done)(coll_ctx *), int (*push)(coll_ctx *), const char *why);
 /* A partition-wide collective (PLT_COLL_*, pl_trace.h) that ran from t0
  * and returned rc, on the timeline when tracing and rc is 0. */
 void coll_trace_op(coll_ctx *c, unsigned sub, uint64_t t0, int rc);
@@ -404,14 +408,5 @@ int coll_inject(coll_ctx *c, int fifo, int dst_proc, unsigned flags, const coll_
 /* coll_bcast.c / coll_a2a.c: packet handlers */
 void coll_bcast_packet(ml_ctx *ml, const tsim_slot *s, void *arg);
 void coll_a2a_packet(ml_ctx *ml, const tsim_slot *s, void *arg);
-/* coll_run's wait in an alltoall: the engine runs the loop if it can
- * (coll_a2a_prog). Returns ML_RESUME_POLL when the iteration goes on in
- * its advance's polls (*moved: what its first push sent), ML_RESUME_NONE
- * for the loop's next iteration (nothing handed over, or the alltoall is
- * complete), -1 if the job aborts. */
-int coll_a2a_wait(coll_ctx *c, const char *why, int *moved);
-/* coll_run's wait in a deposit broadcast: the engine runs the loop if it
- * can (coll_bcast_prog); the same answers as coll_a2a_wait. */
-int coll_bcast_wait(coll_ctx *c, const char *why, int *moved);
 
 #endif
