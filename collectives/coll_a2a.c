@@ -150,9 +150,7 @@ static void rank_take(coll_ctx *c, const tsim_slot *s)
 {
     coll_a2a_loop L;
     rank_view(c, &L);
-    unsigned segs = 0;
-    if (a2a_take(&L, s, &segs) != 1) abort(); /* not this alltoall's */
-    coll_charge_ddt(c, (uint64_t)segs * c->pp->seg->params.ddt_seg_cycles);
+    coll_loop_take(c, &coll_a2a_ops, &L, s);
 }
 
 void coll_a2a_packet(ml_ctx *ml, const tsim_slot *s, void *arg)
@@ -160,14 +158,10 @@ void coll_a2a_packet(ml_ctx *ml, const tsim_slot *s, void *arg)
     (void)ml;
     coll_ctx *c = arg;
     if (!coll_is_current(c, OP_A2A, s)) return;
-    rank_take(c, s);
-    /* keep the injection FIFOs fed between receptions */
     coll_a2a_loop L;
     rank_view(c, &L);
-    tsim_port pt;
-    pl_port_init(c->pp, &pt);
-    coll_push k = {0};
-    a2a_push(&pt, &L, &k); /* the rank's own port never waits, its memory never fails */
+    coll_loop_take(c, &coll_a2a_ops, &L, s);
+    coll_loop_push(c, &coll_a2a_ops, &L); /* keep the injection FIFOs fed between receptions */
 }
 
 static uint64_t xs(uint64_t *s)

@@ -285,19 +285,7 @@ static void bc_take(coll_ctx *c, const tsim_slot *s)
 {
     coll_bc_loop L;
     rank_loop(c, &L);
-    unsigned segs = 0;
-    if (loop_take(&L, s, &segs) != 1) abort(); /* not ours, or a second copy */
-    coll_charge_ddt(c, (uint64_t)segs * c->pp->seg->params.ddt_seg_cycles);
-}
-
-static void bc_push(coll_ctx *c)
-{
-    coll_bc_loop L;
-    rank_loop(c, &L);
-    tsim_port pt;
-    pl_port_init(c->pp, &pt);
-    coll_push k = {0};
-    loop_push(&pt, &L, &k); /* the rank's own port never waits, its memory never fails */
+    coll_loop_take(c, &coll_bc_ops, &L, s);
 }
 
 /* The rank blocks: the engine runs the loop if it can (coll_bcast_prog). */
@@ -343,8 +331,10 @@ void coll_bcast_packet(ml_ctx *ml, const tsim_slot *s, void *arg)
     (void)ml;
     coll_ctx *c = arg;
     if (!coll_is_current(c, OP_BCAST, s)) return;
-    bc_take(c, s);
-    bc_push(c); /* forward at once: pipelined per packet */
+    coll_bc_loop L;
+    rank_loop(c, &L);
+    coll_loop_take(c, &coll_bc_ops, &L, s);
+    coll_loop_push(c, &coll_bc_ops, &L); /* forward at once: pipelined per packet */
 }
 
 int coll_bcast(coll_ctx *c, void *buf, size_t len, int root, int routes)

@@ -382,6 +382,10 @@ void *coll_handoff_begin(coll_ctx *c);
  * (the loop's next iteration), -1 if the job aborts. */
 int coll_handoff_block(coll_ctx *c, uint32_t prog, const char *why);
 void coll_loop_resume(coll_ctx *c, coll_loop_cur *k, const coll_loop_cur *e);
+/* The rank's packet handler's part: takes s, a packet of the running
+ * collective (the scatter charged after the dispatch), and pushes. */
+void coll_loop_take(coll_ctx *c, const coll_loop_ops *ops, void *L, const tsim_slot *s);
+void coll_loop_push(coll_ctx *c, const coll_loop_ops *ops, void *L);
 /* coll_core.c */
 /* A partition-wide collective (PLT_COLL_*, pl_trace.h) that ran from t0
  * and returned rc, on the timeline when tracing and rc is 0. */

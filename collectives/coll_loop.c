@@ -1,6 +1,7 @@
 /* The packet-driven collectives' loop (coll_loop.h), once for both
  * drivers, and the rank's driver (coll_run). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../messagelayer/ml_internal.h" /* ML_ADVANCE_BATCH: the advance's polls */
@@ -140,6 +141,21 @@ void coll_loop_resume(coll_ctx *c, coll_loop_cur *k, const coll_loop_cur *e)
     ml_resume_apply(c->ml, &e->res);
     k->moved = e->moved;
     k->phase = !e->done && e->res.point == ML_RESUME_POLL ? COLL_LOOP_POLL : COLL_LOOP_BLOCKED;
+}
+
+void coll_loop_take(coll_ctx *c, const coll_loop_ops *ops, void *L, const tsim_slot *s)
+{
+    unsigned segs = 0;
+    if (ops->take(L, s, &segs) != 1) abort(); /* not the running collective's, or a second copy */
+    coll_charge_ddt(c, (uint64_t)segs * c->pp->seg->params.ddt_seg_cycles);
+}
+
+void coll_loop_push(coll_ctx *c, const coll_loop_ops *ops, void *L)
+{
+    tsim_port pt;
+    pl_port_init(c->pp, &pt);
+    coll_push k = {0};
+    ops->push(&pt, L, &k); /* the rank's own port never waits, its memory never fails */
 }
 
 static int rank_loop(coll_ctx *c, const coll_loop_ops *ops, void *L, coll_wait_fn wait, const char *why)
