@@ -46,7 +46,7 @@ CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt)
 
 DEBS := build-essential pkg-config check libsubunit-dev libnuma-dev python3 time \
-        libotf2-trace-dev otf2-tools
+        libotf2-trace-dev otf2-tools libscotch-dev
 
 # mpirun --trace FILE.otf2 through Debian's libotf2 (when it is installed)
 OTF2_LIBS := $(shell pkg-config --libs otf2 2>/dev/null)
@@ -57,6 +57,20 @@ endif
 
 .PHONY: all install deps demo check test test-mpi bench check-asan check-tsan clean mpich help
 all: install mpich
+
+# bglemu-map (docs/mapping.md): the mapping code in mapfiles/ (prefix map_)
+# on Debian's Scotch, linked into the tool and the unit tests only.
+MAP_SRCS := $(wildcard mapfiles/*.c)
+MAP_OBJS := $(MAP_SRCS:%.c=$(BUILD)/%.o)
+MAP_LIB  := $(BUILD)/libbglemu-map.a
+SCOTCH_LIBS := -lscotch
+$(BUILD)/mapfiles/%.o: CFLAGS += -I/usr/include/scotch
+$(MAP_LIB): $(MAP_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/bin/bglemu-map: $(BUILD)/adi3-device/bin/bglemu-map.o $(MAP_LIB) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(SCOTCH_LIBS) $(LDLIBS) -o $@
 
 help:
 	@sed -n '2,20p' Makefile | sed 's/^# \{0,1\}//'
@@ -115,8 +129,8 @@ $(BUILD)/tests/unit/main.o: tests/unit/main.c $(BUILD)/tests/unit/suites.h $(HDR
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -I$(BUILD)/tests/unit -c $< -o $@
 
-$(UNIT_BIN): $(BUILD)/tests/unit/main.o $(UNIT_OBJS) $(LIB)
-	$(CC) $(LDFLAGS) $^ $(CHECK_LIBS) $(LDLIBS) -o $@
+$(UNIT_BIN): $(BUILD)/tests/unit/main.o $(UNIT_OBJS) $(MAP_LIB) $(LIB)
+	$(CC) $(LDFLAGS) $^ $(CHECK_LIBS) $(SCOTCH_LIBS) $(LDLIBS) -o $@
 
 # MPI_Wtime in simulated time, preloaded by mpirun into MPI ranks; once
 # MPICH is installed, also the wrappers of every MPI entry point, generated
@@ -145,7 +159,7 @@ install: deps
 	install -C -m 755 $(WTIME_LIB) $(PREFIX)/lib/
 	@for d in $(LAYERS); do mkdir -p $(PREFIX)/include/bglemu/$$d; \
 	  for h in $$d/*.h $$d/*.def; do [ -e "$$h" ] && cp "$$h" $(PREFIX)/include/bglemu/$$d/ || true; done; done
-	cp mapfiles/* $(PREFIX)/share/bglemu/mapfiles/ 2>/dev/null || true
+	cp mapfiles/*.map mapfiles/README.md $(PREFIX)/share/bglemu/mapfiles/ 2>/dev/null || true
 	cp adi3-device/mpirun/ch4-coll.json $(PREFIX)/share/bglemu/
 
 check: install

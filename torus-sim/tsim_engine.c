@@ -210,6 +210,7 @@ void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
     int c = n->s.p.hw.chunks;
     own_add(&p->pkts_received, 1); /* the engine's alone */
     own_add(&p->bytes_received, (uint64_t)c * TSIM_CHUNK);
+    tsim_matrix_add(e, n->proc, proc, c);
     if (atomic_load(&p->state) == TSIM_P_ENGINE) {
         uint64_t done = t;
         if (e->has_src && e->src.sink)
@@ -848,7 +849,7 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
     }
     if (e->look_st) memset(e->look_st, 0xff, (size_t)e->nprocs); /* no state yet */
     if (!e->rt || !e->ep || !e->look_drain || !e->look_st || evq_init(&e->q) != 0 ||
-        tree_new(e) != 0) {
+        tree_new(e) != 0 || tsim_matrix_new(e) != 0) {
         tsim_engine_free(e);
         return NULL;
     }
@@ -895,6 +896,7 @@ void tsim_engine_free(tsim_engine *e)
     free(e->route);
     free(e->pool);
     free(e->deadlock_report);
+    tsim_matrix_free(e);
     free(e);
 }
 

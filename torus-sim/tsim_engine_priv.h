@@ -7,6 +7,7 @@
 
 #include "tsim.h"
 #include "tsim_evq.h"
+#include "tsim_matrix.h"
 #include "tsim_prog.h"
 
 enum ev_type {
@@ -248,6 +249,7 @@ struct tsim_engine {
     int look_words;
     unsigned look_rounds;
     int look_mode; /* BGLEMU_SCAN: 0 the sets, 1 (all) everyone every round, 2 (check) */
+    tsim_pair *mx; /* the traffic matrix, nprocs x nprocs (tsim_matrix.c) */
 };
 
 /* tsim_cores.c: the host's cores for the engine and the ranks. */
@@ -335,6 +337,16 @@ void tsim_trace_free(tsim_engine *e);
 
 /* tsim_report.c */
 void report_snapshot_deadlock(tsim_engine *e);
+
+/* tsim_matrix.c: the traffic matrix, counted at every delivery */
+int tsim_matrix_new(tsim_engine *e);
+void tsim_matrix_free(tsim_engine *e);
+static inline void tsim_matrix_add(tsim_engine *e, int from, int to, int chunks)
+{
+    tsim_pair *c = &e->mx[(size_t)from * (size_t)e->nprocs + (size_t)to];
+    c->packets++;
+    c->bytes += (uint64_t)chunks * TSIM_CHUNK;
+}
 
 /* tsim_engine.c */
 /* Inline: the network pushes about one event per hop. */

@@ -217,6 +217,12 @@ void tsim_engine_report_json_job(tsim_engine *e, const tsim_result *r, const cha
         }
     }
     fprintf(f, "\n  ]");
+    tsim_rankmatrix tm; /* per pair of ranks: what mapping tools read */
+    if (tsim_rankmatrix_from_engine(&tm, e) == 0) {
+        fputs(",\n", f);
+        tsim_rankmatrix_json(&tm, f);
+        tsim_rankmatrix_free(&tm);
+    }
     tree_report_json(e, span, show, f);
     fprintf(f, "\n}\n");
 }

@@ -55,6 +55,9 @@ int tsim_heatmap_format(const char *path, char *err, size_t errlen);
 /* The utilization class of a link as the SVG names it: -1 idle (no packet),
  * else the decile 0..9 (1.0 and above are 9). */
 int tsim_util_class(const tsim_link_stats *l, double util);
+/* The SVG's colour of a class (-1 idle, 0..9), for other pictures that
+ * keep its scale (the traffic matrix, tsim_matrix_svg.c). */
+const char *tsim_svg_fill(int cls);
 
 /* The command line argv[0..] as one label for reports: words joined by
  * spaces, control bytes and invalid UTF-8 replaced by '?', cut with "..." to

@@ -317,3 +317,8 @@ void tsim_linkmap_svg(const tsim_linkmap *m, FILE *f)
     }
     fputs("</svg>\n", f);
 }
+
+const char *tsim_svg_fill(int cls)
+{
+    return fill_of(cls < 0 ? -1 : cls > 9 ? 9 : cls);
+}

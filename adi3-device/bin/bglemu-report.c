@@ -13,13 +13,15 @@
 #include <string.h>
 
 #include "messagelayer/ml.h"
+#include "torus-sim/tsim_matrix.h"
 #include "torus-sim/tsim_report.h"
 
 static const char *prog = "bglemu-report";
 
 static void usage(FILE *f)
 {
-    fputs("usage: bglemu-report [--svg OUT.svg] [--heatmap FILE] [--top N] JOB.json\n"
+    fputs("usage: bglemu-report [--svg OUT.svg] [--heatmap FILE] [--top N] [--pairs N]\n"
+          "                     [--matrix OUT.svg] JOB.json\n"
           "Summarizes the JSON report of a run (mpirun --report, bgl-traffic --report):\n"
           "machine, simulated time, packets, per-rank times, messages by protocol and\n"
           "the busiest links, on stdout (docs/pictures.md).\n"
@@ -27,6 +29,8 @@ static void usage(FILE *f)
           "  --heatmap FILE  the heatmap by FILE's name, as mpirun: .svg a picture, any\n"
           "                  other name the text heatmap\n"
           "  --top N         list the N busiest links (default 5, 0: none)\n"
+          "  --pairs N       list the N heaviest pairs of ranks (default 5, 0: none)\n"
+          "  --matrix OUT.svg  draw the rank-to-rank traffic matrix\n"
           "  --help          this text\n"
           "FILE or OUT.svg '-' writes to stdout instead of the summary; JOB.json '-'\n"
           "reads stdin.\n"
@@ -46,337 +50,7 @@ static void __attribute__((format(printf, 2, 3), noreturn)) die(int code, const 
     exit(code);
 }
 
-/* ---- a strict JSON reader ------------------------------------------------ */
-
-typedef enum { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ } jtype;
-
-typedef struct jval {
-    jtype t;
-    size_t off;           /* where the value starts, for messages */
-    char *key;            /* member name inside an object */
-    char *str;            /* J_STR: decoded UTF-8; J_NUM: the number as written */
-    int b;
-    struct jval *kid, *next; /* J_ARR/J_OBJ: first element; the next sibling */
-    int n;                /* elements */
-} jval;
-
-typedef struct jparser {
-    const char *buf, *p, *end;
-    const char *file;
-    int depth;
-} jparser;
-
-/* file:line:column of an offset: editors jump there. */
-static void where(const char *buf, size_t off, const char *file, char *out, size_t len)
-{
-    int line = 1;
-    size_t col = 1;
-    for (size_t i = 0; i < off; i++) {
-        if (buf[i] == '\n') line++, col = 1;
-        else col++;
-    }
-    snprintf(out, len, "%s:%d:%zu", file, line, col);
-}
-
-static void __attribute__((format(printf, 3, 4), noreturn))
-jfail(const jparser *jp, const char *at, const char *fmt, ...)
-{
-    char loc[4200];
-    where(jp->buf, (size_t)(at - jp->buf), jp->file, loc, sizeof loc);
-    fprintf(stderr, "%s: %s: ", prog, loc);
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    exit(1);
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n, size);
-    if (!p) die(1, "out of memory");
-    return p;
-}
-
-static void skip_ws(jparser *jp)
-{
-    while (jp->p < jp->end && (*jp->p == ' ' || *jp->p == '\t' || *jp->p == '\n' || *jp->p == '\r'))
-        jp->p++;
-}
-
-/* What the reader found where it wanted something else. */
-static const char *what_is(const jparser *jp)
-{
-    static char buf[32];
-    unsigned char c = jp->p < jp->end ? (unsigned char)*jp->p : 0;
-    if (jp->p >= jp->end) return "the end of the file";
-    if (c > 0x20 && c < 0x7f) snprintf(buf, sizeof buf, "'%c'", c);
-    else snprintf(buf, sizeof buf, "byte 0x%02x", c);
-    return buf;
-}
-
-static void put_utf8(char *o, size_t *n, unsigned cp)
-{
-    if (cp < 0x80) {
-        o[(*n)++] = (char)cp;
-    } else if (cp < 0x800) {
-        o[(*n)++] = (char)(0xc0 | cp >> 6);
-        o[(*n)++] = (char)(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-        o[(*n)++] = (char)(0xe0 | cp >> 12);
-        o[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        o[(*n)++] = (char)(0x80 | (cp & 0x3f));
-    } else {
-        o[(*n)++] = (char)(0xf0 | cp >> 18);
-        o[(*n)++] = (char)(0x80 | ((cp >> 12) & 0x3f));
-        o[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        o[(*n)++] = (char)(0x80 | (cp & 0x3f));
-    }
-}
-
-static int hex4(const char *s, const char *end, unsigned *v)
-{
-    *v = 0;
-    for (int i = 0; i < 4; i++) {
-        if (s + i >= end) return -1;
-        char c = s[i];
-        unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0')
-                     : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
-                     : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10) : 16u;
-        if (d > 15) return -1;
-        *v = *v << 4 | d;
-    }
-    return 0;
-}
-
-/* A string at jp->p (the opening quote), decoded. Escapes only shrink, so
- * the raw length bounds the result. */
-static char *parse_string(jparser *jp)
-{
-    const char *start = jp->p++;
-    char *out = xcalloc((size_t)(jp->end - jp->p) + 1, 1);
-    size_t n = 0;
-    for (;;) {
-        if (jp->p >= jp->end) jfail(jp, start, "string not closed");
-        unsigned char c = (unsigned char)*jp->p;
-        if (c == '"') break;
-        if (c < 0x20) jfail(jp, jp->p, "control character in a string");
-        if (c != '\\') {
-            out[n++] = (char)c;
-            jp->p++;
-            continue;
-        }
-        const char *esc = jp->p++;
-        if (jp->p >= jp->end) jfail(jp, start, "string not closed");
-        char e = *jp->p++;
-        switch (e) {
-        case '"': out[n++] = '"'; break;
-        case '\\': out[n++] = '\\'; break;
-        case '/': out[n++] = '/'; break;
-        case 'b': out[n++] = '\b'; break;
-        case 'f': out[n++] = '\f'; break;
-        case 'n': out[n++] = '\n'; break;
-        case 'r': out[n++] = '\r'; break;
-        case 't': out[n++] = '\t'; break;
-        case 'u': {
-            unsigned cp, lo;
-            if (hex4(jp->p, jp->end, &cp) != 0) jfail(jp, esc, "bad \\u escape");
-            jp->p += 4;
-            if (cp >= 0xdc00 && cp <= 0xdfff) jfail(jp, esc, "lone low surrogate in a \\u escape");
-            if (cp >= 0xd800 && cp <= 0xdbff) {
-                if (jp->end - jp->p < 6 || jp->p[0] != '\\' || jp->p[1] != 'u' ||
-                    hex4(jp->p + 2, jp->end, &lo) != 0 || lo < 0xdc00 || lo > 0xdfff)
-                    jfail(jp, esc, "high surrogate without its low half in a \\u escape");
-                jp->p += 6;
-                cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-            }
-            put_utf8(out, &n, cp);
-            break;
-        }
-        default: jfail(jp, esc, "bad escape '\\%c' in a string", e);
-        }
-    }
-    jp->p++;
-    out[n] = '\0';
-    return out;
-}
-
-static const char *parse_number(jparser *jp)
-{
-    const char *s = jp->p, *p = s;
-    if (p < jp->end && *p == '-') p++;
-    if (p < jp->end && *p == '0') p++;
-    else if (p < jp->end && *p >= '1' && *p <= '9')
-        while (p < jp->end && *p >= '0' && *p <= '9') p++;
-    else jfail(jp, s, "bad number");
-    if (p < jp->end && *p == '.') {
-        p++;
-        if (!(p < jp->end && *p >= '0' && *p <= '9')) jfail(jp, s, "bad number: no digit after '.'");
-        while (p < jp->end && *p >= '0' && *p <= '9') p++;
-    }
-    if (p < jp->end && (*p == 'e' || *p == 'E')) {
-        p++;
-        if (p < jp->end && (*p == '+' || *p == '-')) p++;
-        if (!(p < jp->end && *p >= '0' && *p <= '9')) jfail(jp, s, "bad number: no exponent digits");
-        while (p < jp->end && *p >= '0' && *p <= '9') p++;
-    }
-    jp->p = p;
-    return s;
-}
-
-static jval *parse_value(jparser *jp)
-{
-    skip_ws(jp);
-    jval *v = xcalloc(1, sizeof *v);
-    v->off = (size_t)(jp->p - jp->buf);
-    if (jp->p >= jp->end) jfail(jp, jp->p, "expected a value, found the end of the file");
-    char c = *jp->p;
-    if (c == '{' || c == '[') {
-        /* reports nest 4 deep; a bound keeps hostile input off the stack */
-        if (++jp->depth > 64) jfail(jp, jp->p, "nested more than 64 deep");
-        char close = c == '{' ? '}' : ']';
-        v->t = c == '{' ? J_OBJ : J_ARR;
-        jp->p++;
-        skip_ws(jp);
-        jval **tail = &v->kid;
-        if (jp->p < jp->end && *jp->p == close) {
-            jp->p++;
-        } else {
-            for (;;) {
-                char *key = NULL;
-                if (v->t == J_OBJ) {
-                    skip_ws(jp);
-                    if (jp->p >= jp->end || *jp->p != '"')
-                        jfail(jp, jp->p, "expected a member name in quotes, found %s", what_is(jp));
-                    key = parse_string(jp);
-                    skip_ws(jp);
-                    if (jp->p >= jp->end || *jp->p != ':')
-                        jfail(jp, jp->p, "expected ':' after the member name \"%s\"", key);
-                    jp->p++;
-                }
-                jval *k = parse_value(jp);
-                k->key = key;
-                *tail = k;
-                tail = &k->next;
-                v->n++;
-                skip_ws(jp);
-                if (jp->p < jp->end && *jp->p == ',') {
-                    jp->p++;
-                    continue;
-                }
-                if (jp->p < jp->end && *jp->p == close) {
-                    jp->p++;
-                    break;
-                }
-                jfail(jp, jp->p, "expected ',' or '%c', found %s", close, what_is(jp));
-            }
-        }
-        jp->depth--;
-    } else if (c == '"') {
-        v->t = J_STR;
-        v->str = parse_string(jp);
-    } else if (c == '-' || (c >= '0' && c <= '9')) {
-        v->t = J_NUM;
-        const char *s = parse_number(jp);
-        v->str = xcalloc((size_t)(jp->p - s) + 1, 1);
-        memcpy(v->str, s, (size_t)(jp->p - s));
-    } else if (jp->end - jp->p >= 4 && !memcmp(jp->p, "true", 4)) {
-        v->t = J_BOOL, v->b = 1, jp->p += 4;
-    } else if (jp->end - jp->p >= 5 && !memcmp(jp->p, "false", 5)) {
-        v->t = J_BOOL, jp->p += 5;
-    } else if (jp->end - jp->p >= 4 && !memcmp(jp->p, "null", 4)) {
-        v->t = J_NULL, jp->p += 4;
-    } else {
-        jfail(jp, jp->p, "expected a value (object, array, string, number, true, false, null)");
-    }
-    return v;
-}
-
-static void jfree(jval *v)
-{
-    while (v) {
-        jval *next = v->next;
-        jfree(v->kid);
-        free(v->key);
-        free(v->str);
-        free(v);
-        v = next;
-    }
-}
-
-/* ---- the report's members ------------------------------------------------ */
-
-typedef struct report {
-    jparser jp;
-    jval *root;
-} report;
-
-static void __attribute__((format(printf, 3, 4), noreturn))
-rfail(const report *r, const jval *at, const char *fmt, ...)
-{
-    char loc[4200];
-    where(r->jp.buf, at ? at->off : 0, r->jp.file, loc, sizeof loc);
-    fprintf(stderr, "%s: %s: not a bglemu report: ", prog, loc);
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    exit(1);
-}
-
-static jval *member(const jval *obj, const char *key)
-{
-    for (jval *k = obj->kid; k; k = k->next)
-        if (!strcmp(k->key, key)) return k;
-    return NULL;
-}
-
-static jval *need(const report *r, const jval *obj, const char *key, jtype t)
-{
-    static const char *const tname[] = {"null", "true or false", "a number", "a string",
-                                        "an array", "an object"};
-    jval *v = member(obj, key);
-    if (!v && obj->key) rfail(r, obj, "no \"%s\" in \"%s\"", key, obj->key);
-    if (!v) rfail(r, obj, "no \"%s\" in this object", key);
-    if (v->t != t) rfail(r, v, "\"%s\" should be %s", key, tname[t]);
-    return v;
-}
-
-/* A non-negative integer member, exactly (counters exceed 2^53). */
-static uint64_t num_u64(const report *r, const jval *v, const char *what, uint64_t max)
-{
-    if (v->t != J_NUM || v->str[0] == '-' || strpbrk(v->str, ".eE"))
-        rfail(r, v, "%s should be a non-negative integer", what);
-    errno = 0;
-    unsigned long long x = strtoull(v->str, NULL, 10);
-    if (errno || x > max) rfail(r, v, "%s %s is too large (at most %llu)", what, v->str,
-                                (unsigned long long)max);
-    return x;
-}
-
-static uint64_t get_u64(const report *r, const jval *obj, const char *key, uint64_t max)
-{
-    return num_u64(r, need(r, obj, key, J_NUM), key, max);
-}
-
-/* An array of exactly n small integers into out. */
-static void get_ints(const report *r, const jval *obj, const char *key, int n, int *out, int max)
-{
-    jval *a = need(r, obj, key, J_ARR);
-    if (a->n != n) rfail(r, a, "\"%s\" should have %d elements, has %d", key, n, a->n);
-    int i = 0;
-    for (jval *k = a->kid; k; k = k->next) out[i++] = (int)num_u64(r, k, key, (uint64_t)max);
-}
-
-/* Labels are printed in SVG and on terminals: keep them valid UTF-8 without
- * control characters, as mpirun's own are. */
-static void label(char *dst, size_t len, const char *s)
-{
-    char *argv[] = {(char *)s, NULL};
-    tsim_job_label(dst, len, argv);
-}
+#include "report_json.h"
 
 typedef struct rank_info {
     int found;
@@ -478,7 +152,62 @@ static void load(const report *r, tsim_linkmap *m, rank_info **ranks_out, int *d
 
 /* ---- the summary: mpirun's report lines, then the busiest links ----------- */
 
-static void summary(const tsim_linkmap *m, const rank_info *ri, int deadlock, int top, FILE *f)
+/* The rank-to-rank traffic ("traffic", tsim_matrix.h), if the report has
+ * one (reports of older bglemu do not): 1, else 0. */
+static int load_traffic(const report *r, int nranks, tsim_rankmatrix *tm)
+{
+    jval *tr = member(r->root, "traffic");
+    if (!tr) return 0;
+    if (tr->t != J_OBJ) rfail(r, tr, "\"traffic\" should be an object");
+    int n = (int)get_u64(r, tr, "ranks", INT_MAX);
+    if (n != nranks) rfail(r, member(tr, "ranks"), "the traffic matrix has %d ranks, the machine %d", n, nranks);
+    if (tsim_rankmatrix_init(tm, n) != 0) die(1, "out of memory");
+    for (jval *p = need(r, tr, "pairs", J_ARR)->kid; p; p = p->next) {
+        if (p->t != J_OBJ) rfail(r, p, "\"pairs\" should hold objects");
+        int a = (int)get_u64(r, p, "from", INT_MAX), b = (int)get_u64(r, p, "to", INT_MAX);
+        if (a >= n || b >= n) rfail(r, p, "pair %d -> %d: ranks are 0..%d", a, b, n - 1);
+        tsim_pair *c = &tm->p[(size_t)a * (size_t)n + (size_t)b];
+        if (c->packets) rfail(r, p, "pair %d -> %d appears twice", a, b);
+        c->packets = get_u64(r, p, "packets", UINT64_MAX);
+        c->bytes = get_u64(r, p, "bytes", UINT64_MAX);
+    }
+    return 1;
+}
+
+/* The heaviest pairs, by bytes, with the hops between their nodes. */
+static void pairs(const tsim_linkmap *m, const tsim_rankmatrix *tm, int top, FILE *f)
+{
+    int n = tm->nranks, npairs = 0;
+    uint64_t total = 0;
+    for (size_t i = 0; i < (size_t)n * (size_t)n; i++)
+        if (tm->p[i].packets) npairs++, total += tm->p[i].bytes;
+    if (!npairs || top <= 0) return;
+    int *node = xcalloc((size_t)n, sizeof *node);
+    for (int i = 0; i < n; i++) node[i] = -1;
+    for (int p = 0; p < m->g.nnodes * TSIM_CPUS; p++)
+        if (m->rank[p] >= 0 && m->rank[p] < n) node[m->rank[p]] = p / TSIM_CPUS;
+    int *pick = xcalloc((size_t)top, sizeof *pick);
+    int k = tsim_rankmatrix_top(tm, top, pick);
+    fprintf(f, "heaviest pairs (%d pairs sent %llu bytes over the torus):\n", npairs,
+            (unsigned long long)total);
+    for (int i = 0; i < k; i++) {
+        int a = pick[i] / n, b = pick[i] % n;
+        const tsim_pair *c = &tm->p[pick[i]];
+        fprintf(f, "  %d -> %d: %llu bytes (%.1f%%), %llu packets", a, b,
+                (unsigned long long)c->bytes, 100.0 * (double)c->bytes / (double)total,
+                (unsigned long long)c->packets);
+        if (node[a] >= 0 && node[b] >= 0) {
+            int h = tsim_hops(&m->g, node[a], node[b]);
+            fprintf(f, ", %d hop%s", h, h == 1 ? "" : "s");
+        }
+        fputc('\n', f);
+    }
+    free(pick);
+    free(node);
+}
+
+static void summary(const tsim_linkmap *m, const rank_info *ri, int deadlock, int top,
+                    const tsim_rankmatrix *tm, int top_pairs, FILE *f)
 {
     const tsim_geom *g = &m->g;
     char conn[32];
@@ -558,6 +287,7 @@ static void summary(const tsim_linkmap *m, const rank_info *ri, int deadlock, in
         }
     if (!used) {
         fprintf(f, "links: none of %d carried packets\n", links);
+        if (tm) pairs(m, tm, top_pairs, f);
         return;
     }
     int c[3];
@@ -565,6 +295,7 @@ static void summary(const tsim_linkmap *m, const rank_info *ri, int deadlock, in
     fprintf(f, "links: %d of %d carried packets; utilization mean %.1f%%, busiest %.1f%% "
                "(%s of <%d,%d,%d>)\n", used, links, 100.0 * usum / links, 100.0 * umax,
             port_name[bport], c[0], c[1], c[2]);
+    if (tm) pairs(m, tm, top_pairs, f);
 
     /* the busiest links: by busy cycles, ties in node and port order */
     if (top > used) top = used;
@@ -636,8 +367,8 @@ static void write_heatmap(const tsim_linkmap *m, const char *opt, const char *pa
 
 int main(int argc, char **argv)
 {
-    const char *in = NULL, *svg = NULL, *heat = NULL;
-    int top = 5, heat_svg = 0;
+    const char *in = NULL, *svg = NULL, *heat = NULL, *mx = NULL;
+    int top = 5, heat_svg = 0, top_pairs = 5;
     char err[4200];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -645,15 +376,20 @@ int main(int argc, char **argv)
             usage(stdout);
             return 0;
         }
-        if (!strcmp(a, "--svg") || !strcmp(a, "--heatmap") || !strcmp(a, "--top")) {
+        if (!strcmp(a, "--svg") || !strcmp(a, "--heatmap") || !strcmp(a, "--top") ||
+            !strcmp(a, "--pairs") || !strcmp(a, "--matrix")) {
             if (i + 1 >= argc) die(2, "option %s needs a value", a);
             const char *v = argv[++i];
-            if (!strcmp(a, "--top")) {
+            if (!strcmp(a, "--top") || !strcmp(a, "--pairs")) {
                 char *end;
                 long t = strtol(v, &end, 10);
                 if (end == v || *end || t < 0 || t > 100000)
-                    die(2, "--top '%s': want an integer 0..100000", v);
-                top = (int)t;
+                    die(2, "%s '%s': want an integer 0..100000", a, v);
+                *(!strcmp(a, "--top") ? &top : &top_pairs) = (int)t;
+            } else if (!strcmp(a, "--matrix")) {
+                if (strcmp(v, "-") && tsim_heatmap_format(v, err, sizeof err) != TSIM_HEAT_SVG)
+                    die(2, "--matrix %s: the matrix is drawn as an SVG picture (OUT.svg)", v);
+                mx = v;
             } else if (!strcmp(a, "--svg")) {
                 if (strcmp(v, "-") && tsim_heatmap_format(v, err, sizeof err) < 0)
                     die(2, "--svg %s", err);
@@ -671,8 +407,8 @@ int main(int argc, char **argv)
         in = a;
     }
     if (!in) die(2, "no report given (see bglemu-report --help)");
-    if (svg && heat && !strcmp(svg, "-") && !strcmp(heat, "-"))
-        die(2, "--svg - and --heatmap - would both write to stdout");
+    if ((svg && !strcmp(svg, "-")) + (heat && !strcmp(heat, "-")) + (mx && !strcmp(mx, "-")) > 1)
+        die(2, "only one of --svg, --heatmap and --matrix can write to stdout ('-')");
 
     report r;
     memset(&r, 0, sizeof r);
@@ -689,15 +425,27 @@ int main(int argc, char **argv)
     rank_info *ri;
     int deadlock;
     load(&r, &m, &ri, &deadlock);
-    int to_stdout = (svg && !strcmp(svg, "-")) || (heat && !strcmp(heat, "-"));
+    tsim_rankmatrix tm = {0, NULL};
+    int have_tm = load_traffic(&r, m.g.nranks, &tm);
+    if (mx && !have_tm) die(1, "%s: no traffic matrix (\"traffic\"): a report of an older bglemu?", in);
+    int to_stdout = (svg && !strcmp(svg, "-")) || (heat && !strcmp(heat, "-")) || (mx && !strcmp(mx, "-"));
     FILE *svg_f = svg ? open_out("--svg", svg) : NULL;
     FILE *heat_f = heat ? open_out("--heatmap", heat) : NULL;
+    FILE *mx_f = mx ? open_out("--matrix", mx) : NULL;
     if (!to_stdout) {
-        summary(&m, ri, deadlock, top, stdout);
+        summary(&m, ri, deadlock, top, have_tm ? &tm : NULL, top_pairs, stdout);
         if (fflush(stdout) != 0) die(1, "stdout: write failed: %s", strerror(errno));
     }
     if (svg) write_heatmap(&m, "--svg", svg, svg_f, 1);
     if (heat) write_heatmap(&m, "--heatmap", heat, heat_f, heat_svg);
+    if (mx) {
+        char title[2 * TSIM_LABEL_MAX + 16];
+        snprintf(title, sizeof title, "%s%s%s", m.job, m.job[0] ? ", mapping " : "mapping ", m.mapping);
+        tsim_rankmatrix_svg(&tm, title, mx_f);
+        if (mx_f == stdout ? fflush(mx_f) != 0 : fclose(mx_f) != 0)
+            die(1, "--matrix %s: write failed: %s", mx, strerror(errno));
+    }
+    tsim_rankmatrix_free(&tm);
     tsim_linkmap_free(&m);
     free(ri);
     jfree(r.root);

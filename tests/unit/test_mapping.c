@@ -1,0 +1,276 @@
+/* bglemu-map's graph and mapping code (mapfiles/map.h): the graph, the
+ * predicted routes and costs, Scotch's mapping made one-to-one, the
+ * refinement, on cases whose optimum is known. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mapfiles/map.h"
+#include "messagelayer/ml_map.h"
+
+static tsim_geom geom(int x, int y, int z, int cpus, int nranks)
+{
+    tsim_geom g = {{x, y, z}, {1, 1, 1}, cpus, x * y * z, nranks};
+    return g;
+}
+
+/* A periodic 3-D stencil of X x Y x Z ranks (rank x + X(y + Yz)), b bytes
+ * to each of the six neighbours. */
+static int stencil3d(map_edge *e, int X, int Y, int Z, uint64_t b)
+{
+    int k = 0;
+    static const int d[6][3] = {{1, 0, 0}, {-1, 0, 0}, {0, 1, 0}, {0, -1, 0}, {0, 0, 1}, {0, 0, -1}};
+    for (int z = 0; z < Z; z++)
+        for (int y = 0; y < Y; y++)
+            for (int x = 0; x < X; x++)
+                for (int j = 0; j < 6; j++)
+                    e[k++] = (map_edge){x + X * (y + Y * z),
+                                        (x + d[j][0] + X) % X + X * ((y + d[j][1] + Y) % Y +
+                                                                     Y * ((z + d[j][2] + Z) % Z)), b};
+    return k;
+}
+
+/* A periodic 2-D halo of X x Y ranks (rank x + X y). */
+static int halo2d(map_edge *e, int X, int Y, uint64_t b)
+{
+    int k = 0;
+    for (int y = 0; y < Y; y++)
+        for (int x = 0; x < X; x++) {
+            int r = x + X * y;
+            e[k++] = (map_edge){r, (x + 1) % X + X * y, b};
+            e[k++] = (map_edge){r, (x + X - 1) % X + X * y, b};
+            e[k++] = (map_edge){r, x + X * ((y + 1) % Y), b};
+            e[k++] = (map_edge){r, x + X * ((y + Y - 1) % Y), b};
+        }
+    return k;
+}
+
+static void one_to_one(const int *proc, int n, const map_machine *m)
+{
+    char *used = calloc((size_t)m->nprocs, 1);
+    for (int r = 0; r < n; r++) {
+        ck_assert_int_ge(proc[r], 0);
+        ck_assert_int_lt(proc[r], m->nprocs);
+        ck_assert_int_lt(proc[r] % TSIM_CPUS, m->g.cpus);
+        ck_assert_msg(!used[proc[r]], "rank %d on a processor already taken", r);
+        used[proc[r]] = 1;
+    }
+    free(used);
+}
+
+START_TEST(graph_merges_and_rejects)
+{
+    printf("mapping: the graph adds repeated pairs, drops self pairs and zero bytes, "
+           "rejects ranks out of range\n");
+    map_edge e[] = {{0, 1, 10}, {1, 0, 5}, {0, 1, 7}, {2, 2, 99}, {2, 0, 0}};
+    map_graph gr;
+    char err[128];
+    ck_assert_int_eq(map_graph_build(&gr, 3, e, 5, err, sizeof err), 0);
+    ck_assert_int_eq(gr.nedges, 2);
+    ck_assert_int_eq(gr.e[0].from, 0);
+    ck_assert_uint_eq(gr.e[0].bytes, 17);
+    ck_assert_uint_eq(gr.e[1].bytes, 5);
+    ck_assert_int_eq(gr.off[1] - gr.off[0], 2); /* rank 0 touches both */
+    ck_assert_int_eq(gr.off[3] - gr.off[2], 0); /* rank 2 none */
+    map_graph_free(&gr);
+    map_edge bad[] = {{0, 3, 1}};
+    ck_assert_int_eq(map_graph_build(&gr, 3, bad, 1, err, sizeof err), -1);
+    ck_assert_str_eq(err, "pair 0 -> 3 outside ranks 0..2");
+}
+END_TEST
+
+START_TEST(cost_follows_deterministic_routes)
+{
+    printf("mapping: costs follow dimension-order routes, a tie on a ring of 4 goes +\n");
+    tsim_geom g = geom(4, 4, 1, 1, 2);
+    map_machine m;
+    ck_assert_int_eq(map_machine_init(&m, &g), 0);
+    /* rank 0 on <0,0,0>, rank 1 on <2,1,0>: x+ x+ y+ there, x+ (tie) y- back */
+    int proc[2] = {0, tsim_node_of(&g, 2, 1, 0) * TSIM_CPUS};
+    map_edge e[] = {{0, 1, 1000}, {1, 0, 500}};
+    map_graph gr;
+    char err[128];
+    ck_assert_int_eq(map_graph_build(&gr, 2, e, 2, err, sizeof err), 0);
+    map_cost c;
+    ck_assert_int_eq(map_cost_eval(&gr, &m, proc, &c), 0);
+    ck_assert_uint_eq(c.bytes, 1500);
+    ck_assert_uint_eq(c.hop_bytes, 3 * 1000 + 3 * 500);
+    ck_assert_uint_eq(c.max_link, 1000);
+    ck_assert_int_eq(c.max_node, 0);
+    ck_assert_int_eq(c.max_port, 0); /* x+ of <0,0,0>, first of the 1000-byte links */
+    int links[3 * TSIM_MAX_DIM];
+    ck_assert_int_eq(map_route(&m, tsim_node_of(&g, 2, 1, 0), 0, links), 3);
+    ck_assert_int_eq(links[0] % TSIM_NPORTS, 0); /* x+: the tie, through the wrap-around */
+    ck_assert_int_eq(links[2] % TSIM_NPORTS, 3); /* then y- */
+    map_graph_free(&gr);
+    map_machine_free(&m);
+}
+END_TEST
+
+START_TEST(stencil_identity_is_found)
+{
+    printf("mapping: a 3-D stencil laid out as the 4x4x4 torus: Scotch (+ swaps) comes back "
+           "at the identity's hop-bytes (every pair 1 hop)\n");
+    tsim_geom g = geom(4, 4, 4, 1, 64);
+    map_machine m;
+    ck_assert_int_eq(map_machine_init(&m, &g), 0);
+    map_edge *e = malloc(sizeof *e * 64 * 6);
+    int ne = stencil3d(e, 4, 4, 4, 4096);
+    map_graph gr;
+    char err[256];
+    ck_assert_int_eq(map_graph_build(&gr, 64, e, ne, err, sizeof err), 0);
+    ml_map id;
+    ck_assert_int_eq(ml_map_build(&id, "XYZT", &g, err, sizeof err), 0);
+    map_cost ci, cs;
+    map_cost_eval(&gr, &m, id.proc, &ci);
+    ck_assert_uint_eq(ci.hop_bytes, ci.bytes);
+    int proc[64];
+    ck_assert_int_eq(map_scotch(&gr, &m, proc, err, sizeof err), 0);
+    one_to_one(proc, 64, &m);
+    map_refine(&gr, &m, proc, 20, 10.0);
+    one_to_one(proc, 64, &m);
+    map_cost_eval(&gr, &m, proc, &cs);
+    printf("  identity %llu hop-bytes, Scotch + swaps %llu\n", (unsigned long long)ci.hop_bytes,
+           (unsigned long long)cs.hop_bytes);
+    ck_assert_uint_eq(cs.hop_bytes, ci.hop_bytes);
+    ck_assert_uint_eq(cs.max_link, ci.max_link);
+    ml_map_free(&id);
+    map_graph_free(&gr);
+    map_machine_free(&m);
+    free(e);
+}
+END_TEST
+
+START_TEST(halo2d_folds_onto_torus)
+{
+    printf("mapping: an 8x8 halo on 4x4x4: Scotch + swaps puts every grid neighbour one hop "
+           "away (the shipped fold's value), XYZT needs 1.875 hops a byte\n");
+    tsim_geom g = geom(4, 4, 4, 1, 64);
+    map_machine m;
+    ck_assert_int_eq(map_machine_init(&m, &g), 0);
+    map_edge e[256];
+    int ne = halo2d(e, 8, 8, 4096);
+    map_graph gr;
+    char err[256];
+    ck_assert_int_eq(map_graph_build(&gr, 64, e, ne, err, sizeof err), 0);
+    ml_map x;
+    ck_assert_int_eq(ml_map_build(&x, "XYZT", &g, err, sizeof err), 0);
+    map_cost cx, cs;
+    map_cost_eval(&gr, &m, x.proc, &cx);
+    ck_assert_uint_eq(cx.hop_bytes * 8, cx.bytes * 15);
+    int proc[64];
+    ck_assert_int_eq(map_scotch(&gr, &m, proc, err, sizeof err), 0);
+    map_refine(&gr, &m, proc, 20, 10.0);
+    one_to_one(proc, 64, &m);
+    map_cost_eval(&gr, &m, proc, &cs);
+    ck_assert_uint_eq(cs.hop_bytes, cs.bytes);
+    ck_assert_uint_eq(cs.max_link, 4096);
+    ml_map_free(&x);
+    map_graph_free(&gr);
+    map_machine_free(&m);
+}
+END_TEST
+
+START_TEST(refine_lowers_congestion)
+{
+    printf("mapping: pair swaps from XYZT on the 8x8 halo lower the congestion, the busiest "
+           "link and the hop-bytes, and keep one rank per processor\n");
+    tsim_geom g = geom(4, 4, 4, 1, 64);
+    map_machine m;
+    ck_assert_int_eq(map_machine_init(&m, &g), 0);
+    map_edge e[256];
+    int ne = halo2d(e, 8, 8, 4096);
+    map_graph gr;
+    char err[256];
+    ck_assert_int_eq(map_graph_build(&gr, 64, e, ne, err, sizeof err), 0);
+    ml_map x;
+    ck_assert_int_eq(ml_map_build(&x, "XYZT", &g, err, sizeof err), 0);
+    map_cost c0, c1;
+    map_cost_eval(&gr, &m, x.proc, &c0);
+    long sw = map_refine(&gr, &m, x.proc, 20, 10.0);
+    one_to_one(x.proc, 64, &m);
+    map_cost_eval(&gr, &m, x.proc, &c1);
+    printf("  %ld swaps: hop-bytes %llu -> %llu, busiest link %llu -> %llu\n", sw,
+           (unsigned long long)c0.hop_bytes, (unsigned long long)c1.hop_bytes,
+           (unsigned long long)c0.max_link, (unsigned long long)c1.max_link);
+    ck_assert_int_gt(sw, 0);
+    ck_assert(c1.sumsq < c0.sumsq);
+    ck_assert_uint_lt(c1.max_link, c0.max_link);
+    ck_assert_uint_lt(c1.hop_bytes, c0.hop_bytes);
+    ml_map_free(&x);
+    map_graph_free(&gr);
+    map_machine_free(&m);
+}
+END_TEST
+
+START_TEST(vn_two_per_node)
+{
+    printf("mapping: VN, 128 ranks of a 4x4x8 stencil on 4x4x4: one rank per processor, "
+           "heavy pairs share nodes or neighbour nodes\n");
+    tsim_geom g = geom(4, 4, 4, 2, 128);
+    map_machine m;
+    ck_assert_int_eq(map_machine_init(&m, &g), 0);
+    map_edge *e = malloc(sizeof *e * 128 * 6);
+    int ne = stencil3d(e, 4, 4, 8, 4096);
+    map_graph gr;
+    char err[256];
+    ck_assert_int_eq(map_graph_build(&gr, 128, e, ne, err, sizeof err), 0);
+    int proc[128];
+    ck_assert_int_eq(map_scotch(&gr, &m, proc, err, sizeof err), 0);
+    one_to_one(proc, 128, &m);
+    map_refine(&gr, &m, proc, 20, 10.0);
+    one_to_one(proc, 128, &m);
+    map_cost c;
+    map_cost_eval(&gr, &m, proc, &c);
+    printf("  %.3f hops a byte\n", (double)c.hop_bytes / (double)c.bytes);
+    /* XYZT in VN puts z neighbours 4 planes apart: 2 hops; anything good is below 1 */
+    ck_assert_uint_lt(c.hop_bytes, c.bytes);
+    free(e);
+    map_graph_free(&gr);
+    map_machine_free(&m);
+}
+END_TEST
+
+START_TEST(fewer_ranks_and_too_many)
+{
+    printf("mapping: 20 ranks on 4x4x4 get 20 distinct processors; 65 ranks in CO mode "
+           "are refused with a reason\n");
+    tsim_geom g = geom(4, 4, 4, 1, 20);
+    map_machine m;
+    ck_assert_int_eq(map_machine_init(&m, &g), 0);
+    map_edge e[40];
+    for (int i = 0; i < 20; i++) {
+        e[2 * i] = (map_edge){i, (i + 1) % 20, 100};
+        e[2 * i + 1] = (map_edge){i, (i + 7) % 20, 10};
+    }
+    map_graph gr;
+    char err[256];
+    ck_assert_int_eq(map_graph_build(&gr, 20, e, 40, err, sizeof err), 0);
+    int proc[65];
+    ck_assert_int_eq(map_scotch(&gr, &m, proc, err, sizeof err), 0);
+    one_to_one(proc, 20, &m);
+    map_graph_free(&gr);
+    ck_assert_int_eq(map_graph_build(&gr, 65, e, 40, err, sizeof err), 0);
+    ck_assert_int_eq(map_scotch(&gr, &m, proc, err, sizeof err), -1);
+    ck_assert_str_eq(err, "65 ranks do not fit 64 processors (4x4x4, CO)");
+    map_graph_free(&gr);
+    map_machine_free(&m);
+}
+END_TEST
+
+Suite *mapping_suite(void)
+{
+    Suite *s = suite_create("mapping");
+    TCase *tc = tcase_create("mapping");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, graph_merges_and_rejects);
+    tcase_add_test(tc, cost_follows_deterministic_routes);
+    tcase_add_test(tc, stencil_identity_is_found);
+    tcase_add_test(tc, halo2d_folds_onto_torus);
+    tcase_add_test(tc, refine_lowers_congestion);
+    tcase_add_test(tc, vn_two_per_node);
+    tcase_add_test(tc, fewer_ranks_and_too_many);
+    suite_add_tcase(s, tc);
+    return s;
+}
