@@ -141,6 +141,8 @@ void tsim_params_json(const tsim_params *p, FILE *f);
  * stays what it was before they existed. */
 #define TSIM_PARAMS_TREE 1u /* tree_*, gi_*: the collective networks */
 #define TSIM_PARAMS_DDT  2u /* ddt_*: derived datatypes */
+#define TSIM_PARAMS_WTIME 4u /* mpi_wtime_cycles: only when set (at its default, every MPI job
+                                reads the clock, and its list would change for that alone) */
 /* show: the TSIM_PARAMS_* groups to list even at their defaults */
 void tsim_params_json_all(const tsim_params *p, FILE *f, unsigned show);
 

@@ -104,6 +104,7 @@ static unsigned group_of(const param_desc *d)
 {
     if (strncmp(d->name, "tree_", 5) == 0 || strncmp(d->name, "gi_", 3) == 0) return TSIM_PARAMS_TREE;
     if (strncmp(d->name, "ddt_", 4) == 0) return TSIM_PARAMS_DDT;
+    if (strcmp(d->name, "mpi_wtime_cycles") == 0) return TSIM_PARAMS_WTIME;
     return 0;
 }
 
