@@ -60,8 +60,9 @@ typedef struct map_cost {
 int map_cost_eval(const map_graph *gr, const map_machine *m, const int *proc, map_cost *c);
 
 /* Pair swaps (and moves to free processors) while one lowers the
- * congestion (sum of squared link loads), at most passes passes and
- * budget seconds; proc is updated. Returns the swaps made. */
+ * congestion (sum of squared link loads) and loads no link beyond the
+ * busiest, at most passes passes and budget seconds; proc is updated.
+ * Returns the swaps made. */
 long map_refine(const map_graph *gr, const map_machine *m, int *proc, int passes, double budget);
 
 /* Scotch's mapping of the graph onto the machine's torus or mesh (VN: a

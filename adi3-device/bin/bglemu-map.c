@@ -217,7 +217,10 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The placement kept as the best so far: lowest congestion, then the first. */
+/* The placement kept as the best so far: the least loaded busiest link,
+ * then the lowest congestion (sum of squared link loads), then the first
+ * considered: the current mapping (nothing predicted better: no reason to
+ * move), Scotch's, then the orders and files compared. */
 typedef struct best {
     int *proc;
     map_cost c;
@@ -226,7 +229,9 @@ typedef struct best {
 
 static void consider(best *b, const char *name, const int *proc, const map_cost *c, int n)
 {
-    if (b->name[0] && c->sumsq >= b->c.sumsq) return;
+    if (b->name[0] && (c->max_link > b->c.max_link ||
+                       (c->max_link == b->c.max_link && c->sumsq >= b->c.sumsq)))
+        return;
     memcpy(b->proc, proc, sizeof *proc * (size_t)n);
     b->c = *c;
     snprintf(b->name, sizeof b->name, "%s", name);
@@ -381,10 +386,12 @@ int main(int argc, char **argv)
         if (ml_map_build(&mm, mapspec, &g, err, sizeof err) != 0) die(1, "-mapfile: %s", err);
         snprintf(name, sizeof name, "current (%s)", mapspec);
         eval_row(&gr, &m, name, mm.proc, &known);
+        consider(&b, name, mm.proc, &known.c, g.nranks);
         ml_map_free(&mm);
     } else if (in.cur && same_machine) {
         snprintf(name, sizeof name, "current (%.280s)", in.mapping);
         eval_row(&gr, &m, name, in.cur, &known);
+        consider(&b, name, in.cur, &known.c, g.nranks);
     }
     /* every order: T last only in CO mode, where T is always 0 */
     static const char *const dims = "XYZT";
@@ -432,8 +439,6 @@ int main(int argc, char **argv)
             free(names[i]);
         }
     }
-    b = (best){b.proc, known.c, ""};
-    consider(&b, known.name, known.proc, &known.c, g.nranks);
 
     /* Scotch, then swaps; and swaps from the best known placement, so the
      * new mapping is never predicted worse than what was compared */
@@ -451,6 +456,8 @@ int main(int argc, char **argv)
     snprintf(name, sizeof name, "scotch + %ld swaps", sw);
     row(name, &c, &m);
     consider(&b, name, sp, &c, g.nranks);
+    /* ties go to Scotch's: the compared placements must do strictly better */
+    if (known.name[0]) consider(&b, known.name, known.proc, &known.c, g.nranks);
     long sw2 = map_refine(&gr, &m, known.proc, passes, 5.0);
     map_cost_eval(&gr, &m, known.proc, &c);
     if (sw2) {
@@ -460,6 +467,8 @@ int main(int argc, char **argv)
     }
     double t3 = now();
     printf("new: %s%s%s\n", b.name, of ? " -> " : "", of ? out : "");
+    if (!strncmp(b.name, "current", 7))
+        printf("nothing is predicted better than the current mapping: keep it\n");
     fprintf(stderr, "%s: Scotch %.2f s, swaps %.2f s, in all %.2f s\n", prog, t1 - t0,
             (t2 - t1) + (t3 - t2), t3 - t0);
     if (of) {
