@@ -367,6 +367,9 @@ static inline void tsim_header(const tsim_geom *g, tsim_hwhdr *hw, int dst, size
 }
 static inline int tsim_proc_index(int node, int cpu) { return node * TSIM_CPUS + cpu; }
 
+/* The bytes of a machine segment of nnodes nodes (every processor's part,
+ * whether used or not: 264 KiB a node), for checks before creating one. */
+size_t tsim_seg_bytes(int nnodes);
 /* Creates a segment for geometry g (nnodes, nranks filled in by the call).
  * name_hint NULL: anonymous MAP_SHARED memory, inherited across fork().
  * Otherwise a POSIX shm object "/bglemu.<uid>.<pid>.<n>", mode 0600. */

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static size_t seg_size(int nnodes)
+size_t tsim_seg_bytes(int nnodes)
 {
     size_t sz = sizeof(tsim_seg) + (size_t)nnodes * TSIM_CPUS * sizeof(tsim_proc);
     long pg = sysconf(_SC_PAGESIZE);
@@ -65,7 +65,7 @@ tsim_seg *tsim_seg_create(const tsim_geom *gin, const tsim_params *p, int named,
                  "tree_cycles_per_byte > 0", TSIM_TREE_SLOTS);
         return NULL;
     }
-    size_t sz = seg_size(g.nnodes);
+    size_t sz = tsim_seg_bytes(g.nnodes);
     char name[64] = "";
     void *mem;
     if (named) {

@@ -256,6 +256,7 @@ int main(int argc, char **argv)
                    g->nnodes * o.cpus);
     char err[1024];
     if (ml_map_build(&j.map, o.mapspec, g, err, sizeof err) != 0) mpirun_die("%s", err);
+    mpirun_limits(&j);
     FILE *rep = NULL, *heat = NULL;
     /* the format was checked with the options; "-" is always text */
     int heat_svg = o.heatmap && strcmp(o.heatmap, "-") &&

@@ -109,6 +109,11 @@ void mpirun_wait(mpirun_job *j);
  * job are not causes. -1 if no rank recorded one. */
 int mpirun_culprit(const mpirun_job *j);
 
+/* What the host must give the job (memory, /dev/shm, processes, open
+ * files), before anything is created: one line naming the limit and the
+ * numbers, exit MPIRUN_USAGE (mpirun_limits.c). */
+void mpirun_limits(const mpirun_job *j);
+
 /* --trace (mpirun_trace.c). Checks the rank list against -np: one line and
  * exit MPIRUN_USAGE if it names a rank that does not exist. */
 void mpirun_trace_check(const mpirun_opts *o);
