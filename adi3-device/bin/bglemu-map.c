@@ -469,6 +469,9 @@ int main(int argc, char **argv)
     printf("new: %s%s%s\n", b.name, of ? " -> " : "", of ? out : "");
     if (!strncmp(b.name, "current", 7))
         printf("nothing is predicted better than the current mapping: keep it\n");
+    if (g.cpus == 2) /* docs/mapping.md, "VN mode: a limitation" */
+        printf("VN: two ranks on one node count as 0 hops, yet their packets cost the node's "
+               "scratchpad and processors: run the new and the current mapping to compare\n");
     fprintf(stderr, "%s: Scotch %.2f s, swaps %.2f s, in all %.2f s\n", prog, t1 - t0,
             (t2 - t1) + (t3 - t2), t3 - t0);
     if (of) {
