@@ -8,6 +8,7 @@
 
 #include "mapfiles/map.h"
 #include "messagelayer/ml_map.h"
+#include "torus-sim/tsim_matrix.h"
 
 static tsim_geom geom(int x, int y, int z, int cpus, int nranks)
 {
@@ -259,6 +260,46 @@ START_TEST(fewer_ranks_and_too_many)
 }
 END_TEST
 
+START_TEST(rankmatrix_top_json_svg)
+{
+    printf("mapping: the rank matrix's heaviest pairs by bytes (ties: lower sender, then "
+           "receiver), its JSON lines and its SVG cells (the heaviest at the top of the scale)\n");
+    tsim_rankmatrix m;
+    ck_assert_int_eq(tsim_rankmatrix_init(&m, 3), 0);
+    m.p[0 * 3 + 1] = (tsim_pair){2, 512};
+    m.p[2 * 3 + 0] = (tsim_pair){4, 1024};
+    m.p[1 * 3 + 2] = (tsim_pair){2, 512};
+    m.p[1 * 3 + 1] = (tsim_pair){1, 32};
+    int top[8];
+    ck_assert_int_eq(tsim_rankmatrix_top(&m, 8, top), 4);
+    ck_assert_int_eq(top[0], 2 * 3 + 0);
+    ck_assert_int_eq(top[1], 0 * 3 + 1);
+    ck_assert_int_eq(top[2], 1 * 3 + 2);
+    ck_assert_int_eq(top[3], 1 * 3 + 1);
+    ck_assert_int_eq(tsim_rankmatrix_top(&m, 1, top), 1);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    tsim_rankmatrix_json(&m, f);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "\"ranks\": 3"));
+    ck_assert_ptr_nonnull(strstr(buf, "{\"from\": 2, \"to\": 0, \"packets\": 4, \"bytes\": 1024}"));
+    ck_assert_ptr_null(strstr(buf, "\"from\": 0, \"to\": 2"));
+    free(buf);
+    f = open_memstream(&buf, &len);
+    tsim_rankmatrix_svg(&m, "t <&>", f);
+    fclose(f);
+    int cells = 0;
+    for (const char *q = buf; (q = strstr(q, "class=\"pair ")); q++) cells++;
+    ck_assert_int_eq(cells, 4);
+    ck_assert_ptr_nonnull(strstr(buf, "class=\"pair u9\" x=\"60\""));
+    ck_assert_ptr_nonnull(strstr(buf, "data-pair=\"2 0\" data-bytes=\"1024\""));
+    ck_assert_ptr_nonnull(strstr(buf, "t &lt;&amp;&gt;"));
+    free(buf);
+    tsim_rankmatrix_free(&m);
+}
+END_TEST
+
 Suite *mapping_suite(void)
 {
     Suite *s = suite_create("mapping");
@@ -271,6 +312,7 @@ Suite *mapping_suite(void)
     tcase_add_test(tc, refine_lowers_congestion);
     tcase_add_test(tc, vn_two_per_node);
     tcase_add_test(tc, fewer_ranks_and_too_many);
+    tcase_add_test(tc, rankmatrix_top_json_svg);
     suite_add_tcase(s, tc);
     return s;
 }
