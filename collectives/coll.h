@@ -172,6 +172,7 @@ coll_ctx *coll_open_env(const char *prog, coll_upcall_arg *ua, ml_ctx **ml);
  * the collectives' programs, registered by coll_engine_register. */
 extern const tsim_prog coll_a2a_prog;  /* the packet-scheduled alltoall (coll_a2a_engine.c) */
 extern const tsim_prog coll_tree_prog; /* a pass through the collective network (coll_tree_engine.c) */
+extern const tsim_prog coll_tree_vn_prog; /* the same in VN mode (coll_tree_vn.c) */
 extern const tsim_prog coll_bcast_prog; /* the deposit-bit broadcast (coll_bcast_engine.c) */
 /* Registers every program of the layers a rank runs (the message layer's
  * and the collectives'), for mpirun's engine: 0, or -1 if an id is taken. */

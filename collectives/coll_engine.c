@@ -8,5 +8,6 @@ int coll_engine_register(void)
     if (ml_engine_register() != 0) return -1;
     if (tsim_prog_register(&coll_a2a_prog) != 0) return -1;
     if (tsim_prog_register(&coll_bcast_prog) != 0) return -1;
+    if (tsim_prog_register(&coll_tree_vn_prog) != 0) return -1;
     return tsim_prog_register(&coll_tree_prog);
 }

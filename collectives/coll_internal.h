@@ -264,6 +264,7 @@ struct coll_ctx {
     uint64_t tree_sent, tree_recv;
     struct coll_vnq *vnq, **vnq_tail; /* VN: the node mate's scratchpad packets, in order */
     void *tree_run;        /* CO: the pass loop's data on this rank (coll_tree_begin) */
+    struct coll_vn_run *vn_run; /* VN: the running pass (coll_tree.c) */
 };
 
 /* coll_tree.c: a node mate's packet of a tree collective (VN mode), kept
@@ -346,6 +347,70 @@ void coll_tree_end(void *priv);
 #define COLL_TREE_SEGS_IN 2u
 /* packet sent's gather was charged already (both ways) */
 #define COLL_TREE_GATHERED 4u
+
+/* A pass through the collective network in VN mode (coll_tree_vn.c): the
+ * node's leader (cpu 0) alone talks to the tree, its mate (cpu 1) hands it
+ * its contribution and takes the results over the scratchpad, two torus
+ * packets per tree packet (halves of TSIM_PAYLOAD_MAX and the rest, software
+ * header {COLL_T_TREE, 2 w + half, seq, 0}). One loop, two drivers, like
+ * the CO pass: the rank over its own port, the engine for a blocked rank
+ * (program COLL_PROG_TREE_VN). The rank makes every payload before the
+ * pass: out, its own contribution (npk packets of 256 bytes); in, the
+ * results; mbuf (the leader's), the mate's contribution as it arrives.
+ * Each of out and in may be followed by the layout's segment table
+ * (COLL_TREE_SEGS_OUT / _IN, as in CO mode). Counts: sent and got (tree
+ * packets injected and results taken), m_arrived and m_halves (the mate's
+ * halves placed and taken), f_halves (halves handed to the mate). */
+#define COLL_PROG_TREE_VN 5
+enum {
+    COLL_VN_LEADER = 1,     /* this is the node's cpu 0 */
+    COLL_VN_FILLS = 2,      /* this rank contributes (out) */
+    COLL_VN_TAKES = 4,      /* this rank keeps the results (in) */
+    COLL_VN_MATE_FILLS = 8, /* the leader combines the mate's contribution */
+    COLL_VN_MATE_TAKES = 16,/* the leader hands the results to the mate */
+    COLL_VN_FROM_TREE = 32, /* the results come from the tree (else the root is on this node) */
+};
+typedef struct coll_tree_vn_state {
+    ml_resume res;
+    uint64_t out, in, mbuf;
+    tsim_thdr h;
+    uint32_t npk, sent, got;
+    uint32_t m_arrived, m_halves, f_halves;
+    uint32_t gathered;   /* 1 + the packet whose gather was charged */
+    uint32_t wait;       /* TSIM_WAKE_INJ bit of the scratchpad FIFO found full */
+    uint64_t pkts_sent, pkts_recv; /* torus packets to and from the mate (the rank's counters) */
+    uint16_t seq;
+    uint8_t role;        /* COLL_VN_* */
+    uint8_t flags;       /* COLL_TREE_SEGS_OUT, COLL_TREE_SEGS_IN */
+    uint8_t phase, moved;
+    uint8_t bad;         /* a scratchpad half came out of order: the pass fails */
+    uint8_t resv;
+} coll_tree_vn_state;
+/* The VN pass's loop (coll_tree_vn.c): TSIM_RUN_BACK where the rank's code
+ * must run (the pass complete; phase COLL_VN_ADV: its message layer's
+ * advance; a tree packet that isn't the one due, or bad), TSIM_RUN_BLOCK,
+ * TSIM_RUN_WAIT, TSIM_RUN_FAIL; the io is the driver's. */
+typedef struct coll_vn_io coll_vn_io;
+int coll_tree_vn_step(tsim_port *pt, coll_tree_vn_state *t, const coll_vn_io *io, void *ctx,
+                      uint32_t *wait);
+enum { COLL_VN_BLOCKED, COLL_VN_TOP, COLL_VN_MTAKE, COLL_VN_INJ, COLL_VN_POLL, COLL_VN_GIVE,
+       COLL_VN_ADV };
+/* How the loop reaches the pass's packets: the driver's. NULL when they
+ * can't be read or written (the job is failing). */
+struct coll_vn_io {
+    const uint8_t *(*own)(void *ctx, uint32_t w);    /* out, packet w */
+    const uint8_t *(*mate)(void *ctx, uint32_t w);   /* mbuf, packet w */
+    const uint8_t *(*result)(void *ctx, uint32_t w); /* in, packet w */
+    int (*put_result)(void *ctx, uint32_t w, const uint8_t *p);
+    /* the mate's half idx (2 w + half) into mbuf (the leader) or in (the mate) */
+    int (*put_half)(void *ctx, uint32_t idx, const uint8_t *p, size_t n);
+    /* packet w's entry of the segment table after out (dir 0) or in (1) */
+    int (*segs)(void *ctx, int dir, uint32_t w, uint32_t *n);
+};
+/* The scratchpad half idx of the running pass placed (the rank's packet
+ * handler, the engine's polls): 1, or 0 when it isn't the one due. */
+int coll_tree_vn_place(coll_tree_vn_state *t, const coll_vn_io *io, void *ctx, uint32_t idx,
+                       const uint8_t *payload);
 
 /* coll_tree_encode.c: a combine's fill and take for each encoding (the
  * operands' layouts are described there). Wide integers go as they are;

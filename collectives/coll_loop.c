@@ -14,15 +14,20 @@ static void enter(coll_loop_cur *k, int phase)
     k->push.run = 0; /* every phase but the polls starts a push */
 }
 
+void coll_adv_back(ml_resume *res, int complete)
+{
+    res->point = complete ? ML_RESUME_NONE : ML_RESUME_POLL;
+    res->inj_full = 0; /* the advance's send round found nothing to send */
+    res->round_pos = res->round_sent = 0;
+    res->pkts_sent = res->reordered = 0;
+}
+
 /* Hands the rank back: the collective complete (its loop's next done()
  * returns), or in its advance's polls at a packet its own code takes. */
 static int back(coll_loop_cur *k, int complete)
 {
     k->done = (uint8_t)complete;
-    k->res.point = complete ? ML_RESUME_NONE : ML_RESUME_POLL;
-    k->res.inj_full = 0; /* the advance's send round found nothing to send */
-    k->res.round_pos = k->res.round_sent = 0;
-    k->res.pkts_sent = k->res.reordered = 0;
+    coll_adv_back(&k->res, complete);
     return TSIM_RUN_BACK;
 }
 
@@ -32,23 +37,21 @@ void coll_loop_adopted(coll_loop_cur *k)
     k->phase = COLL_LOOP_BLOCKED;
 }
 
-/* One poll of the engine's advance: 1 a packet was taken, 0 none was
- * visible (poll_cycles charged), TSIM_PORT_WAIT, 2 the packet is the
- * rank's code's, -1 the memory failed. */
-static int poll_take(tsim_port *pt, coll_loop_cur *k, const coll_loop_ops *ops, void *L)
+int coll_adv_poll(tsim_port *pt, ml_resume *res, int (*take)(void *L, const tsim_slot *s, unsigned *segs),
+                  void *L)
 {
     int f = pt->ops->poll(pt);
     if (f == TSIM_PORT_WAIT || f < 0) return f == TSIM_PORT_WAIT ? f : 0;
     unsigned segs = 0;
-    int rc = ops->take(L, pt->ops->peek(pt, f), &segs);
+    int rc = take(L, pt->ops->peek(pt, f), &segs);
     if (rc <= 0) return rc < 0 ? -1 : 2;
     pt->ops->consume(pt, f);
     /* ml_dispatch of a collective's packet, then the collective's scatter */
     tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
     tsim_port_charge_ddt(pt, (uint64_t)segs * pt->prm->ddt_seg_cycles);
-    k->res.pkts_recv++;
-    k->res.consumed++;
-    k->res.moved++;
+    res->pkts_recv++;
+    res->consumed++;
+    res->moved++;
     return 1;
 }
 
@@ -75,7 +78,7 @@ int coll_loop_step(tsim_port *pt, coll_loop_cur *k, const coll_loop_ops *ops, vo
                 enter(k, COLL_LOOP_PUSH2);
                 break;
             }
-            rc = poll_take(pt, k, ops, L);
+            rc = coll_adv_poll(pt, &k->res, ops->take, L);
             if (rc == TSIM_PORT_WAIT) return TSIM_RUN_WAIT;
             if (rc < 0) return TSIM_RUN_FAIL;
             if (rc == 2) return back(k, 0);

@@ -54,13 +54,6 @@ static int tree_block(coll_ctx *c, unsigned mask, const char *note)
 /* ---- one pass through the tree ------------------------------------------ */
 typedef coll_pass pass;
 
-/* The datatype work of packet w: ddt_seg_cycles per segment it touches. */
-static void charge_segs(pass *ps, uint32_t w)
-{
-    if (ps->segs)
-        coll_charge_ddt(ps->c, (uint64_t)ps->segs[w] * ps->c->pp->seg->params.ddt_seg_cycles);
-}
-
 /* Injects this rank's packets while the FIFO has room and takes the
  * results as they come, packet by packet; while neither moves, the
  * message layer's progress runs, then it blocks. Every packet's payload
@@ -171,16 +164,9 @@ done:
     return rc;
 }
 
-/* ---- VN mode: the node's two processors combine first ------------------ *
- * The node's cpu 0 (the leader) alone talks to the collective network.
- * Its mate (cpu 1) hands it every packet's worth of its contribution over
- * the scratchpad (two torus packets: bytes 0..239 and 240..255, software
- * header {COLL_T_TREE, 2 w + half, seq, 0}); the leader combines it with
- * its own in software (the ALU's function, so the result is the one the
- * tree would give), injects once, and hands every result back the same
- * way. A broadcast from a node's processor: the mate's data goes to the
- * leader, which injects it; the tree does not bring it back to that node,
- * so the leader hands it to its mate itself when the root is the leader. */
+/* ---- VN mode: the node's two processors combine first (coll_tree_vn.c) -- */
+
+/* A node mate's scratchpad half of a later pass, kept until it starts. */
 typedef struct coll_vnq {
     struct coll_vnq *next;
     uint16_t seq;
@@ -188,24 +174,74 @@ typedef struct coll_vnq {
     uint8_t data[TSIM_PAYLOAD_MAX];
 } coll_vnq;
 
-#define VN_HALF0 TSIM_PAYLOAD_MAX                       /* bytes in the first half */
-#define VN_HALF1 (TSIM_TREE_PAYLOAD - TSIM_PAYLOAD_MAX) /* and in the second */
+/* The running pass on this rank: the loop's state and its buffers. */
+typedef struct coll_vn_run {
+    coll_tree_vn_state t;
+    uint8_t *out, *in, *mbuf;
+    const uint32_t *segs;
+} vn_run;
+
+static const uint8_t *r_own(void *ctx, uint32_t w) { return ((vn_run *)ctx)->out + (size_t)w * TSIM_TREE_PAYLOAD; }
+static const uint8_t *r_mate(void *ctx, uint32_t w) { return ((vn_run *)ctx)->mbuf + (size_t)w * TSIM_TREE_PAYLOAD; }
+static const uint8_t *r_result(void *ctx, uint32_t w) { return ((vn_run *)ctx)->in + (size_t)w * TSIM_TREE_PAYLOAD; }
+
+static int r_put_result(void *ctx, uint32_t w, const uint8_t *p)
+{
+    memcpy(((vn_run *)ctx)->in + (size_t)w * TSIM_TREE_PAYLOAD, p, TSIM_TREE_PAYLOAD);
+    return 0;
+}
+
+static int r_put_half(void *ctx, uint32_t idx, const uint8_t *p, size_t n)
+{
+    vn_run *v = ctx;
+    uint8_t *buf = v->t.role & COLL_VN_LEADER ? v->mbuf : v->in;
+    memcpy(buf + (size_t)(idx / 2) * TSIM_TREE_PAYLOAD + (idx % 2 ? TSIM_PAYLOAD_MAX : 0), p, n);
+    return 0;
+}
+
+static int r_segs(void *ctx, int dir, uint32_t w, uint32_t *n)
+{
+    (void)dir;
+    *n = ((vn_run *)ctx)->segs[w];
+    return 0;
+}
+
+static const coll_vn_io rank_vn_io = {r_own, r_mate, r_result, r_put_result, r_put_half, r_segs};
+
+/* The half placed in the running pass (or kept for a later one). */
+static void vn_place(coll_ctx *c, vn_run *v, uint16_t seq, uint32_t idx, const uint8_t *payload)
+{
+    if (seq != v->t.seq || coll_tree_vn_place(&v->t, &rank_vn_io, v, idx, payload) != 1) {
+        if (seq == v->t.seq)
+            fprintf(stderr, "bglemu: rank %d: node mate's half %u where %u was due\n", c->rank, idx,
+                    v->t.m_arrived);
+        else
+            fprintf(stderr, "bglemu: rank %d: node mate's packet of tree collective %u during %u\n",
+                    c->rank, seq, v->t.seq);
+        v->t.bad = 1;
+    }
+}
 
 void coll_tree_packet(ml_ctx *ml, const tsim_slot *s, void *arg)
 {
     (void)ml;
     coll_ctx *c = arg;
     coll_sw sw = coll_sw_get(s);
+    c->st.pkts_recv++;
+    vn_run *v = c->vn_run;
+    if (v && (int16_t)(sw.seq - v->t.seq) <= 0) { /* the running pass's (or an earlier one's: wrong) */
+        vn_place(c, v, sw.seq, coll_sw_w(&sw), s->p.payload);
+        return;
+    }
     coll_vnq *q = malloc(sizeof *q);
     if (!q) abort();
     q->next = NULL;
     q->seq = sw.seq;
     q->idx = coll_sw_w(&sw);
-    memcpy(q->data, s->p.payload, VN_HALF0);
+    memcpy(q->data, s->p.payload, sizeof q->data);
     if (!c->vnq_tail) c->vnq_tail = &c->vnq;
     *c->vnq_tail = q;
     c->vnq_tail = &q->next;
-    c->st.pkts_recv++;
 }
 
 void coll_tree_fini(coll_ctx *c)
@@ -217,51 +253,38 @@ void coll_tree_fini(coll_ctx *c)
     c->vnq_tail = NULL;
 }
 
-/* Takes the mate's next half of this pass into buf (packet w at w * 256);
- * 1 if there was one, 0 if not yet, -1 if one of another pass is first. */
-static int vn_take(coll_ctx *c, uint16_t seq, uint8_t *buf, uint32_t *halves)
+/* Blocks as tree_block, handing the loop to the engine when the message
+ * layer lets it (coll_tree_vn.c): as tree_wait. */
+static int vn_wait(coll_ctx *c, vn_run *v, unsigned mask, const char *note)
 {
-    coll_vnq *q = c->vnq;
-    if (!q) return 0;
-    if (q->seq != seq) {
-        if ((int16_t)(q->seq - seq) > 0) return 0; /* the next pass's: kept */
-        fprintf(stderr, "bglemu: rank %d: node mate's packet of tree collective %u during %u\n",
-                c->rank, q->seq, seq);
-        return -1;
-    }
-    if (q->idx != *halves) {
-        fprintf(stderr, "bglemu: rank %d: node mate's half %u where %u was due\n", c->rank, q->idx,
-                *halves);
-        return -1;
-    }
-    uint32_t w = q->idx / 2;
-    if (q->idx % 2) memcpy(buf + (size_t)w * TSIM_TREE_PAYLOAD + VN_HALF0, q->data, VN_HALF1);
-    else memcpy(buf + (size_t)w * TSIM_TREE_PAYLOAD, q->data, VN_HALF0);
-    (*halves)++;
-    c->vnq = q->next;
-    if (!c->vnq) c->vnq_tail = &c->vnq;
-    free(q);
-    return 1;
+    tsim_handoff *hd = ml_handoff_begin(c->ml);
+    if (!hd) return tree_block(c, mask, note) != 0 ? -1 : 0;
+    coll_tree_vn_state *e = (coll_tree_vn_state *)(void *)hd->state, *t = &v->t;
+    *e = *t;
+    memset(&e->res, 0, sizeof e->res);
+    int rc = ml_handoff_block(c->ml, COLL_PROG_TREE_VN, note, mask & ~TSIM_WAKE_REC_ALL);
+    if (rc < 0) return -1;
+    if (rc == 0) return 0; /* the engine did not take it */
+    if (e->pkts_sent || e->sent > t->sent) c->pp->qvoid = 1; /* as pl_inject, pl_tree_inject say */
+    t->sent = e->sent;
+    t->got = e->got;
+    t->m_arrived = e->m_arrived;
+    t->m_halves = e->m_halves;
+    t->f_halves = e->f_halves;
+    t->gathered = e->gathered;
+    t->pkts_sent += e->pkts_sent;
+    t->pkts_recv += e->pkts_recv;
+    ml_resume_apply(c->ml, &e->res);
+    return e->res.point == ML_RESUME_POLL;
 }
 
-/* Sends half (*halves % 2) of packet *halves / 2 of buf to the mate. */
-static int vn_give(coll_ctx *c, uint16_t seq, const uint8_t *buf, uint32_t *halves)
+/* The tree counters and the results' takes for what the loop moved. */
+static void vn_account(pass *ps, vn_run *v, uint32_t sent0, uint32_t got0)
 {
-    uint32_t w = *halves / 2, h = *halves % 2;
-    coll_sw sw = coll_sw_make(COLL_T_TREE, *halves, seq, 0);
-    const uint8_t *p = buf + (size_t)w * TSIM_TREE_PAYLOAD + (h ? VN_HALF0 : 0);
-    if (coll_inject(c, TSIM_INJ_SP, c->pp->index ^ 1, 0, &sw, p, h ? VN_HALF1 : VN_HALF0) != 0)
-        return 0;
-    (*halves)++;
-    return 1;
-}
-
-static int vn_wait(coll_ctx *c, unsigned tree_bits, const char *what, uint32_t done, uint32_t of)
-{
-    char note[112];
-    snprintf(note, sizeof note, "rank %d: collective network (VN, %s), packet %u of %u", c->rank, what,
-             done, of);
-    return tree_block(c, TSIM_WAKE_REC_ALL | ml_inj_wait(c->ml) | c->inj_wait | tree_bits, note);
+    coll_tree_vn_state *t = &v->t;
+    ps->c->tree_sent += t->sent - sent0;
+    if (t->role & COLL_VN_FROM_TREE) ps->c->tree_recv += t->got - got0;
+    for (uint32_t w = got0; ps->take && w < t->got; w++) ps->take(ps, w, v->in + (size_t)w * TSIM_TREE_PAYLOAD);
 }
 
 static int run_pass_vn(pass *ps)
@@ -269,120 +292,89 @@ static int run_pass_vn(pass *ps)
     coll_ctx *c = ps->c;
     pl_proc *pp = c->pp;
     uint32_t npk = ps->npk;
-    uint16_t seq = c->tree_seq++;
     int leader = pp->cpu == 0;
     int mate_rank = c->map->rank[pp->index ^ 1];
     int combine = ps->root < 0;
     int mate_fills = combine || ps->root == mate_rank, mate_takes = combine || ps->root != mate_rank;
-    int node_injects = ps->fill || mate_fills;
     int from_tree = combine || (ps->root != c->rank && ps->root != mate_rank);
-    size_t bytes = (size_t)npk * TSIM_TREE_PAYLOAD;
-    uint8_t *mate = malloc(bytes), *res = malloc(bytes), buf[TSIM_TREE_PAYLOAD];
-    uint32_t m_halves = 0, f_halves = 0, sent = 0, got = 0, gathered = 0;
-    int rc = -1;
-    if (!mate || !res) goto out;
-    if (!leader) { /* give the contribution, take the results */
-        int mine = ps->fill != NULL, takes = ps->take != NULL;
-        uint32_t need = mine ? 2 * npk : 0;
-        while (f_halves < need || (takes && got < npk)) {
-            int moved = 0, k;
-            c->inj_wait = 0;
-            while (f_halves < need) {
-                if (f_halves % 2 == 0) {
-                    if (gathered != f_halves / 2 + 1) { /* once, before the first try */
-                        charge_segs(ps, f_halves / 2);
-                        gathered = f_halves / 2 + 1;
-                    }
-                    uint8_t *p = mate + (size_t)(f_halves / 2) * TSIM_TREE_PAYLOAD;
-                    memset(p, 0, TSIM_TREE_PAYLOAD);
-                    ps->fill(ps, f_halves / 2, p);
-                }
-                if (!vn_give(c, seq, mate, &f_halves)) break;
-                moved = 1;
-            }
-            while (takes && (k = vn_take(c, seq, res, &m_halves)) != 0) {
-                if (k < 0) goto out;
-                moved = 1;
-                if (m_halves % 2 == 0) {
-                    ps->take(ps, got, res + (size_t)got * TSIM_TREE_PAYLOAD);
-                    charge_segs(ps, got);
-                    got++;
-                }
-            }
-            if (moved) continue;
-            if (pl_aborting(pp)) goto out;
-            if (ml_advance(c->ml)) continue;
-            if (vn_wait(c, 0, "mate", got, npk) != 0) goto out;
-        }
-        rc = 0;
-        goto out;
+    size_t bytes = (size_t)npk * TSIM_TREE_PAYLOAD, tab = ps->segs ? npk * sizeof *ps->segs : 0;
+    vn_run v = {.segs = ps->segs};
+    coll_tree_vn_state *t = &v.t;
+    t->role = (uint8_t)((leader ? COLL_VN_LEADER : 0) | (ps->fill ? COLL_VN_FILLS : 0) |
+                        (ps->take ? COLL_VN_TAKES : 0) |
+                        (leader && mate_fills ? COLL_VN_MATE_FILLS : 0) |
+                        (leader && mate_takes ? COLL_VN_MATE_TAKES : 0) |
+                        (leader && from_tree ? COLL_VN_FROM_TREE : 0));
+    t->flags = (uint8_t)((tab && ps->fill ? COLL_TREE_SEGS_OUT : 0) | (tab && ps->take ? COLL_TREE_SEGS_IN : 0));
+    t->h = ps->h;
+    t->npk = npk;
+    t->seq = c->tree_seq++;
+    char note[112];
+    int rc = -1, resumed = 0;
+    if (ps->fill && !(v.out = calloc(1, bytes + tab))) goto out;
+    if ((leader || ps->take) && !(v.in = calloc(1, bytes + tab))) goto out;
+    if (leader && mate_fills && !(v.mbuf = calloc(1, bytes))) goto out;
+    /* the tables follow the payloads (coll_internal.h) */
+    if (t->flags & COLL_TREE_SEGS_OUT) memcpy(v.out + bytes, ps->segs, tab);
+    if (t->flags & COLL_TREE_SEGS_IN) memcpy(v.in + bytes, ps->segs, tab);
+    for (uint32_t w = 0; ps->fill && w < npk; w++) ps->fill(ps, w, v.out + (size_t)w * TSIM_TREE_PAYLOAD);
+    t->out = (uint64_t)(uintptr_t)v.out;
+    t->in = (uint64_t)(uintptr_t)v.in;
+    t->mbuf = (uint64_t)(uintptr_t)v.mbuf;
+    /* the mate's halves that came before the pass started */
+    while (c->vnq && (int16_t)(c->vnq->seq - t->seq) <= 0) {
+        coll_vnq *q = c->vnq;
+        vn_place(c, &v, q->seq, q->idx, q->data);
+        c->vnq = q->next;
+        if (!c->vnq) c->vnq_tail = &c->vnq;
+        free(q);
     }
-    /* the leader */
-    while ((node_injects && sent < npk) || got < npk || (mate_takes && f_halves < 2 * npk)) {
-        int moved = 0, k;
-        c->inj_wait = 0;
-        while (mate_fills && (k = vn_take(c, seq, mate, &m_halves)) != 0) {
-            if (k < 0) goto out;
-            moved = 1;
-        }
-        while (node_injects && sent < npk && (!mate_fills || m_halves >= 2 * (sent + 1))) {
-            const uint8_t *m = mate + (size_t)sent * TSIM_TREE_PAYLOAD;
-            if (ps->fill) {
-                if (gathered != sent + 1) { /* once, before the first try */
-                    charge_segs(ps, sent);
-                    gathered = sent + 1;
-                }
-                memset(buf, 0, sizeof buf);
-                ps->fill(ps, sent, buf);
-                if (mate_fills) tsim_tree_alu(buf, m, ps->h.op, ps->h.width, ps->h.sign);
-            } else {
-                memcpy(buf, m, sizeof buf);
-            }
-            coll_sw sw = coll_sw_make(COLL_T_TREE, sent, seq, 0);
-            memcpy(ps->h.sw, &sw, sizeof sw);
-            if (pl_tree_inject(pp, &ps->h, buf, sizeof buf) != 0) break;
-            c->tree_sent++;
-            if (!from_tree) { /* the root's node: the tree does not bring it back */
-                memcpy(res + (size_t)sent * TSIM_TREE_PAYLOAD, buf, sizeof buf);
-                if (ps->take) {
-                    ps->take(ps, sent, buf);
-                    charge_segs(ps, sent);
-                }
-                got++;
-            }
-            sent++;
-            moved = 1;
-        }
-        while (from_tree && got < npk && pl_tree_poll(pp)) {
-            const tsim_tslot *s = pl_tree_peek(pp);
-            coll_sw sw;
-            memcpy(&sw, s->h.sw, sizeof sw);
-            if (sw.type != COLL_T_TREE || sw.seq != seq || coll_sw_w(&sw) != got % COLL_MAXPK) {
+    c->vn_run = &v;
+    tsim_port pt;
+    pl_port_init(pp, &pt);
+    for (;;) {
+        if (!resumed) { /* the loop's iterations, until one moves nothing */
+            uint32_t sent0 = t->sent, got0 = t->got, wait;
+            int k = coll_tree_vn_step(&pt, t, &rank_vn_io, &v, &wait);
+            vn_account(ps, &v, sent0, got0);
+            if (k != TSIM_RUN_BACK || t->bad) goto out; /* its own port never waits */
+            if (t->phase == COLL_VN_POLL) { /* a tree packet that isn't the one due */
+                const tsim_tslot *s = pl_tree_peek(pp);
+                coll_sw sw;
+                memcpy(&sw, s->h.sw, sizeof sw);
                 fprintf(stderr, "bglemu: rank %d: collective network packet %u of collective %u where "
-                        "packet %u of collective %u was due\n", c->rank, coll_sw_w(&sw), sw.seq, got, seq);
+                        "packet %u of collective %u was due\n", c->rank, coll_sw_w(&sw), sw.seq, t->got,
+                        t->seq);
                 goto out;
             }
-            memcpy(res + (size_t)got * TSIM_TREE_PAYLOAD, s->payload, TSIM_TREE_PAYLOAD);
-            if (ps->take) ps->take(ps, got, s->payload);
-            pl_tree_consume(pp);
-            if (ps->take) charge_segs(ps, got);
-            got++;
-            c->tree_recv++;
-            moved = 1;
+            if (t->phase != COLL_VN_ADV) break; /* the pass is complete */
+            if (pl_aborting(pp)) goto out;
         }
-        while (mate_takes && f_halves < 2 * got && vn_give(c, seq, res, &f_halves)) moved = 1;
-        if (moved) continue;
-        if (pl_aborting(pp)) goto out;
+        resumed = 0;
+        t->phase = COLL_VN_BLOCKED; /* whatever happens now, the loop's next iteration follows */
         if (ml_advance(c->ml)) continue;
-        unsigned bits = (from_tree && got < npk ? TSIM_WAKE_TREE_REC : 0) |
-                        (node_injects && sent < npk && (!mate_fills || m_halves >= 2 * (sent + 1))
-                             ? TSIM_WAKE_TREE_INJ : 0);
-        if (vn_wait(c, bits, "leader", got, npk) != 0) goto out;
+        if (t->bad) goto out;
+        snprintf(note, sizeof note, "rank %d: collective network (VN, %s), packet %u of %u", c->rank,
+                 leader ? "leader" : "mate", t->got, npk);
+        unsigned mask = TSIM_WAKE_REC_ALL | ml_inj_wait(c->ml) | t->wait;
+        if (leader && from_tree && t->got < npk) mask |= TSIM_WAKE_TREE_REC;
+        if (leader && (ps->fill || mate_fills) && t->sent < npk &&
+            (!mate_fills || t->m_halves >= 2 * (t->sent + 1)))
+            mask |= TSIM_WAKE_TREE_INJ;
+        uint32_t sent0 = t->sent, got0 = t->got;
+        int k = vn_wait(c, &v, mask, note);
+        if (k < 0) goto out;
+        vn_account(ps, &v, sent0, got0);
+        resumed = k;
     }
     rc = 0;
 out:
-    free(mate);
-    free(res);
+    c->vn_run = NULL;
+    c->st.pkts_sent += t->pkts_sent;
+    c->st.pkts_recv += t->pkts_recv;
+    free(v.out);
+    free(v.in);
+    free(v.mbuf);
     return rc;
 }
 

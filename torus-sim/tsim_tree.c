@@ -462,8 +462,9 @@ void tree_event(tsim_engine *e, const ev *v)
         tsim_proc *p = &e->seg->procs[v->a];
         ts->inj_tail[v->a]++;
         atomic_store_explicit(&p->tinj.tail, ts->inj_tail[v->a], memory_order_release);
+        /* a loop the engine runs waits for what it says now (prx_tree_trigger) */
         if (atomic_load(&p->state) == TSIM_P_BLOCKED &&
-            (atomic_load(&p->wake_mask) & TSIM_WAKE_TREE_INJ) &&
+            (prx_active(e, v->a) || (atomic_load(&p->wake_mask) & TSIM_WAKE_TREE_INJ)) &&
             !prx_tree_trigger(e, v->a, t, TSIM_WAKE_TREE_INJ))
             eng_wake(e, v->a, t);
         break;
@@ -484,7 +485,7 @@ void tree_event(tsim_engine *e, const ev *v)
         tp_free(ts, v->pkt);
         ts->st.delivered++;
         if (atomic_load(&p->state) == TSIM_P_BLOCKED &&
-            (atomic_load(&p->wake_mask) & TSIM_WAKE_TREE_REC) &&
+            (prx_active(e, v->a) || (atomic_load(&p->wake_mask) & TSIM_WAKE_TREE_REC)) &&
             !prx_tree_trigger(e, v->a, t + 1, TSIM_WAKE_TREE_REC))
             eng_wake(e, v->a, t + 1); /* visible to a processor at vt > arrival */
         break;
