@@ -5,11 +5,11 @@
  * rank killed by SIGBUS when it first touches a page of the segment that
  * /dev/shm cannot back, the OOM killer choosing a process).
  *
- * The figures per rank are measured (docs/mpirun.md): what a job adds to
- * the host's used memory per rank, rounded up, and the tasks (processes
- * and threads) and descriptors a rank costs. Only what is certain to fail
- * is refused: an estimate may let a job start that then runs short, never
- * stop one that would have run. */
+ * The figures per rank are measured (docs/mpirun.md): the memory a rank
+ * adds to the host, the tasks (processes and threads) and descriptors it
+ * costs. Each is what a rank needs at least, so only what is certain to
+ * fail is refused: a job that grows later (its own buffers) may still run
+ * short, but no job that would have run is stopped. */
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -23,15 +23,17 @@
 
 #include "adi3-device/mpirun/mpirun.h"
 
-/* Host memory a rank adds (private pages, page tables, kernel stacks):
- * measured 1.5 MiB for an MPI rank in VN mode, 2.5 in CO mode (its
- * coprocessor thread), 0.7 for a message-layer program; and the engine's
- * own per processor in mpirun (14 KiB at 4,096 processors). */
-#define MEM_MPI_RANK   (3ull << 20)
-#define MEM_PLAIN_RANK (1ull << 20)
+/* Host memory a rank adds, measured (docs/mpirun.md, "Limits"): an MPI
+ * rank's private pages 1.3 MiB, its page tables 84 KiB, a kernel stack
+ * per thread; a message-layer program's 0.1 MiB and 40 KiB. The shared
+ * libraries' pages (7.5 MiB of an MPI rank's 8.9 MiB resident set) exist
+ * once. And the engine's own memory per processor in mpirun (13 KiB at
+ * 4,096 processors). */
+#define MEM_MPI_RANK   (1536ull << 10)
+#define MEM_PLAIN_RANK (256ull << 10)
 #define MEM_ENGINE_PROC (16ull << 10)
-/* Descriptors: mpirun watches each MPI rank through a pidfd. */
-#define FDS_BASE 64
+/* Descriptors: mpirun's own, and a pidfd per MPI rank it watches. */
+#define FDS_BASE 16
 
 static double mib(uint64_t b) { return (double)b / (1 << 20); }
 
@@ -119,10 +121,9 @@ void mpirun_limits(const mpirun_job *j)
              g->dim[0], g->dim[1], g->dim[2]);
     int mpi = j->hydra != NULL;
 
-    /* the machine's segment, in /dev/shm (BGLEMU_SHM_DIR: where to look,
-     * for tests that mount a small tmpfs there instead) */
+    /* the machine's segment: a POSIX shm object, a file in /dev/shm */
     uint64_t seg = tsim_seg_bytes(g->nnodes);
-    const char *shm = getenv("BGLEMU_SHM_DIR") ? getenv("BGLEMU_SHM_DIR") : "/dev/shm";
+    const char *shm = "/dev/shm";
     struct statvfs vfs;
     if (statvfs(shm, &vfs) == 0) {
         uint64_t room = (uint64_t)vfs.f_bavail * vfs.f_frsize;
@@ -141,11 +142,11 @@ void mpirun_limits(const mpirun_job *j)
     const char *fake = getenv("BGLEMU_MEM_AVAILABLE"); /* tests: pretend the host has this much */
     if (fake) avail = strtoull(fake, NULL, 10), room = UINT64_MAX;
     if (avail != UINT64_MAX && need > avail)
-        mpirun_die("%s: needs about %.0f MiB of memory (%.1f MiB a rank, %.0f MiB the segment), "
+        mpirun_die("%s: needs at least %.0f MiB of memory (%.2f MiB a rank, %.1f MiB the segment), "
                    "the host has %.0f MiB available (MemAvailable%s): run fewer ranks",
                    what, mib(need), mib(per), mib(seg), mib(avail), fake ? ", BGLEMU_MEM_AVAILABLE" : "");
     if (room != UINT64_MAX && need > room)
-        mpirun_die("%s: needs about %.0f MiB of memory (%.1f MiB a rank, %.0f MiB the segment), "
+        mpirun_die("%s: needs at least %.0f MiB of memory (%.2f MiB a rank, %.1f MiB the segment), "
                    "%.0f MiB are left under the memory cgroup's limit (%s): run fewer ranks",
                    what, mib(need), mib(per), mib(seg), mib(room), cg);
 
