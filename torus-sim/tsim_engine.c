@@ -594,6 +594,24 @@ static uint64_t horizon(tsim_engine *e, int *running, int *blocked)
     return h;
 }
 
+/* Running processors that wait in a sync (pl_sync) for a clock the engine
+ * has not reached. They need no core until it does: for the engine's spin
+ * and the cores' plan (tsim_cores.c) they are not running ranks. In VN mode
+ * a node mate's round trip leaves the two ranks running in turn, one always
+ * syncing while the other computes; counted as running, the engine slept
+ * through every hand-off and the ranks never shared a core. Host time only:
+ * a rank that lies here costs only host time. */
+static int syncing(const tsim_engine *e)
+{
+    int n = 0;
+    for (int i = 0; i < e->nprocs; i++) {
+        tsim_proc *p = &e->seg->procs[i];
+        if (atomic_load_explicit(&p->state, memory_order_relaxed) == TSIM_P_RUNNING)
+            n += atomic_load_explicit(&p->sync_target, memory_order_relaxed) > e->published;
+    }
+    return n;
+}
+
 /* While the engine sleeps, nothing can move until a running processor's
  * clock passes the earliest queued event, or reaches a clock another
  * processor waits for the horizon to reach (pl_sync). */
@@ -764,6 +782,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
             atomic_store(&s->engine_wait, sleep_until(e));
             int r2, b2;
             uint64_t h2 = horizon(e, &r2, &b2);
+            r2 -= syncing(e); /* the ranks that want a core */
             tsim_cores_note(e, r2);
             if (h2 == h0)
                 tsim_wait_change(&s->engine_bell, bell, 100, r2 <= e->ncpu ? tsim_engine_spins() : 0,
