@@ -50,24 +50,27 @@ static int a2a_push(tsim_port *pt, void *view, coll_push *k)
         }
         uint64_t off = (uint64_t)u->round * PAY;
         size_t n = (size_t)(q->scount - off < PAY ? q->scount - off : PAY);
-        uint8_t tmp[PAY];
-        unsigned segs = 0;
-        const uint8_t *data = L->io->fetch(L, d, off, n, tmp, &segs);
-        if (!data) return -1;
-        if (!u->gathered) tsim_port_charge_ddt(pt, (uint64_t)segs * pt->prm->ddt_seg_cycles);
-        u->gathered = segs != 0;
+        if (L->layouts && !u->gathered) { /* the gather's charge, before the first try */
+            unsigned segs = L->io->segs(L, d, off, n);
+            tsim_port_charge_ddt(pt, (uint64_t)segs * pt->prm->ddt_seg_cycles);
+            u->gathered = segs != 0;
+        }
         tsim_hwhdr hw;
         tsim_header(pt->g, &hw, (int)q->proc, n, TSIM_F_DYNAMIC, q->proc % TSIM_CPUS);
         int sent = 0;
         for (unsigned i = 0; i < 3 && !sent; i++) {
             unsigned f = (u->rr_fifo + i) % 3;
             if (k->wait & TSIM_WAKE_INJ(f)) continue;
-            int room = tsim_port_room(pt, (int)f, hw.chunks);
+            /* the FIFOs are mostly full here: the port's own test first */
+            int room = pt->ops->room(pt, (int)f, hw.chunks);
             if (room == TSIM_PORT_WAIT) return 1;
             if (!room) {
                 k->wait |= TSIM_WAKE_INJ(f);
                 continue;
             }
+            uint8_t tmp[PAY];
+            const uint8_t *data = L->io->fetch(L, d, off, n, tmp);
+            if (!data) return -1;
             coll_sw sw = coll_sw_make(COLL_T_A2A, u->round, L->seq, L->gid);
             uint8_t swb[8];
             memcpy(swb, &sw, sizeof swb);
@@ -115,13 +118,19 @@ const coll_loop_ops coll_a2a_ops = {a2a_push, a2a_take, a2a_done};
 
 /* ---- the rank's driver: its own memory ---------------------------------- */
 
-static const uint8_t *rank_fetch(coll_a2a_loop *L, uint32_t d, uint64_t off, size_t n, uint8_t *tmp,
-                                 unsigned *segs)
+static unsigned rank_segs(coll_a2a_loop *L, uint32_t d, uint64_t off, size_t n)
+{
+    coll_ctx *c = L->ctx;
+    const coll_layout *b = &c->sblk[d];
+    return b->niov ? tsim_layout_segs(b->iov, b->niov, &c->scur[d], off, n) : 0;
+}
+
+static const uint8_t *rank_fetch(coll_a2a_loop *L, uint32_t d, uint64_t off, size_t n, uint8_t *tmp)
 {
     coll_ctx *c = L->ctx;
     const coll_layout *b = &c->sblk[d];
     if (!b->niov) return (const uint8_t *)b->buf + off;
-    *segs = tsim_layout_copy(b->iov, b->niov, &c->scur[d], (size_t)off, tmp, n, 1);
+    tsim_layout_copy(b->iov, b->niov, &c->scur[d], (size_t)off, tmp, n, 1);
     return tmp;
 }
 
@@ -137,12 +146,12 @@ static int rank_place(coll_a2a_loop *L, uint32_t s, uint64_t off, const uint8_t 
     return 0;
 }
 
-static const coll_a2a_io rank_io = {rank_fetch, rank_place};
+static const coll_a2a_io rank_io = {rank_segs, rank_fetch, rank_place};
 
 static void rank_view(coll_ctx *c, coll_a2a_loop *L)
 {
     *L = (coll_a2a_loop){c->peers, (uint32_t)c->grp->n, (uint32_t)c->grp->me, c->grp->rank_of,
-                         c->map->nprocs, c->cur, c->cur_gid, &c->a2a, &c->st.pkts_sent,
+                         c->map->nprocs, c->cur, c->cur_gid, c->a2a_lay, &c->a2a, &c->st.pkts_sent,
                          &c->st.pkts_recv, &rank_io, c};
 }
 

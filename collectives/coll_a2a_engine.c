@@ -278,14 +278,17 @@ static int window(a2a_priv *a, uint32_t r)
     return 0;
 }
 
-static const uint8_t *eng_fetch(coll_a2a_loop *L, uint32_t d, uint64_t off, size_t n, uint8_t *tmp,
-                                unsigned *segs)
+static unsigned eng_segs(coll_a2a_loop *L, uint32_t d, uint64_t off, size_t n)
 {
-    (void)tmp;
+    a2a_priv *a = L->ctx; /* what the rank's gather counts */
+    return a->lay[d].sniov ? tsim_layout_segs(a->segs + a->soff[d], a->lay[d].sniov, &a->gcur[d], off, n) : 0;
+}
+
+static const uint8_t *eng_fetch(coll_a2a_loop *L, uint32_t d, uint64_t off, size_t n, uint8_t *tmp)
+{
+    (void)tmp, (void)n;
     a2a_priv *a = L->ctx;
     uint32_t r = (uint32_t)(off / PAY);
-    if (a->layouts && a->lay[d].sniov) /* what the rank's gather counts */
-        *segs = tsim_layout_segs(a->segs + a->soff[d], a->lay[d].sniov, &a->gcur[d], off, n);
     if ((!a->wn || r < a->w0 || r >= a->w0 + a->wn) && window(a, r) != 0) return NULL;
     return a->win + ((size_t)d * a->W + (r - a->w0)) * PAY;
 }
@@ -309,7 +312,7 @@ static int eng_place(coll_a2a_loop *L, uint32_t s, uint64_t off, const uint8_t *
     return pt->ops->write(pt, a->peer[s].rbuf + off, data, n);
 }
 
-static const coll_a2a_io eng_io = {eng_fetch, eng_place};
+static const coll_a2a_io eng_io = {eng_segs, eng_fetch, eng_place};
 
 static int a2a_step(tsim_port *pt, void *state, void *priv, uint32_t *wait)
 {
@@ -317,8 +320,8 @@ static int a2a_step(tsim_port *pt, void *state, void *priv, uint32_t *wait)
     a2a_priv *a = priv;
     a->pt = pt;
     a->st = st;
-    coll_a2a_loop L = {a->peer, st->n, st->me, a->rank_of, a->nprocs, st->seq, st->gid, &st->cur,
-                       &st->pkts_sent, &st->pkts_recv, &eng_io, a};
+    coll_a2a_loop L = {a->peer, st->n, st->me, a->rank_of, a->nprocs, st->seq, st->gid, a->layouts,
+                       &st->cur, &st->pkts_sent, &st->pkts_recv, &eng_io, a};
     return coll_loop_step(pt, &st->loop, &coll_a2a_ops, &L, wait);
 }
 

@@ -101,15 +101,15 @@ typedef struct coll_a2a_cur {
     uint64_t left, need, recv; /* packets still to send, bytes expected / received */
 } coll_a2a_cur;
 typedef struct coll_a2a_loop coll_a2a_loop;
-/* Where a packet's bytes come from and go: the driver's. fetch: the n
- * bytes at offset off of the block to group rank d, in place or in tmp
- * (TSIM_PAYLOAD_MAX bytes), *segs the layout's segments touched; NULL if
- * they can't be read. place: a packet's n bytes from group rank s into
- * its block at off, *segs the segments touched; 0, or -1 if they can't be
- * written. */
+/* Where a packet's bytes come from and go: the driver's. segs: the
+ * segments the n bytes at offset off of the block to group rank d touch
+ * (0 for a buffer); fetch: those bytes, in place or in tmp
+ * (TSIM_PAYLOAD_MAX bytes), NULL if they can't be read. place: a packet's
+ * n bytes from group rank s into its block at off, *segs the segments
+ * touched; 0, or -1 if they can't be written. */
 typedef struct coll_a2a_io {
-    const uint8_t *(*fetch)(coll_a2a_loop *L, uint32_t d, uint64_t off, size_t n, uint8_t *tmp,
-                            unsigned *segs);
+    unsigned (*segs)(coll_a2a_loop *L, uint32_t d, uint64_t off, size_t n);
+    const uint8_t *(*fetch)(coll_a2a_loop *L, uint32_t d, uint64_t off, size_t n, uint8_t *tmp);
     int (*place)(coll_a2a_loop *L, uint32_t s, uint64_t off, const uint8_t *data, size_t n,
                  unsigned *segs);
 } coll_a2a_io;
@@ -119,6 +119,7 @@ struct coll_a2a_loop {
     const int *rank_of;        /* processor -> group rank, -1 */
     int nprocs;                /* entries of rank_of */
     uint16_t seq, gid;
+    int layouts;               /* some block is a layout (its gathers are charged) */
     coll_a2a_cur *cur;
     uint64_t *pkts_sent, *pkts_recv;
     const coll_a2a_io *io;
