@@ -109,13 +109,14 @@ if [ "$have_mpi" = 1 ] && { [ -z "${BENCH_HOST_JOBS:-}" ] || [[ ",$BENCH_HOST_JO
              q, (wa - wb) * 1e6 / 19800, (ca - cb) / 19800 }'
   done
   # node mates in VN mode (the VN protocol over the scratchpad: address,
-  # copy, ack): not yet helped like the torus path (docs/simulated-time.md)
-  a=$(measure rtt "" mpirun -np 2 -mode VN -shape 1x1x1 -clock none "$out/pingpong" --iters 2000 1) || exit 1
+  # copy, ack): ten hand-offs per round trip, against two between nodes
+  # (docs/simulated-time.md, "Costs on the host")
+  a=$(measure rtt "" mpirun -np 2 -mode VN -shape 1x1x1 -clock none "$out/pingpong" --iters 20000 1) || exit 1
   b=$(measure rtt "" mpirun -np 2 -mode VN -shape 1x1x1 -clock none "$out/pingpong" --iters 200 1) || exit 1
   set -- $a; wa=$1 ca=$3; set -- $b; wb=$1 cb=$3
   awk -v wa=$wa -v wb=$wb -v ca=$ca -v cb=$cb 'BEGIN {
-    printf "  mpi ping-pong 1 B, VN node mates     : %6.1f us per round trip, %5.1f context switches per round trip\n",
-           (wa - wb) * 1e6 / 1800, (ca - cb) / 1800 }'
+    printf "  mpi ping-pong 1 B, VN node mates     : %6.1f us per round trip, %5.1f context switches per round trip (goal <= 10 us)\n",
+           (wa - wb) * 1e6 / 19800, (ca - cb) / 19800 }'
 fi
 
 # the engine's own speed: packet-hops per wall second on uniform traffic
