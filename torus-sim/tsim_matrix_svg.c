@@ -10,19 +10,6 @@
 
 enum { SIDE = 640, MAXCELLS = 256, LEFT = 60, TOP = 150 };
 
-static void xml_text(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc((unsigned char)*s < 0x20 ? '?' : *s, f);
-        }
-    }
-}
-
 void tsim_rankmatrix_svg(const tsim_rankmatrix *m, const char *title, FILE *f)
 {
     int n = m->nranks > 0 ? m->nranks : 1;
@@ -47,11 +34,11 @@ void tsim_rankmatrix_svg(const tsim_rankmatrix *m, const char *title, FILE *f)
                "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Verdana, "
                "sans-serif\">\n<title>",
             W, H, W, H);
-    xml_text(f, title ? title : "");
+    tsim_svg_text(f, title ? title : "");
     fputs(" \xe2\x80\x94 traffic matrix</title>\n", f);
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", W, H);
     fputs("<text x=\"12\" y=\"26\" font-size=\"15\" font-weight=\"bold\">", f);
-    xml_text(f, title ? title : "");
+    tsim_svg_text(f, title ? title : "");
     fputs("</text>\n", f);
     fprintf(f, "<text x=\"12\" y=\"48\" font-size=\"13\">%d ranks, %llu pairs sent "
                "%llu bytes over the torus; heaviest %s %llu bytes%s</text>\n",

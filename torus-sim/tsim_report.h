@@ -58,6 +58,8 @@ int tsim_util_class(const tsim_link_stats *l, double util);
 /* The SVG's colour of a class (-1 idle, 0..9), for other pictures that
  * keep its scale (the traffic matrix, tsim_matrix_svg.c). */
 const char *tsim_svg_fill(int cls);
+/* s as SVG text: markup escaped, control bytes as '?'. */
+void tsim_svg_text(FILE *f, const char *s);
 
 /* The command line argv[0..] as one label for reports: words joined by
  * spaces, control bytes and invalid UTF-8 replaced by '?', cut with "..." to

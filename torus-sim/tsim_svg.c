@@ -31,7 +31,7 @@ enum {
     HEAD_H = 170 /* title lines but the job's, scale and key */
 };
 
-static void xml_str(FILE *f, const char *s)
+void tsim_svg_text(FILE *f, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
@@ -195,7 +195,7 @@ static void text_line(FILE *f, int x, int y, int size, const char *weight, const
 {
     fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"%d\"%s%s%s>", x, y, size,
             weight ? " font-weight=\"" : "", weight ? weight : "", weight ? "\"" : "");
-    xml_str(f, s);
+    tsim_svg_text(f, s);
     fputs("</text>\n", f);
 }
 
@@ -251,8 +251,8 @@ void tsim_linkmap_svg(const tsim_linkmap *m, FILE *f)
                "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Verdana, "
                "sans-serif\">\n<title>",
             width, height, width, height);
-    if (m->job[0]) xml_str(f, m->job), fputs(": ", f);
-    xml_str(f, machine);
+    if (m->job[0]) tsim_svg_text(f, m->job), fputs(": ", f);
+    tsim_svg_text(f, machine);
     fputs(" \xe2\x80\x94 link utilization</title>\n", f);
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", width, height);
 
