@@ -39,17 +39,6 @@ static void usage(FILE *f)
           f);
 }
 
-static void __attribute__((format(printf, 2, 3), noreturn)) die(int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "%s: ", prog);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(code);
-}
-
 #include "report_json.h"
 
 static char *slurp(const char *path, size_t *len)

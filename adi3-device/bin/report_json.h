@@ -2,7 +2,7 @@
  * helpers that read a report's members: bglemu-report and bglemu-map read
  * the same reports and must reject the same files the same way. Static
  * functions in a header, as the tools are one source file each
- * (adi3-device/bin/NAME.c); the includer defines prog and die() first.
+ * (adi3-device/bin/NAME.c); the includer defines prog (its name) first.
  * Every failure is one line, "PROG: FILE:LINE:COL: reason", and exit 1. */
 #ifndef REPORT_JSON_H
 #define REPORT_JSON_H
@@ -18,6 +18,19 @@
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
+
+/* One line, "PROG: reason", and exit with code. */
+static void __attribute__((format(printf, 2, 3), noreturn)) die(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", prog);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(code);
+}
+
 
 /* ---- a strict JSON reader ------------------------------------------------ */
 
