@@ -109,8 +109,14 @@ __attribute__((constructor)) static void fixed_addresses(int argc, char **argv, 
         return;
     int pers = personality(0xffffffff);
     if (pers == -1 || personality((unsigned long)pers | ADDR_NO_RANDOMIZE) == -1) return;
-    static const char exe[] = "/proc/self/exe";
-    size_t n = 0, bytes = sizeof exe; /* every string with its NUL, the file name too */
+    /* the program's own path, not /proc/self/exe: the kernel names the
+     * process after the file executed (ps, top, pgrep would say "exe") */
+    static char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0 || len >= (ssize_t)sizeof exe - 1 || access(exe, X_OK) != 0)
+        len = (ssize_t)strlen(strcpy(exe, "/proc/self/exe"));
+    exe[len] = 0;
+    size_t n = 0, bytes = (size_t)len + 1; /* every string with its NUL, the file name too */
     for (int i = 0; i < argc; i++) bytes += strlen(argv[i]) + 1;
     for (char **e = envp; *e; e++) bytes += strlen(*e) + 1, n++;
     size_t pads = 8 - (size_t)(argc + (int)n) % 8; /* 1..8 more pointers */
