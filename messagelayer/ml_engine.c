@@ -113,7 +113,8 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
     if (st->polls == 0 || st->polls > MAX_POLLS || st->batch == 0 || st->batch > MAX_BATCH ||
         st->nrx > ML_HO_RX || (start && st->empties >= st->polls) ||
         (*wait & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL || st->ntx > ML_HO_TX ||
-        st->nring > st->ntx || (st->nring && st->ring_pos >= st->nring))
+        st->nring > st->ntx || (st->nring && st->ring_pos >= st->nring) || st->nwt > ML_HO_WT ||
+        st->ngranted)
         return 0;
     if (!*priv && !(*priv = calloc(1, sizeof(wait_priv)))) return 0;
     wait_priv *w = *priv;
@@ -131,9 +132,19 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
         w->txrcur[k] = w->txcur[k];
         w->txbuf_len[k] = 0;
     }
+    /* sends waiting for grants: flat buffers from offset 0, distinct ids */
+    for (uint32_t i = 0; i < st->nwt; i++) {
+        const ml_ho_tx *t = &st->wt[i].t;
+        if (st->wt[i].granted || t->fifo >= TSIM_NINJ || t->dst >= (uint32_t)nprocs || t->off ||
+            !t->len || t->len > UINT32_MAX || t->group >= TSIM_CPUS || t->niov || t->charged ||
+            t->type != T_RZV_DATA || t->id >= ML_MAX_IDS || (t->flags & ~(TSIM_F_DYNAMIC | TSIM_F_HP)) != 0)
+            return 0;
+        for (uint32_t j = 0; j < i; j++)
+            if (st->wt[j].t.id == t->id) return 0;
+    }
     for (uint32_t i = 0; i < st->nrx; i++) {
         const ml_ho_rx *rx = &st->rx[i];
-        if (rx->got >= rx->len || rx->len > UINT32_MAX ||
+        if (rx->got >= rx->len || rx->len > UINT32_MAX || rx->lo >= rx->len ||
             (rx->src != UINT32_MAX && rx->src >= (uint32_t)nprocs))
             return 0;
         if (rx->niov && read_layout(pt, rx->iov, rx->niov, rx->cap, &w->rxiov[i], &w->rxiov_cap[i],
@@ -232,9 +243,61 @@ static ml_ho_rx *match(ml_wait_state *st, const tsim_slot *s, ml_sw sw)
     return NULL;
 }
 
+/* Message t goes to the head of the data list, as a grant puts it
+ * (ml_data_phase): in a send round's order behind the ring's peers
+ * (position nring), the messages after it one place on, with the engine's
+ * data for them. Only between send rounds (round_pos 0). */
+static void tx_push_head(ml_wait_state *st, wait_priv *w, const ml_ho_tx *t)
+{
+    uint32_t at = st->nring, n = st->ntx;
+    uint8_t *buf = w->txbuf[n];
+    struct iovec *iov = w->txiov[n];
+    size_t icap = w->txiov_cap[n];
+    for (uint32_t k = n; k > at; k--) {
+        st->tx[k] = st->tx[k - 1];
+        w->txbuf[k] = w->txbuf[k - 1];
+        w->txbuf_off[k] = w->txbuf_off[k - 1];
+        w->txbuf_len[k] = w->txbuf_len[k - 1];
+        w->txiov[k] = w->txiov[k - 1];
+        w->txiov_cap[k] = w->txiov_cap[k - 1];
+        w->txcur[k] = w->txcur[k - 1];
+        w->txrcur[k] = w->txrcur[k - 1];
+    }
+    st->tx[at] = *t;
+    w->txbuf[at] = buf;
+    w->txbuf_off[at] = w->txbuf_len[at] = 0;
+    w->txiov[at] = iov;
+    w->txiov_cap[at] = icap;
+    w->txcur[at] = w->txrcur[at] = (tsim_lcur){0, 0};
+    st->ntx = n + 1;
+}
+
+/* A grant for a send the rank waits for (ml_rzv.c's, as its T_GRANT
+ * handler takes it): read, dispatched, ml_rzv_cycles, and the message's
+ * data joins the send rounds. 1, or TSIM_RUN_BACK when it is not one of
+ * those or there is no place for it (the rank takes it). */
+static int take_grant(tsim_port *pt, ml_wait_state *st, wait_priv *w, int f, ml_sw sw)
+{
+    ml_ho_wt *g = NULL;
+    for (uint32_t i = 0; i < st->nwt && !g; i++)
+        if (!st->wt[i].granted && st->wt[i].t.id == sw.id) g = &st->wt[i];
+    if (!g || st->ntx >= ML_HO_TX || sw.w >= ML_MAX_IDS) return back(st);
+    ml_ho_tx t = g->t;
+    if (ml_rzv_grant(&t, (uint16_t)sw.w, sw.b, pt->prm->ml_coproc_align) != 0) return back(st);
+    pt->ops->consume(pt, f);
+    tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
+    tsim_port_charge(pt, pt->prm->ml_rzv_cycles);
+    g->slot = (uint16_t)sw.w;
+    g->b = sw.b;
+    g->granted = (uint8_t)++st->ngranted;
+    tx_push_head(st, w, &t);
+    return 1;
+}
+
 /* One poll: 1 a packet was read, 0 none was visible (charged), or
- * TSIM_RUN_WAIT / TSIM_RUN_BACK. Only a data packet of a reception it
- * knows that does not complete it is the engine's. */
+ * TSIM_RUN_WAIT / TSIM_RUN_BACK. A data packet of a reception it knows
+ * that does not complete it is the engine's, and a grant for a send it
+ * knows. */
 static int poll_once(void *ctx, ml_resume *a)
 {
     engine_ctx *c = ctx;
@@ -246,10 +309,14 @@ static int poll_once(void *ctx, ml_resume *a)
     if (f < 0) return 0;
     const tsim_slot *s = pt->ops->peek(pt, f);
     ml_sw sw = ml_sw_of(s);
+    if (sw.type == T_GRANT) {
+        int rc = take_grant(pt, st, w, f, sw);
+        if (rc == 1) a->pkts_recv++;
+        return rc;
+    }
     ml_ho_rx *rx = match(st, s, sw);
     uint64_t off = sw.w;
-    uint64_t n = rx && off <= rx->len ? (rx->len - off < TSIM_PAYLOAD_MAX ? rx->len - off : TSIM_PAYLOAD_MAX)
-                                      : 0;
+    uint64_t n = rx && off <= rx->len ? ml_data_bytes(rx->lo, rx->len, off) : 0;
     if (!rx || off > rx->len || rx->got + n >= rx->len) return back(st);
     /* the bytes first: a write that fails leaves the packet to the rank
      * (the pieces written are rewritten by it) */

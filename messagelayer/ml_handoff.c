@@ -95,9 +95,27 @@ static int describe(ml_ctx *ml, ml_wait_state *d, unsigned polls)
         r->type = rx->dtype;
         r->resv = 0;
         r->id = rx->did;
+        r->lo = rx->dtype == T_RZV_DATA && rx->cpu == ML_CPU_SPLIT ? rx->co_lo : 0;
+        r->resv2 = 0;
         ml->reg_rx[n++] = rx;
     }
     d->nrx = n;
+    /* the rendezvous sends whose grants the engine may take: the last
+     * scouts sent, while they still wait (a layout's are left to the rank) */
+    uint32_t nw = 0;
+    for (int i = 0; i < ML_HO_WT; i++) {
+        uint16_t id = ml->rzv_wait[i];
+        ml_msg *m = ml->ids[id];
+        if (!m || m->proto != ML_RZV || m->state != S_WAIT || m->niov || !m->len) continue;
+        uint32_t j = 0;
+        while (j < nw && d->wt[j].t.id != id) j++;
+        if (j < nw) continue;
+        d->wt[nw] = (ml_ho_wt){.granted = 0};
+        ml_rzv_waiting(ml, m, &d->wt[nw].t);
+        ml->reg_wt[nw++] = m;
+    }
+    d->nwt = nw;
+    ml->reg_ntx = ntx;
     d->polls = polls;
     d->batch = ML_ADVANCE_BATCH;
     return 1;
@@ -119,7 +137,19 @@ static void apply(ml_ctx *ml, const ml_wait_state *d)
         ml->reg_rx[i]->got = d->rx[i].got;
         ml->reg_rx[i]->hi = d->rx[i].hi;
     }
-    for (uint32_t k = 0; k < d->ntx; k++)
+    /* the grants it took, in its order: each message's data went to the
+     * head of the data list (ml_data_phase), behind the ring's peers in a
+     * send round, where the engine sent it from */
+    int nring = ml->nring, ntx = ml->reg_ntx;
+    for (uint32_t g = 1; g <= d->ngranted; g++)
+        for (uint32_t i = 0; i < d->nwt; i++) {
+            if (d->wt[i].granted != g || ntx >= ML_HO_TX) continue;
+            ml_rzv_granted(ml, ml->reg_wt[i]->id, d->wt[i].slot, d->wt[i].b);
+            memmove(&ml->reg_tx[nring + 1], &ml->reg_tx[nring], (size_t)(ntx - nring) * sizeof *ml->reg_tx);
+            ml->reg_tx[nring] = ml->reg_wt[i];
+            ntx++;
+        }
+    for (int k = 0; k < ntx; k++)
         if (ml->reg_tx[k]) {
             ml->reg_tx[k]->off = d->tx[k].off;
             ml->reg_tx[k]->charged = d->tx[k].charged;
@@ -201,7 +231,7 @@ int ml_coproc_handoff(ml_ctx *ml, pl_proc *co, int start)
         const ml_rx *rx = ml->co_act[i];
         d->rx[i] = (ml_ho_rx){(uint64_t)(uintptr_t)rx->r.buf, rx->r.buf || rx->r.niov ? rx->r.cap : 0,
                               rx->len, rx->got, rx->hi, UINT32_MAX, T_RZV_DATA, 0, ml->co_act_id[i],
-                              (uint64_t)(uintptr_t)rx->r.iov, rx->r.niov};
+                              (uint64_t)(uintptr_t)rx->r.iov, rx->r.niov, 0, 0};
     }
     int rc = handoff_block(co, ML_PROG_WAIT, (uint32_t)start, TSIM_WAKE_REC_ALL, "coprocessor idle");
     if (rc != 0 || !co->p->handoff.back) return rc;

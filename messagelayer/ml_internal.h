@@ -126,14 +126,18 @@ typedef struct ml_peer {
  * out), its cursor, and the answer (res). Addresses are this process's. */
 #define ML_HO_RX 32
 #define ML_HO_TX 8
+#define ML_HO_WT 8
 #define ML_PROG_WAIT 1
 
 /* Data packets whose software header is {type, *, id, offset} from
  * processor src (UINT32_MAX: any) go to buf + offset (cap bytes there); the
- * reception is complete once got reaches len. With niov > 0 they go to a
- * layout instead: iov is the address of niov struct iovec (cap their
- * total), each packet scattered into the segments its bytes fall in, at
- * ddt_seg_cycles per segment touched; buf, if set, is its host stage. */
+ * reception is complete once got reaches len. A packet below offset lo
+ * ends at lo (the main processor's head of a split rendezvous reception,
+ * whose whole lines the coprocessor takes: ml_data_bytes), one above it at
+ * len. With niov > 0 they go to a layout instead: iov is the address of
+ * niov struct iovec (cap their total), each packet scattered into the
+ * segments its bytes fall in, at ddt_seg_cycles per segment touched; buf,
+ * if set, is its host stage. */
 typedef struct ml_ho_rx {
     uint64_t buf, cap, len, got, hi;
     uint32_t src;
@@ -141,6 +145,7 @@ typedef struct ml_ho_rx {
     uint8_t resv;
     uint16_t id;
     uint64_t iov, niov;
+    uint32_t lo, resv2;
 } ml_ho_rx;
 
 /* One message's remaining packets: bytes [off, len) of buf, at most
@@ -160,6 +165,20 @@ typedef struct ml_ho_tx {
     uint16_t live;   /* 0: a ring peer whose message waits (it sends nothing) */
 } ml_ho_tx;
 
+/* A rendezvous send waiting for its grant (its scout has gone; a flat
+ * buffer): its data packets as the wire will carry them from offset 0,
+ * less what only the grant says (t.id is the message id the grant names;
+ * ml_rzv_grant completes the description). The engine that takes the
+ * grant for the blocked sender answers with it (slot, b) and the order in
+ * which it took it (granted: 1, 2, ...; 0: not taken), and sends the data
+ * as the rank would have from its data list (ml_data_phase). */
+typedef struct ml_ho_wt {
+    ml_ho_tx t;
+    uint16_t slot;
+    uint8_t b, granted;
+    uint32_t resv;
+} ml_ho_wt;
+
 typedef struct ml_wait_state {
     ml_resume res;       /* the answer: where this rank's advance picks up */
     uint32_t polls;      /* empty advances of the loop before it blocks */
@@ -171,10 +190,12 @@ typedef struct ml_wait_state {
     uint32_t nring, ring_pos; /* tx[0..nring) are the send ring's peers in ring order (a
                                  round starts at ring_pos, which moves on after each) */
     uint32_t nrx;
+    uint32_t nwt, ngranted; /* wt[0..nwt): sends waiting for a grant; grants the engine took */
     /* the loop's state while the engine runs it (its advance's cursor is res) */
     uint32_t blocked, inj_full;
     ml_ho_tx tx[ML_HO_TX];
     ml_ho_rx rx[ML_HO_RX];
+    ml_ho_wt wt[ML_HO_WT];
 } ml_wait_state;
 _Static_assert(sizeof(ml_wait_state) <= TSIM_HANDOFF_BYTES, "the wait loop's state fits a hand-off");
 
@@ -227,6 +248,12 @@ struct ml_ctx {
     ml_resume resume;           /* where the next advance picks up */
     ml_rx *reg_rx[ML_HO_RX];    /* what the last hand-off named */
     ml_msg *reg_tx[ML_HO_TX];
+    ml_msg *reg_wt[ML_HO_WT];
+    int reg_ntx;
+    /* the ids of the last rendezvous scouts sent (ml_rzv.c): the sends a
+     * hand-off may name as waiting for their grants */
+    uint16_t rzv_wait[ML_HO_WT];
+    unsigned rzv_wait_pos;
     ml_packet_fn user_fn[256 - ML_TYPE_USER]; /* ml_register_packet */
     void *user_arg[256 - ML_TYPE_USER];
 };
@@ -285,6 +312,19 @@ extern const ml_proto_ops ml_onepkt_proto, ml_eager_proto, ml_rzv_proto, ml_vn_p
 const ml_proto_ops *ml_proto_of(ml_proto p);
 /* ml_accept's answer for a deferred message of each protocol */
 void ml_rzv_accept(ml_ctx *ml, uint16_t slot);
+/* Rendezvous (ml_rzv.c), the grant at the sender. A send waiting for its
+ * grant as the wire will carry its data (t->id: the message id the grant
+ * names). */
+void ml_rzv_waiting(const ml_ctx *ml, const ml_msg *m, ml_ho_tx *t);
+/* The grant's part of a send's wire description t (its buffer, full
+ * length, destination's cpu group, offset t->off): the receiver's slot,
+ * the receiving cpu's group and the end of the part t->off lies in. The
+ * rank's wire (rzv_wire) and the engine's taking of a grant for a blocked
+ * sender (ml_engine.c) both use it. 0, or -1 for a b the message can't
+ * have (the engine then leaves the grant to the rank). */
+int ml_rzv_grant(ml_ho_tx *t, uint16_t slot, uint8_t b, size_t align);
+/* Message id's grant (slot, b) arrived: its data joins the data list. */
+void ml_rzv_granted(ml_ctx *ml, uint16_t id, uint16_t slot, uint8_t b);
 void ml_vn_accept(ml_ctx *ml, uint16_t slot);
 
 /* ---- the data path (ml_data.c): one implementation, two drivers ------- */
@@ -330,6 +370,14 @@ typedef struct ml_sink {
  * segments it touched (to be charged at ddt_seg_cycles), or -1 if a write
  * failed (the engine's port: the rank's memory is gone). */
 int ml_data_put(tsim_port *pt, const ml_sink *k, uint64_t off, const void *data, size_t n);
+/* Bytes a data packet at offset off carries, of a reception of len bytes
+ * whose packets below lo end at lo (0: none): a part's packets end at its
+ * boundary (a split rendezvous reception's main processor's head). */
+static inline size_t ml_data_bytes(uint64_t lo, uint64_t len, uint64_t off)
+{
+    uint64_t end = off < lo ? lo : len;
+    return end - off < TSIM_PAYLOAD_MAX ? (size_t)(end - off) : TSIM_PAYLOAD_MAX;
+}
 /* A data packet at offset off seen: an offset below the highest one seen
  * arrived out of order. */
 static inline void ml_data_seen(uint64_t *hi, uint64_t *reordered, uint64_t off)

@@ -11,21 +11,48 @@
 static int rzv_send(ml_ctx *ml, ml_peer *p, ml_msg *m)
 {
     ml_sw sw = {T_SCOUT, (uint8_t)m->hdrlen, m->seq, (uint32_t)m->len};
-    return ml_send_with_id(ml, p, m, ml->map.proc[m->dst], ml_fifo_for(ml, m->dst), &sw, NULL, 0);
+    if (!ml_send_with_id(ml, p, m, ml->map.proc[m->dst], ml_fifo_for(ml, m->dst), &sw, NULL, 0)) return 0;
+    /* a hand-off may name it (ml_handoff.c), so that the engine can take
+     * its grant while this rank waits */
+    ml->rzv_wait[ml->rzv_wait_pos++ % ML_HO_WT] = m->id;
+    return 1;
+}
+
+void ml_rzv_waiting(const ml_ctx *ml, const ml_msg *m, ml_ho_tx *t)
+{
+    ml_wire_of(ml, m, t, T_RZV_DATA, m->id, (uint8_t)ml_fifo_for(ml, m->dst), TSIM_F_DYNAMIC,
+               (uint8_t)(ml->map.proc[m->dst] % TSIM_CPUS));
+}
+
+/* The grant says who receives: the main processor, the coprocessor, or a
+ * split whose parts' packets go to their own cpus; a part ends where a
+ * message would, so its packets never straddle two cpus. */
+int ml_rzv_grant(ml_ho_tx *t, uint16_t slot, uint8_t b, size_t align)
+{
+    /* a split's head is less than a line and leaves the coprocessor whole lines */
+    if (b >= ML_CPU_SPLIT && (!align || (size_t)(b - ML_CPU_SPLIT) >= align ||
+                              (size_t)(b - ML_CPU_SPLIT) >= t->len))
+        return -1;
+    int co = 0;
+    t->len = ml_part_end(b, t->len, align, t->off, &co);
+    t->id = (uint16_t)(b >= ML_CPU_SPLIT && co ? slot | ML_CO_PART : slot);
+    if (co) t->group = 1;
+    return 0;
 }
 
 /* The data packets of m from m->off, after the grant (m->seq is the
- * receiver's slot, m->used the grant's b): the receiving cpu, or a split
- * whose parts' packets go to their own cpus; a part ends where a message
- * would, so its packets never straddle two cpus. */
+ * receiver's slot, m->used the grant's b). */
 static void rzv_wire(const ml_ctx *ml, const ml_msg *m, ml_ho_tx *t)
 {
-    int co = 0;
-    size_t end = ml_part_end(m->used, m->len, ml->prm->ml_coproc_align, m->off, &co);
-    ml_wire_of(ml, m, t, T_RZV_DATA, (uint16_t)(m->used >= ML_CPU_SPLIT && co ? m->seq | ML_CO_PART : m->seq),
-               (uint8_t)ml_fifo_for(ml, m->dst), TSIM_F_DYNAMIC,
-               (uint8_t)(co ? 1 : ml->map.proc[m->dst] % TSIM_CPUS));
-    t->len = end;
+    ml_rzv_waiting(ml, m, t);
+    ml_rzv_grant(t, m->seq, m->used, ml->prm->ml_coproc_align);
+}
+
+void ml_rzv_granted(ml_ctx *ml, uint16_t id, uint16_t slot, uint8_t b)
+{
+    ml_msg *m = ml->ids[id];
+    ml->ids[id] = NULL;
+    ml_data_phase(ml, m, slot, b);
 }
 
 /* Tells the sender where the data goes (now or, if the upcall deferred it,
@@ -57,9 +84,9 @@ static void grant(ml_ctx *ml, uint16_t k)
     rx->cpu = cpu;
     ml_send_ctl(ml, rx->src, ml_fifo_for(ml, rx->src), T_GRANT, b, rx->sender_id, k);
     if (rx->len == 0) ml_rx_complete(ml, rx);
-    /* a split's own packets are few (its partial lines): the engine's loop
-     * (ml_engine.c) hands those back rather than know the split */
-    else if (cpu == ML_CPU_MAIN) ml_act_add(ml, rx, T_RZV_DATA, k);
+    /* a split's partial lines are the main processor's: the engine may
+     * take them while it waits (its handed-over reception's lo) */
+    else if (cpu != ML_CPU_CO) ml_act_add(ml, rx, T_RZV_DATA, k);
 }
 
 void ml_rzv_accept(ml_ctx *ml, uint16_t k) { grant(ml, k); }
@@ -82,17 +109,13 @@ static void rzv_packet(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
 {
     (void)src;
     switch (sw.type) {
-    case T_GRANT: {
-        ml_msg *m = ml->ids[sw.id];
-        ml->ids[sw.id] = NULL;
+    case T_GRANT: /* the engine's loop takes it for a blocked sender the same way (ml_engine.c) */
         ml_charge(ml, ml->prm->ml_rzv_cycles);
-        ml_data_phase(ml, m, (uint16_t)sw.w, sw.b);
+        ml_rzv_granted(ml, sw.id, (uint16_t)sw.w, sw.b);
         break;
-    }
     case T_RZV_DATA: {
         ml_rx *rx = &ml->slots[sw.id];
-        size_t end = rx->cpu == ML_CPU_SPLIT && sw.w < rx->co_lo ? rx->co_lo : rx->len;
-        ml_rx_data(ml, rx, sw.w, s->p.payload, end - sw.w < TSIM_PAYLOAD_MAX ? end - sw.w : TSIM_PAYLOAD_MAX);
+        ml_rx_data(ml, rx, sw.w, s->p.payload, ml_data_bytes(rx->cpu == ML_CPU_SPLIT ? rx->co_lo : 0, rx->len, sw.w));
         if (rx->got >= rx->len) ml_rx_complete(ml, rx);
         break;
     }

@@ -309,6 +309,26 @@ START_TEST(proxy_rendezvous_coproc_split_a2a)
 }
 END_TEST
 
+/* Senders that wait for their grants in the MPI netmod's loop (four empty
+ * advances, then block): the engine takes each grant as the rank's
+ * T_GRANT handler would and sends the data (ml_rzv_grant). BT/SP's short
+ * messages (1.3 and 2.8 KB), whose grant and data all come while the
+ * sender waits: received by the coprocessor, split (the head's and tail's
+ * partial lines the main processor's, which the engine also takes), by
+ * several peers at once, in VN mode. */
+START_TEST(proxy_rendezvous_grant)
+{
+    job a = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 1300, 0, 0, 0, 0, 0, 0, 4};
+    check_same(&a, "grant: 1300 B, coprocessor receives", 1, 1);
+    job b = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 2800, 1, 16, 1, 0, 0, 0, 4};
+    check_same(&b, "grant: 2800 B, split, both ways", 1, 1);
+    job c = {ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 2800, 0, 16, 0, 0, 1, 0, 4};
+    check_same(&c, "grant: 2800 B, split, to three peers", 1, 1);
+    job d = {ML_MODE_VN, 4, {2, 1, 1}, 2, ML_RZV, 2800, 0, 16, 0, 0, 0, 1, 4};
+    check_same(&d, "grant: 2800 B, VN mode, all to all", 1, 1);
+}
+END_TEST
+
 /* A sender waiting for room whose loop makes several empty advances before
  * it blocks, as the MPI netmod's does: the engine does a run of such
  * advances, each the same as the last, at once while no event can come
@@ -478,6 +498,7 @@ Suite *proxy_suite(void)
     tcase_add_test(tc, proxy_rendezvous_coproc_split_a2a);
     tcase_add_test(tc, proxy_eager);
     tcase_add_test(tc, proxy_sender_polls);
+    tcase_add_test(tc, proxy_rendezvous_grant);
     tcase_add_test(tc, proxy_adaptive);
     tcase_add_test(tc, proxy_bidirectional);
     tcase_add_test(tc, proxy_vn_fallback);
