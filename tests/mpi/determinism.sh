@@ -30,6 +30,7 @@ tmp=$(mktemp -d)
 hogs=""
 cleanup() { for h in $hogs; do kill "$h" 2>/dev/null; done; rm -rf "$tmp"; }
 trap cleanup EXIT
+trap 'exit 130' INT TERM HUP # the hogs go with the script however it ends
 fails=0
 ok() { echo "ok - $*"; }
 notok() { echo "not ok - $*"; fails=$((fails + 1)); }
@@ -91,8 +92,9 @@ job() {
       dir=$tmp/another/directory/$RANDOM; mkdir -p "$dir"
     fi
     if [ $k = 3 ]; then
-      bash -c 'while :; do :; done' & hogs="$hogs $!"
-      bash -c 'while :; do :; done' & hogs="$hogs $!"
+      # bounded: a hog outliving a killed script still ends
+      timeout 900 bash -c 'while :; do :; done' & hogs="$hogs $!"
+      timeout 900 bash -c 'while :; do :; done' & hogs="$hogs $!"
     fi
     (cd "$dir" && timeout 300 mpirun --timeout 240 "${env[@]}" --report "$tmp/$name.$k.json" "$@") \
       >"$tmp/$name.$k.out" 2>&1
