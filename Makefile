@@ -171,7 +171,7 @@ check-asan:
 
 # The engine and its clients under ThreadSanitizer: the suites where ranks
 # (threads) and the engine share the segment.
-TSAN_SUITES ?= engine determinism ml proxy proxy_a2a quiet
+TSAN_SUITES ?= engine determinism ml proxy proxy_a2a proxy_bcast coll_tree quiet
 check-tsan: deps
 	@$(MAKE) --no-print-directory build-all BUILD=build-tsan OPT=-O1 SAN="-fsanitize=thread"
 	@for s in $(TSAN_SUITES); do CK_RUN_SUITE=$$s CK_VERBOSITY=verbose build-tsan/unit_tests || exit 1; done
