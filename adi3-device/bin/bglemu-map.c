@@ -41,30 +41,6 @@ static void usage(FILE *f)
 
 #include "report_json.h"
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) die(1, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    for (;;) {
-        if (!buf) die(1, "%s: out of memory", path);
-        if (n == cap) {
-            char *nb = cap < ((size_t)1 << 31) ? realloc(buf, (cap *= 2) + 1) : NULL;
-            if (!nb) die(1, "%s: too large", path);
-            buf = nb;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    if (ferror(f)) die(1, "%s: cannot read: %s", path, strerror(errno));
-    fclose(f);
-    buf[n] = 0;
-    *len = n;
-    return buf;
-}
-
 /* What the input says: the machine (if a report), the current placement
  * (if a report), the pairs. */
 typedef struct input {

@@ -315,29 +315,6 @@ static void summary(const tsim_linkmap *m, const rank_info *ri, int deadlock, in
     free(pick);
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    if (!f) die(1, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) die(1, "out of memory");
-    for (;;) {
-        if (n == cap) {
-            char *nb = cap < ((size_t)1 << 30) ? realloc(buf, cap *= 2) : NULL;
-            if (!nb) die(1, "%s: too large", path);
-            buf = nb;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    if (ferror(f)) die(1, "%s: cannot read: %s", path, strerror(errno));
-    if (f != stdin) fclose(f);
-    *len = n;
-    return buf;
-}
-
 /* Opened before anything is printed: a bad path is the only output. */
 static FILE *open_out(const char *opt, const char *path)
 {

@@ -32,6 +32,32 @@ static void __attribute__((format(printf, 2, 3), noreturn)) die(int code, const 
 }
 
 
+/* The whole file at path ('-': standard input), NUL-terminated; *len its
+ * bytes. A file that can't be read ends the tool with one line. */
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    if (!f) die(1, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf) die(1, "%s: out of memory", path);
+    for (;;) {
+        if (n == cap) {
+            char *nb = cap < ((size_t)1 << 31) ? realloc(buf, (cap *= 2) + 1) : NULL;
+            if (!nb) die(1, "%s: too large", path);
+            buf = nb;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) die(1, "%s: cannot read: %s", path, strerror(errno));
+    if (f != stdin) fclose(f);
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
 /* ---- a strict JSON reader ------------------------------------------------ */
 
 typedef enum { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ } jtype;
@@ -64,18 +90,24 @@ static void where(const char *buf, size_t off, const char *file, char *out, size
     snprintf(out, len, "%s:%d:%zu", file, line, col);
 }
 
+/* "PROG: FILE:LINE:COL: what" and exit 1. */
+static void __attribute__((noreturn)) fail_at(const jparser *jp, size_t off, const char *what,
+                                              const char *fmt, va_list ap)
+{
+    char loc[4200];
+    where(jp->buf, off, jp->file, loc, sizeof loc);
+    fprintf(stderr, "%s: %s: %s", prog, loc, what);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    exit(1);
+}
+
 static void __attribute__((format(printf, 3, 4), noreturn))
 jfail(const jparser *jp, const char *at, const char *fmt, ...)
 {
-    char loc[4200];
-    where(jp->buf, (size_t)(at - jp->buf), jp->file, loc, sizeof loc);
-    fprintf(stderr, "%s: %s: ", prog, loc);
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    exit(1);
+    fail_at(jp, (size_t)(at - jp->buf), "", fmt, ap);
 }
 
 static void *xcalloc(size_t n, size_t size)
@@ -301,15 +333,9 @@ typedef struct report {
 static void __attribute__((format(printf, 3, 4), noreturn))
 rfail(const report *r, const jval *at, const char *fmt, ...)
 {
-    char loc[4200];
-    where(r->jp.buf, at ? at->off : 0, r->jp.file, loc, sizeof loc);
-    fprintf(stderr, "%s: %s: not a bglemu report: ", prog, loc);
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    exit(1);
+    fail_at(&r->jp, at ? at->off : 0, "not a bglemu report: ", fmt, ap);
 }
 
 static jval *member(const jval *obj, const char *key)
