@@ -14,20 +14,12 @@ static void enter(coll_loop_cur *k, int phase)
     k->push.run = 0; /* every phase but the polls starts a push */
 }
 
-void coll_adv_back(ml_resume *res, int complete)
-{
-    res->point = complete ? ML_RESUME_NONE : ML_RESUME_POLL;
-    res->inj_full = 0; /* the advance's send round found nothing to send */
-    res->round_pos = res->round_sent = 0;
-    res->pkts_sent = res->reordered = 0;
-}
-
 /* Hands the rank back: the collective complete (its loop's next done()
  * returns), or in its advance's polls at a packet its own code takes. */
 static int back(coll_loop_cur *k, int complete)
 {
     k->done = (uint8_t)complete;
-    coll_adv_back(&k->res, complete);
+    ml_resume_hand_back(&k->res, !complete);
     return TSIM_RUN_BACK;
 }
 
@@ -35,24 +27,6 @@ void coll_loop_adopted(coll_loop_cur *k)
 {
     memset(k, 0, sizeof *k);
     k->phase = COLL_LOOP_BLOCKED;
-}
-
-int coll_adv_poll(tsim_port *pt, ml_resume *res, int (*take)(void *L, const tsim_slot *s, unsigned *segs),
-                  void *L)
-{
-    int f = pt->ops->poll(pt);
-    if (f == TSIM_PORT_WAIT || f < 0) return f == TSIM_PORT_WAIT ? f : 0;
-    unsigned segs = 0;
-    int rc = take(L, pt->ops->peek(pt, f), &segs);
-    if (rc <= 0) return rc < 0 ? -1 : 2;
-    pt->ops->consume(pt, f);
-    /* ml_dispatch of a collective's packet, then the collective's scatter */
-    tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
-    tsim_port_charge_ddt(pt, (uint64_t)segs * pt->prm->ddt_seg_cycles);
-    res->pkts_recv++;
-    res->consumed++;
-    res->moved++;
-    return 1;
 }
 
 int coll_loop_step(tsim_port *pt, coll_loop_cur *k, const coll_loop_ops *ops, void *L, uint32_t *wait)
@@ -78,7 +52,7 @@ int coll_loop_step(tsim_port *pt, coll_loop_cur *k, const coll_loop_ops *ops, vo
                 enter(k, COLL_LOOP_PUSH2);
                 break;
             }
-            rc = coll_adv_poll(pt, &k->res, ops->take, L);
+            rc = ml_engine_idle_poll(pt, &k->res, ops->take, L);
             if (rc == TSIM_PORT_WAIT) return TSIM_RUN_WAIT;
             if (rc < 0) return TSIM_RUN_FAIL;
             if (rc == 2) return back(k, 0);

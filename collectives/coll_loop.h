@@ -69,17 +69,6 @@ enum { COLL_LOOP_BLOCKED, COLL_LOOP_TOP, COLL_LOOP_POLL, COLL_LOOP_HPUSH, COLL_L
  * TSIM_RUN_FAIL (the rank's memory failed the engine). */
 int coll_loop_step(tsim_port *pt, coll_loop_cur *k, const coll_loop_ops *ops, void *L, uint32_t *wait);
 
-/* The engine's advance for a loop above the message layer whose rank
- * sends nothing: one poll of the torus FIFOs. A packet take accepts (1) is
- * consumed and charged as the rank's dispatch would (res counts it);
- * returns 1, 0 (an empty poll, charged), TSIM_PORT_WAIT, 2 (the packet is
- * the rank's code's: hand back with coll_adv_back) or -1 (memory failed). */
-int coll_adv_poll(tsim_port *pt, ml_resume *res, int (*take)(void *L, const tsim_slot *s, unsigned *segs),
-                  void *L);
-/* Where the rank's advance goes on when the engine hands it back: after
- * it (complete) or in its polls, at the packet the engine left. */
-void coll_adv_back(ml_resume *res, int complete);
-
 /* A cursor as the engine adopts it: blocked, nothing moved. */
 void coll_loop_adopted(coll_loop_cur *k);
 

@@ -21,7 +21,7 @@
  * blocks in it hands the engine its pass instead (coll_tree_state, by
  * tree_wait) and the engine runs the same loop over its port, step for
  * step, every observation made once the engine has reached the clock, its
- * advance the message layer's with nothing to send (ml_engine_idle_advance).
+ * advance the message layer's with nothing to send (ml_engine_idle_poll).
  * The rank is woken when the pass is complete (its loop ends), at the
  * first torus packet (its message layer's advance takes it from there) or
  * at a tree packet that isn't the one due (its own step reports it).
@@ -224,8 +224,9 @@ int coll_tree_step(tsim_port *pt, void *state, void *priv, uint32_t *wait)
             /* the rank's own: its message layer's advance, whatever it has to do */
             if (!pt->engine) return TSIM_RUN_BACK;
             /* the engine's: nothing to send, one poll of the torus FIFOs */
-            int r = ml_engine_idle_advance(pt, &t->res);
-            if (r == TSIM_RUN_BACK || r == TSIM_RUN_WAIT) return r;
+            int r = ml_engine_idle_poll(pt, &t->res, NULL, NULL);
+            if (r == TSIM_PORT_WAIT) return TSIM_RUN_WAIT;
+            if (r == 2) return TSIM_RUN_BACK;
             t->phase = COLL_TREE_BLOCKED; /* ml_handoff_block: until a packet, a result or room */
             *wait = wait_bits(t, a);
             return TSIM_RUN_BLOCK;

@@ -95,7 +95,6 @@ static int give(tsim_port *pt, coll_tree_vn_state *t, const uint8_t *pkt)
     if (!pkt) return -1;
     uint32_t h = t->f_halves % 2;
     size_t n = h ? HALF1 : HALF0;
-    if (t->wait) return 0;
     tsim_hwhdr hw;
     tsim_header(pt->g, &hw, pt->proc ^ 1, n, 0, (unsigned)(pt->proc ^ 1) % TSIM_CPUS);
     int room = tsim_port_room(pt, TSIM_INJ_SP, hw.chunks);
@@ -161,7 +160,7 @@ int coll_tree_vn_step(tsim_port *pt, coll_tree_vn_state *t, const coll_vn_io *io
         switch (t->phase) {
         case COLL_VN_TOP:
             if (complete(t)) {
-                coll_adv_back(&t->res, 1);
+                ml_resume_hand_back(&t->res, 0);
                 return TSIM_RUN_BACK;
             }
             t->wait = 0;
@@ -236,7 +235,7 @@ int coll_tree_vn_step(tsim_port *pt, coll_tree_vn_state *t, const coll_vn_io *io
             coll_sw sw;
             memcpy(&sw, s->h.sw, sizeof sw);
             if (sw.type != COLL_T_TREE || sw.seq != t->seq || coll_sw_w(&sw) != t->got % COLL_MAXPK) {
-                coll_adv_back(&t->res, 1);
+                ml_resume_hand_back(&t->res, 0);
                 return TSIM_RUN_BACK; /* its own poll reports it */
             }
             if (io->put_result(ctx, t->got, s->payload) != 0) return TSIM_RUN_FAIL;
@@ -272,13 +271,10 @@ int coll_tree_vn_step(tsim_port *pt, coll_tree_vn_state *t, const coll_vn_io *io
                 break;
             }
             vn_take_arg a = {t, io, ctx, pt->proc ^ 1};
-            r = coll_adv_poll(pt, &t->res, poll_take, &a);
+            r = ml_engine_idle_poll(pt, &t->res, poll_take, &a);
             if (r == TSIM_PORT_WAIT) return TSIM_RUN_WAIT;
             if (r < 0) return TSIM_RUN_FAIL;
-            if (r == 2) {
-                coll_adv_back(&t->res, 0);
-                return TSIM_RUN_BACK;
-            }
+            if (r == 2) return TSIM_RUN_BACK;
             if (r == 1) break;
             if (t->res.moved) { /* the advance moved something: the loop's next iteration */
                 t->phase = COLL_VN_TOP;

@@ -205,11 +205,19 @@ void ml_resume_apply(ml_ctx *ml, const ml_resume *r);
 /* Registers the message layer's wait loop with the engines of this
  * process (tsim_prog_register): 0, or -1. */
 int ml_engine_register(void);
-/* The message layer's advance as the engine runs it for a loop above it
- * whose rank has nothing to send (ml_handoff_begin's condition): one poll
- * of the torus FIFOs. TSIM_RUN_BACK (r filled: a packet is there, the
- * rank's advance takes it), TSIM_RUN_WAIT, or 0 (an empty poll, charged). */
-int ml_engine_idle_advance(tsim_port *pt, ml_resume *r);
+/* One poll of the message layer's advance as the engine runs it for a
+ * loop above it whose rank has nothing to send (ml_handoff_begin's
+ * condition). A packet take accepts (1; take may be NULL) is consumed and
+ * charged as the rank's dispatch of a registered type would be (r counts
+ * it; *segs: the layer's scatter, at ddt_seg_cycles each). Returns 1, 0
+ * (an empty poll, charged), TSIM_PORT_WAIT, 2 (any other packet: the
+ * rank's advance takes it, r filled by ml_resume_hand_back) or -1 (take
+ * failed: the rank's memory). */
+int ml_engine_idle_poll(tsim_port *pt, ml_resume *r, int (*take)(void *L, const tsim_slot *s, unsigned *segs),
+                        void *L);
+/* Where the rank's advance goes on when the engine hands a loop above it
+ * back: in its polls (polls), or after it (the loop is done). */
+void ml_resume_hand_back(ml_resume *r, int polls);
 /* The note ml_idle leaves for deadlock reports. */
 void ml_wait_note(const ml_ctx *ml, const char *why, char *buf, size_t len);
 

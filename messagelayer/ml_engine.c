@@ -396,13 +396,34 @@ const tsim_prog ml_wait_prog = {
     .free = wait_free,
 };
 
-int ml_engine_idle_advance(tsim_port *pt, ml_resume *r)
+void ml_resume_hand_back(ml_resume *r, int polls)
+{
+    r->point = polls ? ML_RESUME_POLL : ML_RESUME_NONE;
+    r->inj_full = 0; /* the advance's send round found nothing to send */
+    r->round_pos = r->round_sent = 0;
+    r->pkts_sent = r->reordered = 0;
+}
+
+int ml_engine_idle_poll(tsim_port *pt, ml_resume *r, int (*take)(void *L, const tsim_slot *s, unsigned *segs),
+                        void *L)
 {
     int f = pt->ops->poll(pt);
-    if (f == TSIM_PORT_WAIT) return TSIM_RUN_WAIT;
-    if (f < 0) return 0;
-    *r = (ml_resume){.point = ML_RESUME_POLL};
-    return TSIM_RUN_BACK;
+    if (f == TSIM_PORT_WAIT || f < 0) return f == TSIM_PORT_WAIT ? f : 0;
+    unsigned segs = 0;
+    int rc = take ? take(L, pt->ops->peek(pt, f), &segs) : 0;
+    if (rc < 0) return -1;
+    if (rc == 0) { /* the rank's own advance takes it from here, in its polls */
+        ml_resume_hand_back(r, 1);
+        return 2;
+    }
+    pt->ops->consume(pt, f);
+    /* ml_dispatch of a registered type's packet, then the layer's scatter */
+    tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
+    tsim_port_charge_ddt(pt, (uint64_t)segs * pt->prm->ddt_seg_cycles);
+    r->pkts_recv++;
+    r->consumed++;
+    r->moved++;
+    return 1;
 }
 
 int ml_engine_register(void) { return tsim_prog_register(&ml_wait_prog); }
