@@ -5,12 +5,11 @@
 #ifndef COLL_WORLD_H
 #define COLL_WORLD_H
 
-#include <check.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "collectives/coll.h"
+#include "machine.h"
 
 #define CW_MAXR 64
 
@@ -27,7 +26,7 @@ typedef struct cw_rank {
 } cw_rank;
 
 typedef struct cw_outcome {
-    uint64_t end[CW_MAXR], sum[CW_MAXR], ddt[CW_MAXR], links;
+    uint64_t end[CW_MAXR], sum[CW_MAXR], ddt[CW_MAXR], link_pkts, link_busy;
     coll_stats st[CW_MAXR];
     tsim_result res;
 } cw_outcome;
@@ -41,17 +40,8 @@ static void cw_run(int x, int y, int z, ml_mode mode, void *world, cw_rank *rank
     int cpus = mode == ML_MODE_VN ? 2 : 1;
     int n = *nranks = x * y * z * cpus;
     ck_assert_int_le(n, CW_MAXR);
-    tsim_geom geo = {{x, y, z}, {1, 1, 1}, cpus, 0, n};
-    tsim_params p;
-    tsim_params_default(&p);
-    char err[256];
-    tsim_seg *seg = tsim_seg_create(&geo, &p, 0, err, sizeof err);
-    ck_assert_msg(seg, "%s", err);
-    seg->geom.nranks = n;
-    for (int i = 0; i < n; i++) {
-        seg->rank_proc[i] = tsim_proc_index(cpus == 2 ? i / 2 : i, cpus == 2 ? i % 2 : 0);
-        seg->procs[seg->rank_proc[i]].rank = i;
-    }
+    tsim_seg *seg = um_seg(x, y, z, 1, cpus, NULL);
+    um_ranks(seg, n, NULL);
     memset(ranks, 0, (size_t)n * sizeof *ranks);
     for (int i = 0; i < n; i++) {
         cw_rank *r = &ranks[i];
@@ -66,18 +56,8 @@ static void cw_run(int x, int y, int z, ml_mode mode, void *world, cw_rank *rank
         r->c = coll_init_with(r->ml, &r->ua);
         ck_assert_ptr_nonnull(r->c);
     }
-    tsim_engine *e = tsim_engine_new(seg);
-    pthread_t th[CW_MAXR];
-    for (int i = 0; i < n; i++) pthread_create(&th[i], NULL, rk_main, &ranks[i]);
-    int rc = tsim_engine_run(e, &o->res);
-    for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
-    ck_assert_int_eq(rc, 0);
-    o->links = 0;
-    for (int nd = 0; nd < seg->geom.nnodes; nd++)
-        for (int port = 0; port < TSIM_NPORTS; port++) {
-            const tsim_link_stats *ls = tsim_engine_link(e, nd, port);
-            o->links = (o->links * 31 + ls->packets) * 31 + ls->busy_cycles;
-        }
+    tsim_engine *e = um_run(seg, n, rk_main, ranks, sizeof *ranks, &o->res);
+    um_links(e, seg, &o->link_pkts, &o->link_busy);
     for (int i = 0; i < n; i++) {
         ck_assert_msg(ranks[i].bad == 0, "rank %d: %d wrong bytes or failed calls (engine's help %d)", i,
                       ranks[i].bad, proxy);
@@ -89,6 +69,48 @@ static void cw_run(int x, int y, int z, ml_mode mode, void *world, cw_rank *rank
     tsim_engine_free(e);
     tsim_seg_destroy(seg);
     unsetenv("BGLEMU_PROXY");
+}
+
+/* A rank's end: its statistics and clock kept, its group (may be NULL)
+ * and layers closed. */
+static void cw_rank_end(cw_rank *r, coll_group *g)
+{
+    r->st = *coll_get_stats(r->c);
+    r->end = pl_now(&r->pp);
+    coll_group_free(g);
+    coll_finalize(r->c);
+    ml_finalize(r->ml);
+    pl_close(&r->pp, 0);
+}
+
+/* The same job without (a) and with (b) the engine's help: the same
+ * clocks, bytes, datatype cycles (some with layouts, none without),
+ * statistics, events, hops, deliveries and links, while the engine moved
+ * packets and the ranks woke at least `fewer` times less. */
+static void cw_compare(const cw_outcome *a, const cw_outcome *b, int n, int layouts, int fewer,
+                       const char *what)
+{
+    for (int i = 0; i < n; i++) {
+        ck_assert_msg(a->end[i] == b->end[i], "%s: rank %d ends at %llu with the engine's help, %llu without",
+                      what, i, (unsigned long long)b->end[i], (unsigned long long)a->end[i]);
+        ck_assert_uint_eq(a->sum[i], b->sum[i]);
+        ck_assert_msg(a->ddt[i] == b->ddt[i], "%s: rank %d's ddt_cycles %llu with the engine's help, %llu without",
+                      what, i, (unsigned long long)b->ddt[i], (unsigned long long)a->ddt[i]);
+        ck_assert_msg(layouts ? a->ddt[i] > 0 : a->ddt[i] == 0, "%s: rank %d's ddt_cycles %llu", what, i,
+                      (unsigned long long)a->ddt[i]);
+        ck_assert_msg(!memcmp(&a->st[i], &b->st[i], sizeof a->st[i]), "%s: rank %d's statistics differ", what, i);
+    }
+    ck_assert_uint_eq(a->res.end_time, b->res.end_time);
+    ck_assert_uint_eq(a->res.events, b->res.events);
+    ck_assert_uint_eq(a->res.packet_hops, b->res.packet_hops);
+    ck_assert_uint_eq(a->res.packets_delivered, b->res.packets_delivered);
+    ck_assert_uint_eq(a->link_pkts, b->link_pkts);
+    ck_assert_uint_eq(a->link_busy, b->link_busy);
+    ck_assert_uint_eq(a->res.proxy_read + a->res.proxy_sent, 0);
+    ck_assert_msg(b->res.proxy_read > 0 && b->res.proxy_sent > 0, "%s: the engine read %llu, sent %llu packets",
+                  what, (unsigned long long)b->res.proxy_read, (unsigned long long)b->res.proxy_sent);
+    ck_assert_msg(b->res.wakes * (uint64_t)fewer < a->res.wakes, "%s: %llu wakes with the engine's help, %llu without",
+                  what, (unsigned long long)b->res.wakes, (unsigned long long)a->res.wakes);
 }
 
 #endif

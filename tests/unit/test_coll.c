@@ -2,13 +2,11 @@
  * machine segment (XYZT in CO mode, TXYZ in VN mode), the engine runs in
  * the test's thread. Each rank checks its own results and counts failures;
  * the test asserts in its own thread. */
-#include <check.h>
-#include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "collectives/coll.h"
+#include "machine.h"
 
 #define MAXR 128
 
@@ -23,8 +21,8 @@ struct crk {
     coll_upcall_arg ua;
     pl_proc pp;
     int rank;
-    int fails, checks;
-    char why[200];
+    int checks;
+    um_fails f;
     uint64_t t_end;
     uint64_t aux[2];
     coll_stats st;
@@ -39,18 +37,6 @@ struct cworld {
     tsim_result res;
     const void *arg;
 };
-
-static void crk_fail(crk *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#include <stdarg.h>
-static void crk_fail(crk *r, const char *fmt, ...)
-{
-    if (!r->fails++) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(r->why, sizeof r->why, fmt, ap);
-        va_end(ap);
-    }
-}
 
 static void *crk_main(void *a)
 {
@@ -73,18 +59,8 @@ static cworld *cw_run(int x, int y, int z, int torus, ml_mode mode, crk_fn fn, c
     cworld *w = calloc(1, sizeof *w);
     int cpus = mode == ML_MODE_VN ? 2 : 1, n = cw_ranks ? cw_ranks : x * y * z * cpus;
     ck_assert_int_le(n, MAXR);
-    tsim_geom g = {{x, y, z}, {torus, torus, torus}, cpus, 0, n};
-    tsim_params p;
-    tsim_params_default(&p);
-    char err[256];
-    w->seg = tsim_seg_create(&g, &p, 0, err, sizeof err);
-    ck_assert_msg(w->seg, "%s", err);
-    w->seg->geom.nranks = n;
-    for (int i = 0; i < n; i++) {
-        int node = cpus == 2 ? i / 2 : i, cpu = cpus == 2 ? i % 2 : 0;
-        w->seg->rank_proc[i] = tsim_proc_index(node, cpu);
-        w->seg->procs[w->seg->rank_proc[i]].rank = i;
-    }
+    w->seg = um_seg(x, y, z, torus, cpus, NULL);
+    um_ranks(w->seg, n, NULL);
     w->n = n;
     w->mode = mode;
     w->fn = fn;
@@ -102,17 +78,8 @@ static cworld *cw_run(int x, int y, int z, int torus, ml_mode mode, crk_fn fn, c
         r->c = coll_init_with(r->ml, &r->ua);
         ck_assert_ptr_nonnull(r->c);
     }
-    tsim_engine *e = tsim_engine_new(w->seg);
-    pthread_t th[MAXR];
-    for (int i = 0; i < n; i++) pthread_create(&th[i], NULL, crk_main, &w->r[i]);
-    int rc = tsim_engine_run(e, &w->res);
-    for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
-    if (rc == 2) tsim_engine_print_deadlock(e, stderr);
-    ck_assert_int_eq(rc, 0);
-    tsim_engine_free(e);
-    for (int i = 0; i < n; i++)
-        ck_assert_msg(w->r[i].fails == 0, "rank %d: %d failures, first: %s", i, w->r[i].fails,
-                      w->r[i].why);
+    tsim_engine_free(um_run(w->seg, n, crk_main, w->r, sizeof *w->r, &w->res));
+    for (int i = 0; i < n; i++) um_no_fails(&w->r[i].f, i);
     return w;
 }
 
@@ -155,7 +122,7 @@ static void check_buf(crk *r, const uint8_t *b, size_t len, unsigned seed, const
     r->checks++;
     for (size_t i = 0; i < len; i++)
         if (b[i] != pat(i, seed)) {
-            crk_fail(r, "%s root %d routes %d len %zu: byte %zu is %u, want %u", what, root,
+            um_fail(&r->f, "%s root %d routes %d len %zu: byte %zu is %u, want %u", what, root,
                      routes, len, i, b[i], pat(i, seed));
             return;
         }
@@ -169,9 +136,9 @@ static void one_bcast(crk *r, uint8_t *buf, size_t len, int root, int routes, un
         memset(buf, 0xEE, len + 1);
     }
     int rc = routes ? coll_bcast(r->c, buf, len, root, routes) : coll_bcast_p2p(r->c, buf, len, root);
-    if (rc != 0) crk_fail(r, "coll_bcast root %d len %zu returned %d", root, len, rc);
+    if (rc != 0) um_fail(&r->f, "coll_bcast root %d len %zu returned %d", root, len, rc);
     check_buf(r, buf, len, seed, routes ? "bcast" : "bcast_p2p", root, routes);
-    if (r->rank != root && buf[len] != 0xEE) crk_fail(r, "bcast wrote past len %zu", len);
+    if (r->rank != root && buf[len] != 0xEE) um_fail(&r->f, "bcast wrote past len %zu", len);
 }
 
 /* Every root, every small size, 1 and 3 routes; then BIG bytes from three
@@ -248,17 +215,17 @@ static void one_a2a(crk *r, size_t pp, unsigned seed, int algo)
         for (size_t i = 0; i < pp; i++) s[(size_t)j * pp + i] = a2a_byte(r->rank, j, i, seed);
     memset(d, 0xEE, (size_t)n * pp + 1);
     int rc = algo ? coll_alltoall_p2p(r->c, s, d, pp) : coll_alltoall(r->c, s, d, pp);
-    if (rc != 0) crk_fail(r, "alltoall per pair %zu returned %d", pp, rc);
+    if (rc != 0) um_fail(&r->f, "alltoall per pair %zu returned %d", pp, rc);
     r->checks++;
     for (int j = 0; j < n; j++)
         for (size_t i = 0; i < pp; i++)
             if (d[(size_t)j * pp + i] != a2a_byte(j, r->rank, i, seed)) {
-                crk_fail(r, "alltoall%s per pair %zu: byte %zu from %d wrong", algo ? "_p2p" : "",
+                um_fail(&r->f, "alltoall%s per pair %zu: byte %zu from %d wrong", algo ? "_p2p" : "",
                          pp, i, j);
                 j = n;
                 break;
             }
-    if (d[(size_t)n * pp] != 0xEE) crk_fail(r, "alltoall wrote past the buffer");
+    if (d[(size_t)n * pp] != 0xEE) um_fail(&r->f, "alltoall wrote past the buffer");
     free(s);
     free(d);
 }
@@ -313,16 +280,16 @@ static void rk_a2av(crk *r)
     for (int j = 0; j < n; j++)
         for (size_t i = 0; i < sc[j]; i++) s[sd[j] + i] = a2a_byte(me, j, i, 99);
     memset(d, 0xEE, rt + 1);
-    if (coll_alltoallv(r->c, s, sc, sd, d, rc, rd) != 0) crk_fail(r, "alltoallv failed");
+    if (coll_alltoallv(r->c, s, sc, sd, d, rc, rd) != 0) um_fail(&r->f, "alltoallv failed");
     r->checks++;
     for (int j = 0; j < n; j++) {
         for (size_t i = 0; i < rc[j]; i++)
             if (d[rd[j] + i] != a2a_byte(j, me, i, 99)) {
-                crk_fail(r, "alltoallv: byte %zu from %d wrong", i, j);
+                um_fail(&r->f, "alltoallv: byte %zu from %d wrong", i, j);
                 break;
             }
         for (size_t i = rc[j]; i < rc[j] + 5 && rd[j] + i < rt; i++)
-            if (d[rd[j] + i] != 0xEE) crk_fail(r, "alltoallv: gap after block %d written", j);
+            if (d[rd[j] + i] != 0xEE) um_fail(&r->f, "alltoallv: gap after block %d written", j);
     }
     free(s);
     free(d);
@@ -386,7 +353,7 @@ static void rk_mix(crk *r)
            __atomic_load_n(&mixes[r->rank].got, __ATOMIC_SEQ_CST) < 4)
         if (!ml_advance(r->ml) && ml_idle(r->ml, "mix") != 0) break;
     r->checks++;
-    if (mixes[r->rank].got != 4) crk_fail(r, "ordinary messages: %d of 4 arrived", mixes[r->rank].got);
+    if (mixes[r->rank].got != 4) um_fail(&r->f, "ordinary messages: %d of 4 arrived", mixes[r->rank].got);
     free(buf);
 }
 
@@ -457,14 +424,14 @@ static void rk_partial(crk *r)
 {
     uint8_t buf[2001];
     r->checks++;
-    if (coll_hw_ok(r->c)) crk_fail(r, "coll_hw_ok on a partly populated machine");
+    if (coll_hw_ok(r->c)) um_fail(&r->f, "coll_hw_ok on a partly populated machine");
     for (int root = 0; root < r->w->n; root++) one_bcast(r, buf, 2000, root, 3, (unsigned)root + 40);
     coll_finalize(r->c);
     r->c = coll_init(r->ml); /* no coll_upcall binding */
     r->checks++;
     if (!r->c || coll_bcast(r->c, buf, 100, 0, 3) != COLL_ENOTSUP ||
         coll_alltoall_p2p(r->c, buf, buf + 1000, 10) != COLL_ENOTSUP)
-        crk_fail(r, "unbound context: expected COLL_ENOTSUP");
+        um_fail(&r->f, "unbound context: expected COLL_ENOTSUP");
 }
 
 START_TEST(bcast_partial_machine)
@@ -487,7 +454,7 @@ static void expect_box(crk *r, const int *ranks, int n, int want, const char *wh
     coll_group *g = coll_group_new(r->c, n, ranks, 9);
     int got = g ? coll_group_hw_ok(g) : -1;
     r->checks++;
-    if (got != want) crk_fail(r, "%s: coll_group_hw_ok %d, want %d", what, got, want);
+    if (got != want) um_fail(&r->f, "%s: coll_group_hw_ok %d, want %d", what, got, want);
     coll_group_free(g);
 }
 
@@ -571,9 +538,9 @@ static void group_bcast_one(crk *r, coll_group *g, const int *ranks, uint8_t *bu
         memset(buf, 0xEE, len + 1);
     }
     int rc = coll_bcast_in(r->c, g, buf, len, root, routes);
-    if (rc != 0) crk_fail(r, "coll_bcast_in root %d (rank %d) len %zu: %d", root, ranks[root], len, rc);
+    if (rc != 0) um_fail(&r->f, "coll_bcast_in root %d (rank %d) len %zu: %d", root, ranks[root], len, rc);
     check_buf(r, buf, len, seed, "group bcast", root, routes);
-    if (me != root && buf[len] != 0xEE) crk_fail(r, "group bcast wrote past len %zu", len);
+    if (me != root && buf[len] != 0xEE) um_fail(&r->f, "group bcast wrote past len %zu", len);
 }
 
 /* Two halves of the machine broadcast at the same time, each in its own
@@ -587,7 +554,7 @@ static void rk_group_bcast(crk *r)
     coll_group *g = coll_group_new(r->c, n, ranks, (uint16_t)(100 + half(r->rank)));
     r->checks++;
     if (!g || !coll_group_hw_ok(g)) {
-        crk_fail(r, "half %d: not a box", half(r->rank));
+        um_fail(&r->f, "half %d: not a box", half(r->rank));
         coll_group_free(g);
         return;
     }
@@ -605,7 +572,7 @@ static void rk_group_bcast(crk *r)
     free(buf);
     r->checks++;
     if (coll_get_stats(r->c)->pkts_held)
-        crk_fail(r, "%llu packets held after the last collective",
+        um_fail(&r->f, "%llu packets held after the last collective",
                  (unsigned long long)coll_get_stats(r->c)->pkts_held);
 }
 
@@ -641,16 +608,16 @@ static void group_a2a_one(crk *r, coll_group *g, const int *ranks, size_t pp, un
     for (int j = 0; j < n; j++)
         for (size_t i = 0; i < pp; i++) s[(size_t)j * pp + i] = a2a_byte(ranks[me], ranks[j], i, seed);
     memset(d, 0xEE, (size_t)n * pp + 1);
-    if (coll_alltoall_in(r->c, g, s, d, pp) != 0) crk_fail(r, "coll_alltoall_in per pair %zu failed", pp);
+    if (coll_alltoall_in(r->c, g, s, d, pp) != 0) um_fail(&r->f, "coll_alltoall_in per pair %zu failed", pp);
     r->checks++;
     for (int j = 0; j < n; j++)
         for (size_t i = 0; i < pp; i++)
             if (d[(size_t)j * pp + i] != a2a_byte(ranks[j], ranks[me], i, seed)) {
-                crk_fail(r, "group alltoall per pair %zu: byte %zu from group rank %d wrong", pp, i, j);
+                um_fail(&r->f, "group alltoall per pair %zu: byte %zu from group rank %d wrong", pp, i, j);
                 j = n;
                 break;
             }
-    if (d[(size_t)n * pp] != 0xEE) crk_fail(r, "group alltoall wrote past the buffer");
+    if (d[(size_t)n * pp] != 0xEE) um_fail(&r->f, "group alltoall wrote past the buffer");
     free(s);
     free(d);
 }
@@ -665,7 +632,7 @@ static void rk_group_a2a(crk *r)
     coll_group *g = coll_group_new(r->c, k, ranks, (uint16_t)(1 + parity(r->rank)));
     coll_group *gr = coll_group_new(r->c, n, rev, 3);
     if (!g || !gr) {
-        crk_fail(r, "coll_group_new failed");
+        um_fail(&r->f, "coll_group_new failed");
         coll_group_free(g);
         coll_group_free(gr);
         return;
@@ -679,7 +646,7 @@ static void rk_group_a2a(crk *r)
     coll_group_free(g);
     coll_group_free(gr);
     r->checks++;
-    if (coll_get_stats(r->c)->pkts_held) crk_fail(r, "packets held after the last collective");
+    if (coll_get_stats(r->c)->pkts_held) um_fail(&r->f, "packets held after the last collective");
 }
 
 START_TEST(group_a2a_co)
@@ -736,14 +703,14 @@ static void rk_bc_layout(crk *r)
                         for (size_t q = 0; q < v[i].iov_len; q++) ((uint8_t *)v[i].iov_base)[q] = pat(b++, seed);
                 coll_layout blk = {NULL, v, nv, len};
                 if (coll_bcast_layout_in(r->c, coll_world(r->c), &blk, roots[k], routes) != 0)
-                    crk_fail(r, "coll_bcast_layout_in root %d len %zu failed", roots[k], len);
+                    um_fail(&r->f, "coll_bcast_layout_in root %d len %zu failed", roots[k], len);
                 r->checks++;
                 b = 0;
                 for (size_t i = 0; i < nv; i++) {
                     const uint8_t *p = v[i].iov_base;
                     for (size_t q = 0; q < v[i].iov_len; q++, b++)
                         if (p[q] != pat(b, seed)) {
-                            crk_fail(r, "layout bcast root %d routes %d len %zu: byte %zu wrong", roots[k], routes,
+                            um_fail(&r->f, "layout bcast root %d routes %d len %zu: byte %zu wrong", roots[k], routes,
                                      len, b);
                             q = v[i].iov_len, i = nv;
                             break;
@@ -754,7 +721,7 @@ static void rk_bc_layout(crk *r)
                 size_t ee = 0;
                 for (size_t i = 0; i < span; i++) ee += area[i] == 0xEE;
                 if (r->rank != roots[k] && ee < span - marked)
-                    crk_fail(r, "layout bcast len %zu: a gap byte was written", len);
+                    um_fail(&r->f, "layout bcast len %zu: a gap byte was written", len);
                 free(area), free(v);
             }
     r->aux[0] = atomic_load(&r->pp.p->ddt_cycles);
@@ -797,15 +764,15 @@ static void rk_a2a_cost(crk *r)
     rv[me][0] = (struct iovec){dst[me] + 7, 10};
     sl[peer] = (coll_layout){NULL, sv[peer], 4, 100}, rl[peer] = (coll_layout){NULL, rv[peer], 5, 100};
     sl[me] = (coll_layout){NULL, sv[me], 2, 10}, rl[me] = (coll_layout){NULL, rv[me], 1, 10};
-    if (coll_alltoallw_in(r->c, coll_world(r->c), sl, rl) != 0) crk_fail(r, "coll_alltoallw_in failed");
+    if (coll_alltoallw_in(r->c, coll_world(r->c), sl, rl) != 0) um_fail(&r->f, "coll_alltoallw_in failed");
     r->aux[0] = atomic_load(&r->pp.p->ddt_cycles);
     r->checks++;
     for (int k = 0; k < 100; k++) /* the peer's bytes k of its 25-byte segments at a 30 stride */
         if (dst[peer][k / 20 * 22 + k % 20] != (uint8_t)((k / 25 * 30 + k % 25) * 3 + peer))
-            crk_fail(r, "byte %d from rank %d wrong", k, peer);
+            um_fail(&r->f, "byte %d from rank %d wrong", k, peer);
     for (int k = 0; k < 10; k++)
-        if (dst[me][7 + k] != (uint8_t)((k < 5 ? k : 45 + k) * 3 + me)) crk_fail(r, "own byte %d wrong", k);
-    if (dst[me][6] != 0xEE || dst[me][17] != 0xEE || dst[peer][20] != 0xEE) crk_fail(r, "a gap was written");
+        if (dst[me][7 + k] != (uint8_t)((k < 5 ? k : 45 + k) * 3 + me)) um_fail(&r->f, "own byte %d wrong", k);
+    if (dst[me][6] != 0xEE || dst[me][17] != 0xEE || dst[peer][20] != 0xEE) um_fail(&r->f, "a gap was written");
 }
 
 START_TEST(a2a_layout_cost)

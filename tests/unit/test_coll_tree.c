@@ -2,16 +2,13 @@
  * (collectives/coll_tree.c) over the real engine: every rank is a thread
  * with its own message layer on an anonymous segment. Each rank checks its
  * own results and counts failures; the test asserts in its own thread. */
-#include <check.h>
 #include <float.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "collectives/coll_tree.h"
+#include "machine.h"
 #include "torus-sim/tsim_tree.h"
 
 #define MAXR 64
@@ -25,8 +22,8 @@ struct trk {
     ml_ctx *ml;
     coll_ctx *c;
     pl_proc pp;
-    int rank, fails;
-    char why[240];
+    int rank;
+    um_fails f;
     uint64_t t_end, t[8];
     uint64_t out[64]; /* results the test compares across ranks / runs */
 };
@@ -39,17 +36,6 @@ struct tworld {
     tsim_result res;
     tsim_tree_stats st;
 };
-
-static void trk_fail(trk *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void trk_fail(trk *r, const char *fmt, ...)
-{
-    if (!r->fails++) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(r->why, sizeof r->why, fmt, ap);
-        va_end(ap);
-    }
-}
 
 static void *trk_main(void *a)
 {
@@ -68,18 +54,8 @@ static tworld *tw_run(int x, int y, int z, int cpus, const int *perm, trk_fn fn)
     tworld *w = calloc(1, sizeof *w);
     int n = x * y * z * cpus;
     ck_assert_int_le(n, MAXR);
-    tsim_geom g = {{x, y, z}, {1, 1, 1}, cpus, 0, n};
-    tsim_params p;
-    tsim_params_default(&p);
-    char err[256];
-    w->seg = tsim_seg_create(&g, &p, 0, err, sizeof err);
-    ck_assert_msg(w->seg, "%s", err);
-    w->seg->geom.nranks = n;
-    for (int i = 0; i < n; i++) {
-        int slot = perm ? perm[i] : i;
-        w->seg->rank_proc[i] = tsim_proc_index(slot / cpus, slot % cpus);
-        w->seg->procs[w->seg->rank_proc[i]].rank = i;
-    }
+    w->seg = um_seg(x, y, z, 1, cpus, NULL);
+    um_ranks(w->seg, n, perm);
     w->n = n;
     w->fn = fn;
     for (int i = 0; i < n; i++) {
@@ -94,18 +70,10 @@ static tworld *tw_run(int x, int y, int z, int cpus, const int *perm, trk_fn fn)
         r->c = coll_init(r->ml);
         ck_assert_ptr_nonnull(r->c);
     }
-    tsim_engine *e = tsim_engine_new(w->seg);
-    pthread_t th[MAXR];
-    for (int i = 0; i < n; i++) pthread_create(&th[i], NULL, trk_main, &w->r[i]);
-    int rc = tsim_engine_run(e, &w->res);
-    for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
-    if (rc == 2) tsim_engine_print_deadlock(e, stderr);
-    ck_assert_int_eq(rc, 0);
+    tsim_engine *e = um_run(w->seg, n, trk_main, w->r, sizeof *w->r, &w->res);
     tsim_engine_tree_stats(e, &w->st);
     tsim_engine_free(e);
-    for (int i = 0; i < n; i++)
-        ck_assert_msg(w->r[i].fails == 0, "rank %d: %d failures, first: %s", i, w->r[i].fails,
-                      w->r[i].why);
+    for (int i = 0; i < n; i++) um_no_fails(&w->r[i].f, i);
     return w;
 }
 
@@ -209,7 +177,7 @@ static void all_pairs_body(trk *r)
         for (int op = 0; op <= COLL_BXOR; op++) {
             if (!coll_tree_takes(type, op)) {
                 if (coll_tree_allreduce(r->c, r->out, r->out, 1, type, op) != COLL_ENOTSUP)
-                    trk_fail(r, "type %d op %d: not refused", type, op);
+                    um_fail(&r->f, "type %d op %d: not refused", type, op);
                 continue;
             }
             size_t esz = coll_type_size(type);
@@ -220,7 +188,7 @@ static void all_pairs_body(trk *r)
                 int in_place = k % 2;
                 if (in_place) memcpy(d, s, cnt * esz);
                 int rc = coll_tree_allreduce(r->c, in_place ? d : s, d, cnt, type, op);
-                if (rc != 0) trk_fail(r, "type %d op %d count %zu: rc %d", type, op, cnt, rc);
+                if (rc != 0) um_fail(&r->f, "type %d op %d count %zu: rc %d", type, op, cnt, rc);
                 for (size_t i = 0; i < cnt && rc == 0; i++) {
                     uint8_t want[8];
                     expect(type, op, n, i, want);
@@ -230,10 +198,10 @@ static void all_pairs_body(trk *r)
                         double big = 0, eps = esz == 4 ? FLT_EPSILON : DBL_EPSILON;
                         for (int q = 0; q < n; q++) big = fmax(big, fabs(dval(q, i)));
                         if (fabs(got - w) > fabs(w) * eps + big * eps / 256)
-                            trk_fail(r, "type %d sum count %zu [%zu]: %.17g, want %.17g", type, cnt, i,
+                            um_fail(&r->f, "type %d sum count %zu [%zu]: %.17g, want %.17g", type, cnt, i,
                                      got, w);
                     } else if (memcmp(d + i * esz, want, esz) != 0) {
-                        trk_fail(r, "type %d op %d count %zu [%zu]: wrong", type, op, cnt, i);
+                        um_fail(&r->f, "type %d op %d count %zu [%zu]: wrong", type, op, cnt, i);
                     }
                 }
                 free(s);
@@ -340,7 +308,7 @@ static void all_encoded_body(trk *r)
         for (int op = 0; op < COLL_NOPS; op++) {
             if (!coll_tree_takes(type, op)) {
                 if (k < 6 ? op < COLL_MAXLOC : op >= COLL_MAXLOC)
-                    trk_fail(r, "type %d op %d: refused", type, op);
+                    um_fail(&r->f, "type %d op %d: refused", type, op);
                 continue;
             }
             for (size_t c = 0; c < NCOUNTS; c++) {
@@ -352,12 +320,12 @@ static void all_encoded_body(trk *r)
                 }
                 if (c % 2) memcpy(d, s, cnt * esz);
                 int rc = coll_tree_allreduce(r->c, c % 2 ? d : s, d, cnt, type, op);
-                if (rc != 0) trk_fail(r, "type %d op %d count %zu: rc %d", type, op, cnt, rc);
+                if (rc != 0) um_fail(&r->f, "type %d op %d count %zu: rc %d", type, op, cnt, rc);
                 for (size_t i = 0; i < cnt && rc == 0; i++) {
                     if (k < 6) put_int(type, want, int_ref(type, op, n, i));
                     else pair_ref(type, op, n, i, want);
                     if (memcmp(d + i * esz, want, esz) != 0) {
-                        trk_fail(r, "type %d op %d count %zu [%zu]: wrong", type, op, cnt, i);
+                        um_fail(&r->f, "type %d op %d count %zu [%zu]: wrong", type, op, cnt, i);
                         break;
                     }
                 }
@@ -386,8 +354,8 @@ static void fsum_body(trk *r)
 {
     double v[64], f[64];
     for (int i = 0; i < 64; i++) v[i] = i == 0 ? cancel[r->rank] : dval(r->rank, (size_t)i) * (i % 3 ? 1 : -1);
-    if (coll_tree_allreduce(r->c, v, f, 64, COLL_F64, COLL_SUM) != 0) trk_fail(r, "allreduce");
-    if (f[0] != 4.75) trk_fail(r, "1e16 + 1 - 1e16 + 3 + 1e16 + 0.25 - 1e16 + 0.5 = %.17g, want 4.75", f[0]);
+    if (coll_tree_allreduce(r->c, v, f, 64, COLL_F64, COLL_SUM) != 0) um_fail(&r->f, "allreduce");
+    if (f[0] != 4.75) um_fail(&r->f, "1e16 + 1 - 1e16 + 3 + 1e16 + 0.25 - 1e16 + 0.5 = %.17g, want 4.75", f[0]);
     memcpy(r->out, f, sizeof f);
 }
 
@@ -417,21 +385,21 @@ static void bcast_body(trk *r)
         int root = (k * 3) % r->w->n;
         uint8_t *b = malloc(len + 1);
         for (size_t i = 0; i < len; i++) b[i] = r->rank == root ? (uint8_t)(i * 7 + k) : 0xee;
-        if (coll_tree_bcast(r->c, b, len, root) != 0) trk_fail(r, "bcast %zu", len);
+        if (coll_tree_bcast(r->c, b, len, root) != 0) um_fail(&r->f, "bcast %zu", len);
         for (size_t i = 0; i < len; i++)
             if (b[i] != (uint8_t)(i * 7 + k)) {
-                trk_fail(r, "bcast %zu from %d: byte %zu is %u", len, root, i, b[i]);
+                um_fail(&r->f, "bcast %zu from %d: byte %zu is %u", len, root, i, b[i]);
                 break;
             }
         free(b);
     }
     int32_t v[3] = {r->rank, -r->rank, 7}, out[3] = {-1, -1, -1};
-    if (coll_tree_reduce(r->c, v, out, 3, COLL_I32, COLL_SUM, 5) != 0) trk_fail(r, "reduce");
+    if (coll_tree_reduce(r->c, v, out, 3, COLL_I32, COLL_SUM, 5) != 0) um_fail(&r->f, "reduce");
     int n = r->w->n;
     if (r->rank == 5 && (out[0] != n * (n - 1) / 2 || out[1] != -n * (n - 1) / 2 || out[2] != 7 * n))
-        trk_fail(r, "reduce at the root: %d %d %d", out[0], out[1], out[2]);
+        um_fail(&r->f, "reduce at the root: %d %d %d", out[0], out[1], out[2]);
     if (r->rank != 5 && (out[0] != -1 || out[1] != -1 || out[2] != -1))
-        trk_fail(r, "reduce wrote a non-root's buffer");
+        um_fail(&r->f, "reduce wrote a non-root's buffer");
 }
 
 START_TEST(bcast_and_reduce)
@@ -484,12 +452,12 @@ static void layout_bcast_body(trk *r)
         if (me_root)
             for (size_t i = 0; i < LB_LEN; i++) b[(i / piece) * stride + i % piece] = (uint8_t)(i * 7 + k);
         coll_layout l = {NULL, iov, nseg, LB_LEN};
-        if (coll_tree_bcast_layout(r->c, &l, root) != 0) trk_fail(r, "layout bcast from %d", root);
+        if (coll_tree_bcast_layout(r->c, &l, root) != 0) um_fail(&r->f, "layout bcast from %d", root);
         for (size_t i = 0; i < span; i++) {
             size_t seg = i / stride, in = i % stride, d = seg * piece + in;
             int data = in < piece && d < LB_LEN;
             if (b[i] != (data ? (uint8_t)(i / stride * piece * 7 + in * 7 + k) : 0xee)) {
-                trk_fail(r, "layout bcast from %d: byte %zu (%s) is %u", root, i, data ? "data" : "gap", b[i]);
+                um_fail(&r->f, "layout bcast from %d: byte %zu (%s) is %u", root, i, data ? "data" : "gap", b[i]);
                 break;
             }
         }
@@ -543,7 +511,7 @@ static void barrier_body(trk *r)
     for (int b = 0; b < 2; b++) {
         pl_charge(&r->pp, (uint64_t)((r->rank * 5 + b) % 8) * 1500);
         r->t[2 * b] = pl_now(&r->pp);
-        if (coll_gi_barrier(r->c) != 0) trk_fail(r, "barrier");
+        if (coll_gi_barrier(r->c) != 0) um_fail(&r->f, "barrier");
         r->t[2 * b + 1] = pl_now(&r->pp);
     }
 }
@@ -595,8 +563,8 @@ static void vn_fsum_body(trk *r)
 {
     double v[40], f[40];
     for (int i = 0; i < 40; i++) v[i] = i == 0 ? cancel[r->rank % 8] * (r->rank < 8 ? 1 : -1) : dval(r->rank, (size_t)i);
-    if (coll_tree_allreduce(r->c, v, f, 40, COLL_F64, COLL_SUM) != 0) trk_fail(r, "allreduce");
-    if (f[0] != 0.0) trk_fail(r, "sum of x and -x over 16 ranks: %.17g", f[0]);
+    if (coll_tree_allreduce(r->c, v, f, 40, COLL_F64, COLL_SUM) != 0) um_fail(&r->f, "allreduce");
+    if (f[0] != 0.0) um_fail(&r->f, "sum of x and -x over 16 ranks: %.17g", f[0]);
     memcpy(r->out, f, sizeof f);
 }
 
@@ -623,12 +591,12 @@ static void big_body(trk *r)
     int32_t *v = malloc(n * 4);
     for (size_t i = 0; i < n; i++) v[i] = (int32_t)(i * 3 + (size_t)r->rank);
     uint64_t t0 = pl_now(&r->pp);
-    if (coll_tree_allreduce(r->c, v, v, n, COLL_I32, COLL_SUM) != 0) trk_fail(r, "allreduce");
+    if (coll_tree_allreduce(r->c, v, v, n, COLL_I32, COLL_SUM) != 0) um_fail(&r->f, "allreduce");
     r->t[0] = pl_now(&r->pp) - t0;
     int k = r->w->n;
     for (size_t i = 0; i < n; i++)
         if (v[i] != (int32_t)((uint32_t)(i * 3) * (uint32_t)k + (uint32_t)(k * (k - 1) / 2))) {
-            trk_fail(r, "element %zu: %d", i, v[i]);
+            um_fail(&r->f, "element %zu: %d", i, v[i]);
             break;
         }
     free(v);
@@ -658,22 +626,22 @@ static void vn_engine_body(trk *r)
     double *d = malloc(n * 8);
     uint8_t *b = malloc(20000);
     for (size_t i = 0; i < n; i++) v[i] = (int32_t)(i * 5 + (size_t)r->rank), d[i] = dval(r->rank, i);
-    if (coll_tree_allreduce(r->c, v, v, n, COLL_I32, COLL_SUM) != 0) trk_fail(r, "int allreduce");
+    if (coll_tree_allreduce(r->c, v, v, n, COLL_I32, COLL_SUM) != 0) um_fail(&r->f, "int allreduce");
     r->t[0] = pl_now(&r->pp);
-    if (coll_tree_allreduce(r->c, d, d, n / 2, COLL_F64, COLL_SUM) != 0) trk_fail(r, "double allreduce");
+    if (coll_tree_allreduce(r->c, d, d, n / 2, COLL_F64, COLL_SUM) != 0) um_fail(&r->f, "double allreduce");
     r->t[1] = pl_now(&r->pp);
     int k = r->w->n;
     for (size_t i = 0; i < n; i++)
         if (v[i] != (int32_t)((uint32_t)(i * 5) * (uint32_t)k + (uint32_t)(k * (k - 1) / 2))) {
-            trk_fail(r, "int element %zu: %d", i, v[i]);
+            um_fail(&r->f, "int element %zu: %d", i, v[i]);
             break;
         }
     for (int root = 3; root >= 2; root--) { /* proc 2 r + c: rank 3 is a cpu 1, rank 2 a cpu 0 */
         for (size_t i = 0; i < 20000; i++) b[i] = r->rank == root ? (uint8_t)(i * 3 + root) : 0;
-        if (coll_tree_bcast(r->c, b, 20000, root) != 0) trk_fail(r, "bcast from %d", root);
+        if (coll_tree_bcast(r->c, b, 20000, root) != 0) um_fail(&r->f, "bcast from %d", root);
         for (size_t i = 0; i < 20000; i++)
             if (b[i] != (uint8_t)(i * 3 + root)) {
-                trk_fail(r, "bcast from %d: byte %zu is %u", root, i, b[i]);
+                um_fail(&r->f, "bcast from %d: byte %zu is %u", root, i, b[i]);
                 break;
             }
     }

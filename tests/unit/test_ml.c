@@ -1,10 +1,9 @@
 /* Message layer over the real engine: ranks are threads on an anonymous
  * machine segment, the engine runs in the test's thread. */
-#include <check.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "machine.h"
 #include "messagelayer/ml_bench.h"
 #include "messagelayer/ml_internal.h" /* ml_layout_copy */
 
@@ -82,23 +81,12 @@ static void *rk_main(void *a)
     return NULL;
 }
 
-/* A machine x*y*z with n ranks placed XYZT (VN: two per node). */
+/* A machine x*y*z with n ranks placed XYZT (VN: two per node, TXYZ). */
 static world *world_new(int x, int y, int z, int n, ml_mode mode)
 {
     world *w = calloc(1, sizeof *w);
-    tsim_geom g = {{x, y, z}, {1, 1, 1}, mode == ML_MODE_VN ? 2 : 1, 0, n};
-    tsim_params p;
-    tsim_params_default(&p);
-    char err[256];
-    w->seg = tsim_seg_create(&g, &p, 0, err, sizeof err);
-    ck_assert_msg(w->seg, "%s", err);
-    w->seg->geom.nranks = n;
-    int cpus = g.cpus;
-    for (int i = 0; i < n; i++) {
-        int node = cpus == 2 ? i / 2 : i, cpu = cpus == 2 ? i % 2 : 0; /* TXYZ in VN, XYZT in CO */
-        w->seg->rank_proc[i] = tsim_proc_index(node, cpu);
-        w->seg->procs[w->seg->rank_proc[i]].rank = i;
-    }
+    w->seg = um_seg(x, y, z, 1, mode == ML_MODE_VN ? 2 : 1, NULL);
+    um_ranks(w->seg, n, NULL);
     w->n = n;
     w->mode = mode;
     return w;
@@ -121,14 +109,7 @@ static void world_run(world *w, rk_fn fn, size_t stride)
         r->ml = ml_init(&r->pp, i, w->mode, w->up ? w->up : on_up, r);
         ck_assert_ptr_nonnull(r->ml);
     }
-    tsim_engine *e = tsim_engine_new(w->seg);
-    pthread_t th[MAXR];
-    for (int i = 0; i < w->n; i++) pthread_create(&th[i], NULL, rk_main, &w->r[i]);
-    int rc = tsim_engine_run(e, &w->res);
-    for (int i = 0; i < w->n; i++) pthread_join(th[i], NULL);
-    if (rc == 2) tsim_engine_print_deadlock(e, stderr);
-    ck_assert_int_eq(rc, 0);
-    tsim_engine_free(e);
+    tsim_engine_free(um_run(w->seg, w->n, rk_main, w->r, sizeof *w->r, &w->res));
 }
 
 static void world_free(world *w)

@@ -9,13 +9,9 @@
  * rank back for those), in the partition and in a group of half the
  * machine; with layouts, every rank receives into (the root sends from)
  * segments of its own size. Ranks are threads on an anonymous segment. */
-#include <check.h>
-#include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "collectives/coll.h"
 #include "coll_world.h"
 
 #define MAXR CW_MAXR
@@ -99,12 +95,7 @@ static void *rk_main(void *arg)
             one(r, coll_world(r->c), root, sizes[s], k);
             if (g && s >= 2) one(r, g, root % nh, sizes[s] / 2 + 1, k + 1000);
         }
-    r->st = *coll_get_stats(r->c);
-    r->end = pl_now(&r->pp);
-    coll_group_free(g);
-    coll_finalize(r->c);
-    ml_finalize(r->ml);
-    pl_close(&r->pp, 0);
+    cw_rank_end(r, g);
     return NULL;
 }
 
@@ -119,26 +110,7 @@ static void check_same(int x, int y, int z, ml_mode mode, int routes, int layout
     w.big = big;
     cw_run(x, y, z, mode, &w, w.r, &w.n, rk_main, 0, &a);
     cw_run(x, y, z, mode, &w, w.r, &w.n, rk_main, 1, &b);
-    for (int i = 0; i < w.n; i++) {
-        ck_assert_msg(a.end[i] == b.end[i], "%s: rank %d ends at %llu with the engine's help, %llu without",
-                      what, i, (unsigned long long)b.end[i], (unsigned long long)a.end[i]);
-        ck_assert_uint_eq(a.sum[i], b.sum[i]);
-        ck_assert_msg(a.ddt[i] == b.ddt[i], "%s: rank %d's ddt_cycles %llu with the engine's help, %llu without",
-                      what, i, (unsigned long long)b.ddt[i], (unsigned long long)a.ddt[i]);
-        ck_assert_msg(layouts ? a.ddt[i] > 0 : a.ddt[i] == 0, "%s: rank %d's ddt_cycles %llu", what, i,
-                      (unsigned long long)a.ddt[i]);
-        ck_assert_msg(!memcmp(&a.st[i], &b.st[i], sizeof a.st[i]), "%s: rank %d's statistics differ", what, i);
-    }
-    ck_assert_uint_eq(a.res.end_time, b.res.end_time);
-    ck_assert_uint_eq(a.res.events, b.res.events);
-    ck_assert_uint_eq(a.res.packet_hops, b.res.packet_hops);
-    ck_assert_uint_eq(a.res.packets_delivered, b.res.packets_delivered);
-    ck_assert_uint_eq(a.links, b.links);
-    ck_assert_uint_eq(a.res.proxy_read + a.res.proxy_sent, 0);
-    ck_assert_msg(b.res.proxy_read > 0 && b.res.proxy_sent > 0, "%s: the engine read %llu, sent %llu packets",
-                  what, (unsigned long long)b.res.proxy_read, (unsigned long long)b.res.proxy_sent);
-    ck_assert_msg(b.res.wakes * 2 < a.res.wakes, "%s: %llu wakes with the engine's help, %llu without",
-                  what, (unsigned long long)b.res.wakes, (unsigned long long)a.res.wakes);
+    cw_compare(&a, &b, w.n, layouts, 2, what);
     printf("proxy_bcast: %-34s %d ranks, end %llu cycles, same clocks/events/links/stats/bytes/ddt; wakes %llu -> %llu, "
            "engine read %llu sent %llu of %llu packets\n",
            what, w.n, (unsigned long long)b.res.end_time, (unsigned long long)a.res.wakes,
