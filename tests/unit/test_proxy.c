@@ -4,18 +4,21 @@
  * and must give the same clocks, link counters and bytes — while the engine
  * really did read and send packets for the ranks. Ranks are threads on an
  * anonymous segment; the engine runs in the test's thread. */
-#include <check.h>
-#include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "machine.h"
 #include "messagelayer/ml.h"
 
 #define NR 4
 #define MSGS 3
 
+/* A job, and how it runs: J_LAYOUT, sends gathered from and receptions
+ * scattered into layouts; J_NOCOPY, VN data over the scratchpad
+ * (BGLEMU_VN_NOCOPY); J_IDLE, the engine need not read or send a packet. */
+enum { J_LAYOUT = 1, J_NOCOPY = 2, J_IDLE = 4 };
 typedef struct job {
+    const char *what;
     ml_mode mode;
     int nranks, shape[3], cpus;
     ml_proto proto;
@@ -29,6 +32,7 @@ typedef struct job {
                        (MSGS = NR - 1: several peers, several receptions each) */
     int send_polls; /* the sender waits as the MPI netmod does: this many empty
                        advances, then blocks describing as many (0: one) */
+    unsigned flags; /* J_* */
 } job;
 
 /* Layouts (derived datatypes): sends gathered from pieces of LAY_S bytes,
@@ -36,7 +40,6 @@ typedef struct job {
  * data check stays a memcmp; the segments and their costs are real). */
 #define LAY_S 100
 #define LAY_R 70
-static int g_layout;
 
 static struct iovec *pieces(uint8_t *base, size_t len, size_t b, size_t *n)
 {
@@ -73,7 +76,7 @@ static void on_up(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t le
     memcpy(&k, hdr, sizeof k);
     out->buf = r->dst + (size_t)k * len;
     out->cap = len;
-    if (g_layout) {
+    if (r->j->flags & J_LAYOUT) {
         r->riov[k] = pieces(r->dst + (size_t)k * len, len, LAY_R, &r->rn[k]);
         out->buf = NULL;
         out->iov = r->riov[k];
@@ -102,7 +105,7 @@ static void *rank_main(void *arg)
         m[k] = (ml_msg){.dst = to, .hdr = &hdr[k], .hdrlen = sizeof hdr[k],
                         .buf = r->src + (size_t)(j->a2a ? to : k) * j->len + 1, .len = j->len, .proto = j->proto,
                         .done = on_done, .arg = (void *)&r->sent};
-        if (g_layout) {
+        if (j->flags & J_LAYOUT) {
             r->siov[k] = pieces(r->src + (size_t)(j->a2a ? to : k) * j->len + 1, j->len, LAY_S, &r->sn[k]);
             m[k].iov = r->siov[k];
             m[k].niov = r->sn[k];
@@ -148,21 +151,12 @@ typedef struct outcome {
 static void run(const job *j, int proxy, outcome *o)
 {
     setenv("BGLEMU_PROXY", proxy ? "1" : "0", 1);
-    tsim_geom g = {{j->shape[0], j->shape[1], j->shape[2]}, {1, 1, 1}, j->cpus, 0, j->nranks};
-    tsim_params p;
-    tsim_params_default(&p);
-    char err[256];
-    tsim_seg *seg = tsim_seg_create(&g, &p, 0, err, sizeof err);
-    ck_assert_msg(seg, "%s", err);
-    seg->geom.nranks = j->nranks;
+    if (j->flags & J_NOCOPY) setenv("BGLEMU_VN_NOCOPY", "1", 1);
+    tsim_seg *seg = um_seg(j->shape[0], j->shape[1], j->shape[2], 1, j->cpus, NULL);
+    um_ranks(seg, j->nranks, NULL);
     rank r[NR];
     memset(r, 0, sizeof r);
     size_t bytes = (size_t)NR * j->len + 64;
-    for (int i = 0; i < j->nranks; i++) {
-        int node = j->cpus == 2 ? i / 2 : i, cpu = j->cpus == 2 ? i % 2 : 0;
-        seg->rank_proc[i] = tsim_proc_index(node, cpu);
-        seg->procs[seg->rank_proc[i]].rank = i;
-    }
     for (int i = 0; i < j->nranks; i++) {
         r[i].j = j;
         r[i].me = i;
@@ -178,19 +172,8 @@ static void run(const job *j, int proxy, outcome *o)
         ck_assert_ptr_nonnull(r[i].ml);
     }
     if (proxy < 0) setenv("BGLEMU_PROXY", "0", 1); /* ranks describe, the engine refuses */
-    tsim_engine *e = tsim_engine_new(seg);
-    pthread_t th[NR];
-    for (int i = 0; i < j->nranks; i++) pthread_create(&th[i], NULL, rank_main, &r[i]);
-    int rc = tsim_engine_run(e, &o->res);
-    for (int i = 0; i < j->nranks; i++) pthread_join(th[i], NULL);
-    ck_assert_int_eq(rc, 0);
-    o->link_pkts = o->link_busy = 0;
-    for (int n = 0; n < seg->geom.nnodes; n++)
-        for (int port = 0; port < TSIM_NPORTS; port++) {
-            const tsim_link_stats *ls = tsim_engine_link(e, n, port);
-            o->link_pkts = o->link_pkts * 31 + ls->packets;
-            o->link_busy = o->link_busy * 31 + ls->busy_cycles;
-        }
+    tsim_engine *e = um_run(seg, j->nranks, rank_main, r, sizeof *r, &o->res);
+    um_links(e, seg, &o->link_pkts, &o->link_busy);
     o->staged = 0;
     for (int i = 0; i < j->nranks; i++) {
         o->end[i] = r[i].end;
@@ -234,11 +217,15 @@ static void run(const job *j, int proxy, outcome *o)
     tsim_engine_free(e);
     tsim_seg_destroy(seg);
     unsetenv("BGLEMU_PROXY");
+    unsetenv("BGLEMU_VN_NOCOPY");
 }
 
-/* Same simulated result both ways; the engine did `want` of the work. */
-static void check_same(const job *j, const char *what, int want_read, int want_sent)
+/* Same simulated result both ways; the engine read and sent packets
+ * (unless J_IDLE) and the ranks woke less. */
+static void check_same(const job *j)
 {
+    const char *what = j->what;
+    int want_read = !(j->flags & J_IDLE), want_sent = want_read;
     outcome a, b;
     run(j, 0, &a);
     run(j, 1, &b);
@@ -263,51 +250,41 @@ static void check_same(const job *j, const char *what, int want_read, int want_s
     for (int i = 0; i < 2; i++) free(a.data[i]), free(b.data[i]);
 }
 
-START_TEST(proxy_rendezvous_heater)
-{
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 0};
-    check_same(&j, "rendezvous, no coprocessor", 1, 1);
-}
-END_TEST
+/* A test of several jobs, each run both ways by check (check_same,
+ * check_staged). */
+#define JOBS_TEST(name, check, ...)                                                                 \
+    START_TEST(name)                                                                               \
+    {                                                                                              \
+        static const job jobs[] = {__VA_ARGS__};                                                   \
+        for (size_t i = 0; i < sizeof jobs / sizeof *jobs; i++) check(&jobs[i]);                   \
+    }                                                                                              \
+    END_TEST
 
-START_TEST(proxy_rendezvous_coproc)
-{
-    job j = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0, 0, 0};
-    check_same(&j, "rendezvous, coprocessor receives", 1, 1);
-}
-END_TEST
+/* what, mode, ranks, shape, cpus, proto, len, bidir, offset, delegate, burst, fan, a2a, send_polls, flags */
+JOBS_TEST(proxy_rendezvous_heater, check_same,
+          {"rendezvous, no coprocessor", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 0, 0})
+
+JOBS_TEST(proxy_rendezvous_coproc, check_same,
+          {"rendezvous, coprocessor receives", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0, 0, 0, 0})
 
 /* Unaligned receive buffers in CO mode: the whole lines go to the
  * coprocessor, the partial lines at the ends to the main processor, each
  * part's packets sent by the engine for the blocked sender. */
-START_TEST(proxy_rendezvous_coproc_split)
-{
-    job j = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 1 << 20, 0, 16, 0, 0, 0, 0, 0};
-    check_same(&j, "rendezvous 1 MiB, split (offset 16)", 1, 1);
-}
-END_TEST
+JOBS_TEST(proxy_rendezvous_coproc_split, check_same,
+          {"rendezvous 1 MiB, split (offset 16)", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 1 << 20, 0, 16, 0, 0, 0, 0, 0, 0})
 
-START_TEST(proxy_rendezvous_coproc_split_odd)
-{
-    /* 300,001 bytes one after another: every message its own head and tail */
-    job j = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300001, 1, 16, 0, 0, 0, 0, 0};
-    check_same(&j, "rendezvous, split, odd lengths, both ways", 1, 1);
-}
-END_TEST
+/* 300,001 bytes one after another: every message its own head and tail */
+JOBS_TEST(proxy_rendezvous_coproc_split_odd, check_same,
+          {"rendezvous, split, odd lengths, both ways", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300001, 1, 16, 0, 0, 0, 0, 0, 0})
 
 /* Several peers' split receptions in flight at once, both ways: every rank
- * sends to and receives from three others, buffers at odd offsets. */
-START_TEST(proxy_rendezvous_coproc_split_a2a)
-{
-    job j = {ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 30001, 0, 3, 0, 0, 0, 1, 0};
-    check_same(&j, "rendezvous, split, all to all, odd", 1, 1);
-    /* 4,593 bytes at offset 3: head 29, whole lines 4,544 (the last packet
-     * 224), tail 20 — a packet cut only at the message's end would straddle
-     * the cpus (the engine's description of a part must end it) */
-    job k = {ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 4593, 0, 3, 1, 0, 0, 1, 0};
-    check_same(&k, "the same, 4593 B, loop handed over", 1, 1);
-}
-END_TEST
+ * sends to and receives from three others, buffers at odd offsets. The
+ * second: 4,593 bytes at offset 3: head 29, whole lines 4,544 (the last
+ * packet 224), tail 20 — a packet cut only at the message's end would
+ * straddle the cpus (the engine's description of a part must end it). */
+JOBS_TEST(proxy_rendezvous_coproc_split_a2a, check_same,
+          {"rendezvous, split, all to all, odd", ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 30001, 0, 3, 0, 0, 0, 1, 0, 0},
+          {"the same, 4593 B, loop handed over", ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 4593, 0, 3, 1, 0, 0, 1, 0, 0})
 
 /* Senders that wait for their grants in the MPI netmod's loop (four empty
  * advances, then block): the engine takes each grant as the rank's
@@ -316,120 +293,61 @@ END_TEST
  * sender waits: received by the coprocessor, split (the head's and tail's
  * partial lines the main processor's, which the engine also takes), by
  * several peers at once, in VN mode. */
-START_TEST(proxy_rendezvous_grant)
-{
-    job a = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 1300, 0, 0, 0, 0, 0, 0, 4};
-    check_same(&a, "grant: 1300 B, coprocessor receives", 1, 1);
-    job b = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 2800, 1, 16, 1, 0, 0, 0, 4};
-    check_same(&b, "grant: 2800 B, split, both ways", 1, 1);
-    job c = {ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 2800, 0, 16, 0, 0, 1, 0, 4};
-    check_same(&c, "grant: 2800 B, split, to three peers", 1, 1);
-    job d = {ML_MODE_VN, 4, {2, 1, 1}, 2, ML_RZV, 2800, 0, 16, 0, 0, 0, 1, 4};
-    check_same(&d, "grant: 2800 B, VN mode, all to all", 1, 1);
-}
-END_TEST
+JOBS_TEST(proxy_rendezvous_grant, check_same,
+          {"grant: 1300 B, coprocessor receives", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 1300, 0, 0, 0, 0, 0, 0, 4, 0},
+          {"grant: 2800 B, split, both ways", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 2800, 1, 16, 1, 0, 0, 0, 4, 0},
+          {"grant: 2800 B, split, to three peers", ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 2800, 0, 16, 0, 0, 1, 0, 4, 0},
+          {"grant: 2800 B, VN mode, all to all", ML_MODE_VN, 4, {2, 1, 1}, 2, ML_RZV, 2800, 0, 16, 0, 0, 0, 1, 4, 0})
 
 /* A sender waiting for room whose loop makes several empty advances before
  * it blocks, as the MPI netmod's does: the engine does a run of such
  * advances, each the same as the last, at once while no event can come
- * before them (tsim_proxy.c, skip_empty). */
-START_TEST(proxy_sender_polls)
-{
-    job i = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 4};
-    check_same(&i, "rendezvous, sender polls 4", 1, 1);
-    /* room comes back within a run of 16: the run must stop short of it */
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 16};
-    check_same(&j, "rendezvous, sender polls 16", 1, 1);
-    job k = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 1, 16, 0, 1, 0, 0, 6};
-    check_same(&k, "eager both ways, burst, sender polls 6", 1, 1);
-}
-END_TEST
+ * before them. With 16, room comes back within a run: it must stop short. */
+JOBS_TEST(proxy_sender_polls, check_same,
+          {"rendezvous, sender polls 4", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 4, 0},
+          {"rendezvous, sender polls 16", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 16, 0},
+          {"eager both ways, burst, sender polls 6", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 1, 16, 0, 1, 0, 0, 6, 0})
 
-START_TEST(proxy_eager)
-{
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 0, 0, 0};
-    check_same(&j, "eager", 1, 1);
-}
-END_TEST
+JOBS_TEST(proxy_eager, check_same,
+          {"eager", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 0, 0, 0, 0})
 
-START_TEST(proxy_adaptive)
-{
-    job j = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 0, 0, 0};
-    check_same(&j, "adaptive eager, two hops", 1, 1);
-}
-END_TEST
+JOBS_TEST(proxy_adaptive, check_same,
+          {"adaptive eager, two hops", ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 0, 0, 0, 0})
 
-START_TEST(proxy_bidirectional)
-{
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 0, 0, 0, 0, 0};
-    check_same(&j, "rendezvous both ways", 1, 1);
-}
-END_TEST
+JOBS_TEST(proxy_bidirectional, check_same,
+          {"rendezvous both ways", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 0, 0, 0, 0, 0, 0})
 
-START_TEST(proxy_vn_fallback)
-{
-    setenv("BGLEMU_VN_NOCOPY", "1", 1); /* VN data over the scratchpad */
-    job j = {ML_MODE_VN, 2, {1, 1, 1}, 2, ML_VN, 50000, 0, 16, 0, 0, 0, 0, 0};
-    check_same(&j, "VN without the direct copy", 1, 1);
-    unsetenv("BGLEMU_VN_NOCOPY");
-}
-END_TEST
+JOBS_TEST(proxy_vn_fallback, check_same,
+          {"VN without the direct copy", ML_MODE_VN, 2, {1, 1, 1}, 2, ML_VN, 50000, 0, 16, 0, 0, 0, 0, 0, J_NOCOPY})
 
-START_TEST(proxy_delegated_loop)
-{
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 1, 0, 0, 0, 0};
-    check_same(&j, "rendezvous both ways, loop handed over", 1, 1);
-    job k = {ML_MODE_CO, 2, {2, 2, 1}, 1, ML_ONEPKT, 100, 1, 16, 1, 0, 0, 0, 0};
-    check_same(&k, "one-packet both ways, loop handed over", 0, 0);
-}
-END_TEST
+JOBS_TEST(proxy_delegated_loop, check_same,
+          {"rendezvous both ways, loop handed over", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 1, 0, 0, 0, 0, 0},
+          {"one-packet both ways, loop handed over", ML_MODE_CO, 2, {2, 2, 1}, 1, ML_ONEPKT, 100, 1, 16, 1, 0, 0, 0, 0, J_IDLE})
 
-START_TEST(proxy_several_peers)
-{
-    job j = {ML_MODE_HEATER, 4, {2, 2, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 1, 0, 0};
-    check_same(&j, "eager to three peers at once", 1, 1);
-    job k = {ML_MODE_HEATER, 4, {4, 1, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 1, 0, 0};
-    check_same(&k, "adaptive eager to three peers at once", 1, 1);
-    job l = {ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 50000, 0, 16, 1, 0, 1, 0, 0};
-    check_same(&l, "rendezvous to three peers, handed over", 1, 1);
-}
-END_TEST
+JOBS_TEST(proxy_several_peers, check_same,
+          {"eager to three peers at once", ML_MODE_HEATER, 4, {2, 2, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 1, 0, 0, 0},
+          {"adaptive eager to three peers at once", ML_MODE_HEATER, 4, {4, 1, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 1, 0, 0, 0},
+          {"rendezvous to three peers, handed over", ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 50000, 0, 16, 1, 0, 1, 0, 0, 0})
 
-START_TEST(proxy_several_going_out)
-{
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0, 0, 0};
-    check_same(&j, "three rendezvous at once, both ways", 1, 1);
-    job k = {ML_MODE_VN, 4, {2, 1, 1}, 2, ML_RZV, 30000, 1, 16, 0, 1, 0, 0, 0};
-    check_same(&k, "three rendezvous at once, VN mode", 1, 1);
-}
-END_TEST
+JOBS_TEST(proxy_several_going_out, check_same,
+          {"three rendezvous at once, both ways", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0, 0, 0, 0},
+          {"three rendezvous at once, VN mode", ML_MODE_VN, 4, {2, 1, 1}, 2, ML_RZV, 30000, 1, 16, 0, 1, 0, 0, 0, 0})
 
 /* Layouts: the engine gathers and scatters packets through the ranks'
  * segment lists, charging their segments as the message layer would. */
-START_TEST(proxy_layouts)
-{
-    g_layout = 1;
-    job a = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 0};
-    check_same(&a, "layouts: rendezvous", 1, 1);
-    job b = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0, 0, 0};
-    check_same(&b, "layouts: rendezvous, coprocessor", 1, 1);
-    job c = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 0, 0, 0};
-    check_same(&c, "layouts: adaptive eager, two hops", 1, 1);
-    job d = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0, 0, 0};
-    check_same(&d, "layouts: three rendezvous, both ways", 1, 1);
-    setenv("BGLEMU_VN_NOCOPY", "1", 1);
-    job v = {ML_MODE_VN, 2, {1, 1, 1}, 2, ML_VN, 50000, 0, 16, 0, 0, 0, 0, 0};
-    check_same(&v, "layouts: VN over the scratchpad", 1, 1);
-    unsetenv("BGLEMU_VN_NOCOPY");
-    g_layout = 0;
-}
-END_TEST
+JOBS_TEST(proxy_layouts, check_same,
+          {"layouts: rendezvous", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 0, J_LAYOUT},
+          {"layouts: rendezvous, coprocessor", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0, 0, 0, J_LAYOUT},
+          {"layouts: adaptive eager, two hops", ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 0, 0, 0, J_LAYOUT},
+          {"layouts: three rendezvous, both ways", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0, 0, 0, J_LAYOUT},
+          {"layouts: VN over the scratchpad", ML_MODE_VN, 2, {1, 1, 1}, 2, ML_VN, 50000, 0, 16, 0, 0, 0, 0, 0, J_LAYOUT | J_NOCOPY})
 
 /* Layouts of many small segments are staged on the host (ml_layout.c): the
  * same clocks, datatype cycles, events and link counters as moving every
  * packet piece by piece (BGLEMU_STAGE=0), the engine doing the packets. */
-static void check_staged(const job *j, const char *what)
+static void check_staged(const job *j)
 {
+    const char *what = j->what;
     outcome a, b;
     setenv("BGLEMU_STAGE", "0", 1);
     run(j, 1, &a);
@@ -452,27 +370,17 @@ static void check_staged(const job *j, const char *what)
     for (int i = 0; i < 2; i++) free(a.data[i]), free(b.data[i]);
 }
 
-START_TEST(proxy_layouts_staged)
-{
-    g_layout = 1;
-    job a = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 0};
-    check_staged(&a, "staged: rendezvous");
-    job b = {ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0, 0, 0};
-    check_staged(&b, "staged: rendezvous, coprocessor");
-    job c = {ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 0, 0, 0};
-    check_staged(&c, "staged: adaptive eager, two hops");
-    job d = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0, 0, 0};
-    check_staged(&d, "staged: three rendezvous, both ways");
-    job e = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 0, 0, 0};
-    check_staged(&e, "staged: eager");
-    g_layout = 0;
-}
-END_TEST
+JOBS_TEST(proxy_layouts_staged, check_staged,
+          {"staged: rendezvous", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 0, J_LAYOUT},
+          {"staged: rendezvous, coprocessor", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 0, 0, 0, 0, 0, 0, J_LAYOUT},
+          {"staged: adaptive eager, two hops", ML_MODE_HEATER, 2, {3, 2, 1}, 1, ML_ADAPTIVE, 20000, 0, 16, 0, 0, 0, 0, 0, J_LAYOUT},
+          {"staged: three rendezvous, both ways", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0, 0, 0, J_LAYOUT},
+          {"staged: eager", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 0, 0, 0, J_LAYOUT})
 
 /* Loops handed over that the engine refuses run on their ranks at once. */
 START_TEST(proxy_refused)
 {
-    job j = {ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 1, 0, 0, 0, 0};
+    job j = {"refused", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 100000, 1, 16, 1, 0, 0, 0, 0, 0};
     outcome a, b;
     run(&j, 0, &a);
     run(&j, -1, &b);
