@@ -13,8 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "torus-sim/tsim.h"
-#include "torus-sim/tsim_traffic.h"
+#include "machine.h"
 
 typedef struct report {
     char *buf;
@@ -39,13 +38,8 @@ static report run_once(uint64_t seed, int threaded, int pattern)
     c.seed = seed;
     c.consume_cycles = 50;
     c.consume_jitter = 300;
-    char err[256];
-    tsim_traffic *t = tsim_traffic_new(&g, &prm, &c, err, sizeof err);
-    ck_assert_msg(t, "%s", err);
-    tsim_seg *seg = tsim_seg_create(&g, &prm, 0, err, sizeof err);
-    ck_assert_msg(seg, "%s", err);
-    tsim_engine *e = tsim_engine_new(seg);
-    tsim_traffic_attach(t, seg, e);
+    um_traffic u = um_traffic_new(&g, &prm, &c);
+    tsim_engine *e = u.e;
     tsim_result res;
     int rc;
     if (threaded) {
@@ -60,13 +54,11 @@ static report run_once(uint64_t seed, int threaded, int pattern)
     ck_assert_ptr_nonnull(f);
     tsim_engine_report_json(e, &res, f);
     tsim_traffic_stats st;
-    tsim_traffic_get_stats(t, &st);
+    tsim_traffic_get_stats(u.t, &st);
     ck_assert_int_eq(tsim_traffic_ok(&st), 0);
-    tsim_traffic_print(t, &st, f);
+    tsim_traffic_print(u.t, &st, f);
     fclose(f);
-    tsim_engine_free(e);
-    tsim_seg_destroy(seg);
-    tsim_traffic_free(t);
+    um_traffic_free(&u);
     return r;
 }
 

@@ -1,23 +1,27 @@
 /* The engine through the packet layer: processors are threads on an
  * anonymous segment, the engine runs in the test's thread. */
-#include <check.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "machine.h"
 #include "packetlayer/pl.h"
 
 typedef struct job job;
 typedef void (*body_fn)(job *j, pl_proc *pp);
 
 #define MAXP 64
+typedef struct targ {
+    job *j;
+    int k;
+} targ;
+
 struct job {
     tsim_seg *seg;
     tsim_engine *eng;
     tsim_result res;
     body_fn body[MAXP];
     pl_proc pp[MAXP];
-    pthread_t th[MAXP];
+    targ ta[MAXP];
     int idx[MAXP], n;
     /* scratch results the bodies record */
     uint64_t t[4096];
@@ -29,13 +33,7 @@ struct job {
 static job *job_new(int x, int y, int z, int torus, int cpus)
 {
     job *j = calloc(1, sizeof *j);
-    tsim_geom g = {{x, y, z}, {torus, torus, torus}, cpus, 0, 0};
-    g.nranks = 0;
-    tsim_params p;
-    tsim_params_default(&p);
-    char err[256];
-    j->seg = tsim_seg_create(&g, &p, 0, err, sizeof err);
-    ck_assert_msg(j->seg, "%s", err);
+    j->seg = um_seg(x, y, z, torus, cpus, NULL);
     return j;
 }
 
@@ -47,11 +45,6 @@ static void job_add(job *j, int proc, body_fn fn)
     j->n++;
 }
 
-typedef struct targ {
-    job *j;
-    int k;
-} targ;
-
 static void *runner(void *a)
 {
     targ *t = a;
@@ -59,22 +52,18 @@ static void *runner(void *a)
     j->body[t->k](j, &j->pp[t->k]);
     j->end_vt[t->k] = j->pp[t->k].vt;
     pl_close(&j->pp[t->k], 0);
-    free(t);
     return NULL;
 }
 
-static int job_run(job *j)
+/* Runs the bodies on engine e (NULL: a new one): its status. */
+static int job_run_on(job *j, tsim_engine *e)
 {
-    j->eng = tsim_engine_new(j->seg);
-    for (int k = 0; k < j->n; k++) {
-        targ *t = malloc(sizeof *t);
-        *t = (targ){j, k};
-        pthread_create(&j->th[k], NULL, runner, t);
-    }
-    int rc = tsim_engine_run(j->eng, &j->res);
-    for (int k = 0; k < j->n; k++) pthread_join(j->th[k], NULL);
-    return rc;
+    j->eng = e ? e : tsim_engine_new(j->seg);
+    for (int k = 0; k < j->n; k++) j->ta[k] = (targ){j, k};
+    return um_go(j->eng, j->n, runner, j->ta, sizeof *j->ta, &j->res);
 }
+
+static int job_run(job *j) { return job_run_on(j, NULL); }
 
 static void job_free(job *j)
 {
@@ -365,14 +354,7 @@ static int run_order(unsigned flags)
     tsim_engine *e = tsim_engine_new(j->seg);
     tsim_source s = {x_next, x_sink, &x};
     tsim_engine_set_source(e, &s);
-    j->eng = e;
-    for (int k = 0; k < j->n; k++) {
-        targ *t = malloc(sizeof *t);
-        *t = (targ){j, k};
-        pthread_create(&j->th[k], NULL, runner, t);
-    }
-    ck_assert_int_eq(tsim_engine_run(e, &j->res), 0);
-    for (int k = 0; k < j->n; k++) pthread_join(j->th[k], NULL);
+    ck_assert_int_eq(job_run_on(j, e), 0);
     ck_assert_int_eq(j->count, ORD_N);
     int inversions = 0;
     for (int i = 1; i < ORD_N; i++) inversions += j->v[i] < j->v[i - 1];

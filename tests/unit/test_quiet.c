@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "machine.h"
 #include "packetlayer/pl.h"
 #include "packetlayer/pl_tree.h"
 
@@ -116,12 +117,7 @@ typedef struct outcome {
 static void run(const job *j, int quiet, outcome *o)
 {
     setenv("BGLEMU_QUIET", quiet ? "1" : "0", 1);
-    tsim_geom g = {{j->shape[0], j->shape[1], j->shape[2]}, {1, 1, 1}, j->cpus, 0, 0};
-    tsim_params prm;
-    tsim_params_default(&prm);
-    char err[256];
-    tsim_seg *seg = tsim_seg_create(&g, &prm, 0, err, sizeof err);
-    ck_assert_msg(seg, "%s", err);
+    tsim_seg *seg = um_seg(j->shape[0], j->shape[1], j->shape[2], 1, j->cpus, NULL);
     proc p[NP];
     memset(p, 0, sizeof p);
     int idx[NP] = {0, j->peer, j->bystander, j->late}, n = 0;
@@ -228,12 +224,9 @@ static void promise(tsim_proc *p, uint64_t q, int sib_absent)
 
 START_TEST(quiet_rules)
 {
-    tsim_geom g = {{2, 1, 1}, {1, 1, 1}, 2, 0, 0};
     tsim_params prm;
     tsim_params_default(&prm);
-    char err[256];
-    tsim_seg *seg = tsim_seg_create(&g, &prm, 0, err, sizeof err);
-    ck_assert_msg(seg, "%s", err);
+    tsim_seg *seg = um_seg(2, 1, 1, 1, 2, &prm);
     atomic_store(&seg->abort, 1); /* no engine: a sync returns at once */
     pl_proc pp, sib;
     pl_open(&pp, seg, 0, 1000);

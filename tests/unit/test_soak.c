@@ -10,8 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "torus-sim/tsim.h"
-#include "torus-sim/tsim_traffic.h"
+#include "machine.h"
 
 static uint64_t soak_packets(void)
 {
@@ -24,23 +23,14 @@ static int run_traffic(int torus, const tsim_params *prm, const tsim_traffic_cfg
                        tsim_traffic_stats *st, tsim_result *res)
 {
     tsim_geom g = {{4, 4, 4}, {torus, torus, torus}, 1, 0, 0};
-    char err[256];
-    tsim_traffic *t = tsim_traffic_new(&g, prm, cfg, err, sizeof err);
-    ck_assert_msg(t, "%s", err);
-    tsim_seg *seg = tsim_seg_create(&g, prm, 0, err, sizeof err);
-    ck_assert_msg(seg, "%s", err);
-    tsim_engine *e = tsim_engine_new(seg);
-    ck_assert_ptr_nonnull(e);
-    tsim_traffic_attach(t, seg, e);
-    int rc = tsim_engine_run(e, res);
-    tsim_traffic_get_stats(t, st);
+    um_traffic u = um_traffic_new(&g, prm, cfg);
+    int rc = tsim_engine_run(u.e, res);
+    tsim_traffic_get_stats(u.t, st);
     if (rc || tsim_traffic_ok(st)) { /* show what went wrong */
-        tsim_traffic_print(t, st, stdout);
-        if (res->deadlock) tsim_engine_print_deadlock(e, stdout);
+        tsim_traffic_print(u.t, st, stdout);
+        if (res->deadlock) tsim_engine_print_deadlock(u.e, stdout);
     }
-    tsim_engine_free(e);
-    tsim_seg_destroy(seg);
-    tsim_traffic_free(t);
+    um_traffic_free(&u);
     return rc;
 }
 
@@ -134,7 +124,6 @@ static uint64_t bw_sink(void *ctx, int proc, int fifo, const tsim_meta *m, const
 
 static void link_bandwidth(int flags, int hops)
 {
-    tsim_geom g = {{8, 1, 1}, {0, 0, 0}, 1, 0, 0};
     tsim_params prm;
     tsim_params_default(&prm);
     uint64_t ser = (TSIM_PKT_BYTES + prm.wire_overhead) * prm.link_cycles_per_byte; /* 1080 */
@@ -142,9 +131,7 @@ static void link_bandwidth(int flags, int hops)
            "first at %d x hop_latency + %llu; payload rate 0.25 x 240/270 B/cycle\n",
            BW_K, hops, flags ? "adaptive" : "det", (unsigned long long)ser, hops,
            (unsigned long long)ser);
-    char err[256];
-    tsim_seg *seg = tsim_seg_create(&g, &prm, 0, err, sizeof err);
-    ck_assert_msg(seg, "%s", err);
+    tsim_seg *seg = um_seg(8, 1, 1, 0, 1, &prm);
     atomic_store(&seg->procs[0].state, TSIM_P_ENGINE);
     atomic_store(&seg->procs[tsim_proc_index(hops, 0)].state, TSIM_P_ENGINE);
     tsim_engine *e = tsim_engine_new(seg);

@@ -7,9 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "torus-sim/tsim.h"
+#include "machine.h"
 #include "torus-sim/tsim_trace.h"
-#include "torus-sim/tsim_traffic.h"
 
 typedef struct run {
     tsim_result res;
@@ -33,14 +32,8 @@ static void traffic(run *r, uint64_t interval, uint64_t from, uint64_t to, size_
     c.routing = TSIM_TRAFFIC_ADAPTIVE;
     c.packets = 100;
     c.seed = 3;
-    char err[256];
-    tsim_traffic *t = tsim_traffic_new(&g, &prm, &c, err, sizeof err);
-    ck_assert_msg(t, "%s", err);
-    tsim_seg *seg = tsim_seg_create(&g, &prm, 0, err, sizeof err);
-    ck_assert_msg(seg, "%s", err);
-    tsim_engine *e = tsim_engine_new(seg);
-    ck_assert_ptr_nonnull(e);
-    tsim_traffic_attach(t, seg, e);
+    um_traffic u = um_traffic_new(&g, &prm, &c);
+    tsim_engine *e = u.e;
     if (interval) ck_assert_int_eq(tsim_engine_trace_links(e, interval, from, to, max), 0);
     ck_assert_int_eq(tsim_engine_run(e, &r->res), 0);
     for (int n = 0; n < 64; n++)
@@ -52,9 +45,7 @@ static void traffic(run *r, uint64_t interval, uint64_t from, uint64_t to, size_
         r->s = malloc((r->n + 1) * sizeof *r->s);
         for (size_t i = 0; i < r->n; i++) r->s[i] = s[i];
     }
-    tsim_engine_free(e);
-    tsim_seg_destroy(seg);
-    tsim_traffic_free(t);
+    um_traffic_free(&u);
 }
 
 START_TEST(sampler_changes_nothing_and_adds_up)
@@ -139,13 +130,10 @@ static uint64_t sat_sink(void *ctx, int proc, int fifo, const tsim_meta *m, cons
 
 START_TEST(sampler_saturated_link)
 {
-    tsim_geom g = {{2, 1, 1}, {0, 0, 0}, 1, 0, 0};
     tsim_params prm;
     tsim_params_default(&prm);
     uint64_t ser = (TSIM_PKT_BYTES + prm.wire_overhead) * prm.link_cycles_per_byte;
-    char err[256];
-    tsim_seg *seg = tsim_seg_create(&g, &prm, 0, err, sizeof err);
-    ck_assert_msg(seg, "%s", err);
+    tsim_seg *seg = um_seg(2, 1, 1, 0, 1, &prm);
     atomic_store(&seg->procs[0].state, TSIM_P_ENGINE);
     atomic_store(&seg->procs[tsim_proc_index(1, 0)].state, TSIM_P_ENGINE);
     tsim_engine *e = tsim_engine_new(seg);

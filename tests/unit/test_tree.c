@@ -2,24 +2,27 @@
  * through the packet layer (packetlayer/pl_tree.c): processors are threads
  * on an anonymous segment, the engine runs in the test's thread. Times are
  * checked to the cycle against the model's formulas (docs/collectives.md). */
-#include <check.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "machine.h"
 #include "packetlayer/pl_tree.h"
 #include "torus-sim/tsim_tree.h"
 
 #define MAXP 64
 typedef struct tjob tjob;
 typedef void (*tbody)(tjob *j, int k, pl_proc *pp);
+typedef struct targ {
+    tjob *j;
+    int k;
+} targ;
 struct tjob {
     tsim_seg *seg;
     tsim_engine *eng;
     tsim_result res;
     tbody body;
     pl_proc pp[MAXP];
-    pthread_t th[MAXP];
+    targ ta[MAXP];
     int n;
     /* what the bodies record, per processor */
     uint64_t t[MAXP][64];
@@ -36,12 +39,7 @@ struct tjob {
 static tjob *tjob_new(int x, int y, int z, const int *nodes, int n, int ranked, tbody body)
 {
     tjob *j = calloc(1, sizeof *j);
-    tsim_geom g = {{x, y, z}, {1, 1, 1}, 1, 0, 0};
-    tsim_params p;
-    tsim_params_default(&p);
-    char err[256];
-    j->seg = tsim_seg_create(&g, &p, 0, err, sizeof err);
-    ck_assert_msg(j->seg, "%s", err);
+    j->seg = um_seg(x, y, z, 1, 1, NULL);
     int nn = x * y * z;
     j->n = nodes ? n : nn;
     for (int k = 0; k < j->n; k++) {
@@ -57,11 +55,6 @@ static tjob *tjob_new(int x, int y, int z, const int *nodes, int n, int ranked, 
     return j;
 }
 
-typedef struct targ {
-    tjob *j;
-    int k;
-} targ;
-
 static void *runner(void *a)
 {
     targ *t = a;
@@ -69,7 +62,6 @@ static void *runner(void *a)
     j->body(j, t->k, &j->pp[t->k]);
     j->end_vt[t->k] = j->pp[t->k].vt;
     pl_close(&j->pp[t->k], 0);
-    free(t);
     return NULL;
 }
 
@@ -77,14 +69,8 @@ static int tjob_run(tjob *j)
 {
     j->eng = tsim_engine_new(j->seg);
     ck_assert_ptr_nonnull(j->eng);
-    for (int k = 0; k < j->n; k++) {
-        targ *t = malloc(sizeof *t);
-        *t = (targ){j, k};
-        pthread_create(&j->th[k], NULL, runner, t);
-    }
-    int rc = tsim_engine_run(j->eng, &j->res);
-    for (int k = 0; k < j->n; k++) pthread_join(j->th[k], NULL);
-    return rc;
+    for (int k = 0; k < j->n; k++) j->ta[k] = (targ){j, k};
+    return um_go(j->eng, j->n, runner, j->ta, sizeof *j->ta, &j->res);
 }
 
 static void tjob_free(tjob *j)
