@@ -81,31 +81,64 @@ START_TEST(graph_merges_and_rejects)
 }
 END_TEST
 
+/* A machine and a communication graph on it; with xyzt, also the XYZT
+ * mapping's processors (x.proc). */
+typedef struct fix {
+    tsim_geom g;
+    map_machine m;
+    map_graph gr;
+    ml_map x;
+    int xyzt;
+    char err[256];
+} fix;
+
+static void fix_init(fix *f, int X, int Y, int Z, int cpus, int nranks, const map_edge *e, int ne, int xyzt)
+{
+    f->g = geom(X, Y, Z, cpus, nranks);
+    ck_assert_int_eq(map_machine_init(&f->m, &f->g), 0);
+    ck_assert_int_eq(map_graph_build(&f->gr, nranks, e, ne, f->err, sizeof f->err), 0);
+    f->xyzt = xyzt;
+    if (xyzt) ck_assert_int_eq(ml_map_build(&f->x, "XYZT", &f->g, f->err, sizeof f->err), 0);
+}
+
+static void fix_free(fix *f)
+{
+    if (f->xyzt) ml_map_free(&f->x);
+    map_graph_free(&f->gr);
+    map_machine_free(&f->m);
+}
+
+/* Scotch's mapping of the graph's n ranks, then pair swaps, each one to
+ * one; its cost in c. */
+static void scotch_swaps(fix *f, int *proc, int n, map_cost *c)
+{
+    ck_assert_int_eq(map_scotch(&f->gr, &f->m, proc, f->err, sizeof f->err), 0);
+    one_to_one(proc, n, &f->m);
+    map_refine(&f->gr, &f->m, proc, 20, 10.0);
+    one_to_one(proc, n, &f->m);
+    map_cost_eval(&f->gr, &f->m, proc, c);
+}
+
 START_TEST(cost_follows_deterministic_routes)
 {
     printf("mapping: costs follow dimension-order routes, a tie on a ring of 4 goes +\n");
-    tsim_geom g = geom(4, 4, 1, 1, 2);
-    map_machine m;
-    ck_assert_int_eq(map_machine_init(&m, &g), 0);
-    /* rank 0 on <0,0,0>, rank 1 on <2,1,0>: x+ x+ y+ there, x+ (tie) y- back */
-    int proc[2] = {0, tsim_node_of(&g, 2, 1, 0) * TSIM_CPUS};
     map_edge e[] = {{0, 1, 1000}, {1, 0, 500}};
-    map_graph gr;
-    char err[128];
-    ck_assert_int_eq(map_graph_build(&gr, 2, e, 2, err, sizeof err), 0);
+    fix f;
+    fix_init(&f, 4, 4, 1, 1, 2, e, 2, 0);
+    /* rank 0 on <0,0,0>, rank 1 on <2,1,0>: x+ x+ y+ there, x+ (tie) y- back */
+    int proc[2] = {0, tsim_node_of(&f.g, 2, 1, 0) * TSIM_CPUS};
     map_cost c;
-    ck_assert_int_eq(map_cost_eval(&gr, &m, proc, &c), 0);
+    ck_assert_int_eq(map_cost_eval(&f.gr, &f.m, proc, &c), 0);
     ck_assert_uint_eq(c.bytes, 1500);
     ck_assert_uint_eq(c.hop_bytes, 3 * 1000 + 3 * 500);
     ck_assert_uint_eq(c.max_link, 1000);
     ck_assert_int_eq(c.max_node, 0);
     ck_assert_int_eq(c.max_port, 0); /* x+ of <0,0,0>, first of the 1000-byte links */
     int links[3 * TSIM_MAX_DIM];
-    ck_assert_int_eq(map_route(&m, tsim_node_of(&g, 2, 1, 0), 0, links), 3);
+    ck_assert_int_eq(map_route(&f.m, tsim_node_of(&f.g, 2, 1, 0), 0, links), 3);
     ck_assert_int_eq(links[0] % TSIM_NPORTS, 0); /* x+: the tie, through the wrap-around */
     ck_assert_int_eq(links[2] % TSIM_NPORTS, 3); /* then y- */
-    map_graph_free(&gr);
-    map_machine_free(&m);
+    fix_free(&f);
 }
 END_TEST
 
@@ -113,32 +146,19 @@ START_TEST(stencil_identity_is_found)
 {
     printf("mapping: a 3-D stencil laid out as the 4x4x4 torus: Scotch (+ swaps) comes back "
            "at the identity's hop-bytes (every pair 1 hop)\n");
-    tsim_geom g = geom(4, 4, 4, 1, 64);
-    map_machine m;
-    ck_assert_int_eq(map_machine_init(&m, &g), 0);
     map_edge *e = malloc(sizeof *e * 64 * 6);
-    int ne = stencil3d(e, 4, 4, 4, 4096);
-    map_graph gr;
-    char err[256];
-    ck_assert_int_eq(map_graph_build(&gr, 64, e, ne, err, sizeof err), 0);
-    ml_map id;
-    ck_assert_int_eq(ml_map_build(&id, "XYZT", &g, err, sizeof err), 0);
+    fix f;
+    fix_init(&f, 4, 4, 4, 1, 64, e, stencil3d(e, 4, 4, 4, 4096), 1);
     map_cost ci, cs;
-    map_cost_eval(&gr, &m, id.proc, &ci);
+    map_cost_eval(&f.gr, &f.m, f.x.proc, &ci);
     ck_assert_uint_eq(ci.hop_bytes, ci.bytes);
     int proc[64];
-    ck_assert_int_eq(map_scotch(&gr, &m, proc, err, sizeof err), 0);
-    one_to_one(proc, 64, &m);
-    map_refine(&gr, &m, proc, 20, 10.0);
-    one_to_one(proc, 64, &m);
-    map_cost_eval(&gr, &m, proc, &cs);
+    scotch_swaps(&f, proc, 64, &cs);
     printf("  identity %llu hop-bytes, Scotch + swaps %llu\n", (unsigned long long)ci.hop_bytes,
            (unsigned long long)cs.hop_bytes);
     ck_assert_uint_eq(cs.hop_bytes, ci.hop_bytes);
     ck_assert_uint_eq(cs.max_link, ci.max_link);
-    ml_map_free(&id);
-    map_graph_free(&gr);
-    map_machine_free(&m);
+    fix_free(&f);
     free(e);
 }
 END_TEST
@@ -147,29 +167,17 @@ START_TEST(halo2d_folds_onto_torus)
 {
     printf("mapping: an 8x8 halo on 4x4x4: Scotch + swaps puts every grid neighbour one hop "
            "away (the shipped fold's value), XYZT needs 1.875 hops a byte\n");
-    tsim_geom g = geom(4, 4, 4, 1, 64);
-    map_machine m;
-    ck_assert_int_eq(map_machine_init(&m, &g), 0);
     map_edge e[256];
-    int ne = halo2d(e, 8, 8, 4096);
-    map_graph gr;
-    char err[256];
-    ck_assert_int_eq(map_graph_build(&gr, 64, e, ne, err, sizeof err), 0);
-    ml_map x;
-    ck_assert_int_eq(ml_map_build(&x, "XYZT", &g, err, sizeof err), 0);
+    fix f;
+    fix_init(&f, 4, 4, 4, 1, 64, e, halo2d(e, 8, 8, 4096), 1);
     map_cost cx, cs;
-    map_cost_eval(&gr, &m, x.proc, &cx);
+    map_cost_eval(&f.gr, &f.m, f.x.proc, &cx);
     ck_assert_uint_eq(cx.hop_bytes * 8, cx.bytes * 15);
     int proc[64];
-    ck_assert_int_eq(map_scotch(&gr, &m, proc, err, sizeof err), 0);
-    map_refine(&gr, &m, proc, 20, 10.0);
-    one_to_one(proc, 64, &m);
-    map_cost_eval(&gr, &m, proc, &cs);
+    scotch_swaps(&f, proc, 64, &cs);
     ck_assert_uint_eq(cs.hop_bytes, cs.bytes);
     ck_assert_uint_eq(cs.max_link, 4096);
-    ml_map_free(&x);
-    map_graph_free(&gr);
-    map_machine_free(&m);
+    fix_free(&f);
 }
 END_TEST
 
@@ -177,21 +185,14 @@ START_TEST(refine_lowers_congestion)
 {
     printf("mapping: pair swaps from XYZT on the 8x8 halo lower the congestion, the busiest "
            "link and the hop-bytes, and keep one rank per processor\n");
-    tsim_geom g = geom(4, 4, 4, 1, 64);
-    map_machine m;
-    ck_assert_int_eq(map_machine_init(&m, &g), 0);
     map_edge e[256];
-    int ne = halo2d(e, 8, 8, 4096);
-    map_graph gr;
-    char err[256];
-    ck_assert_int_eq(map_graph_build(&gr, 64, e, ne, err, sizeof err), 0);
-    ml_map x;
-    ck_assert_int_eq(ml_map_build(&x, "XYZT", &g, err, sizeof err), 0);
+    fix f;
+    fix_init(&f, 4, 4, 4, 1, 64, e, halo2d(e, 8, 8, 4096), 1);
     map_cost c0, c1;
-    map_cost_eval(&gr, &m, x.proc, &c0);
-    long sw = map_refine(&gr, &m, x.proc, 20, 10.0);
-    one_to_one(x.proc, 64, &m);
-    map_cost_eval(&gr, &m, x.proc, &c1);
+    map_cost_eval(&f.gr, &f.m, f.x.proc, &c0);
+    long sw = map_refine(&f.gr, &f.m, f.x.proc, 20, 10.0);
+    one_to_one(f.x.proc, 64, &f.m);
+    map_cost_eval(&f.gr, &f.m, f.x.proc, &c1);
     printf("  %ld swaps: hop-bytes %llu -> %llu, busiest link %llu -> %llu\n", sw,
            (unsigned long long)c0.hop_bytes, (unsigned long long)c1.hop_bytes,
            (unsigned long long)c0.max_link, (unsigned long long)c1.max_link);
@@ -199,9 +200,7 @@ START_TEST(refine_lowers_congestion)
     ck_assert(c1.sumsq < c0.sumsq);
     ck_assert_uint_lt(c1.max_link, c0.max_link);
     ck_assert_uint_lt(c1.hop_bytes, c0.hop_bytes);
-    ml_map_free(&x);
-    map_graph_free(&gr);
-    map_machine_free(&m);
+    fix_free(&f);
 }
 END_TEST
 
@@ -209,27 +208,17 @@ START_TEST(vn_two_per_node)
 {
     printf("mapping: VN, 128 ranks of a 4x4x8 stencil on 4x4x4: one rank per processor, "
            "heavy pairs share nodes or neighbour nodes\n");
-    tsim_geom g = geom(4, 4, 4, 2, 128);
-    map_machine m;
-    ck_assert_int_eq(map_machine_init(&m, &g), 0);
     map_edge *e = malloc(sizeof *e * 128 * 6);
-    int ne = stencil3d(e, 4, 4, 8, 4096);
-    map_graph gr;
-    char err[256];
-    ck_assert_int_eq(map_graph_build(&gr, 128, e, ne, err, sizeof err), 0);
+    fix f;
+    fix_init(&f, 4, 4, 4, 2, 128, e, stencil3d(e, 4, 4, 8, 4096), 0);
     int proc[128];
-    ck_assert_int_eq(map_scotch(&gr, &m, proc, err, sizeof err), 0);
-    one_to_one(proc, 128, &m);
-    map_refine(&gr, &m, proc, 20, 10.0);
-    one_to_one(proc, 128, &m);
     map_cost c;
-    map_cost_eval(&gr, &m, proc, &c);
+    scotch_swaps(&f, proc, 128, &c);
     printf("  %.3f hops a byte\n", (double)c.hop_bytes / (double)c.bytes);
     /* XYZT in VN puts z neighbours 4 planes apart: 2 hops; anything good is below 1 */
     ck_assert_uint_lt(c.hop_bytes, c.bytes);
     free(e);
-    map_graph_free(&gr);
-    map_machine_free(&m);
+    fix_free(&f);
 }
 END_TEST
 
@@ -237,26 +226,21 @@ START_TEST(fewer_ranks_and_too_many)
 {
     printf("mapping: 20 ranks on 4x4x4 get 20 distinct processors; 65 ranks in CO mode "
            "are refused with a reason\n");
-    tsim_geom g = geom(4, 4, 4, 1, 20);
-    map_machine m;
-    ck_assert_int_eq(map_machine_init(&m, &g), 0);
     map_edge e[40];
     for (int i = 0; i < 20; i++) {
         e[2 * i] = (map_edge){i, (i + 1) % 20, 100};
         e[2 * i + 1] = (map_edge){i, (i + 7) % 20, 10};
     }
-    map_graph gr;
-    char err[256];
-    ck_assert_int_eq(map_graph_build(&gr, 20, e, 40, err, sizeof err), 0);
+    fix f;
+    fix_init(&f, 4, 4, 4, 1, 20, e, 40, 0);
     int proc[65];
-    ck_assert_int_eq(map_scotch(&gr, &m, proc, err, sizeof err), 0);
-    one_to_one(proc, 20, &m);
-    map_graph_free(&gr);
-    ck_assert_int_eq(map_graph_build(&gr, 65, e, 40, err, sizeof err), 0);
-    ck_assert_int_eq(map_scotch(&gr, &m, proc, err, sizeof err), -1);
-    ck_assert_str_eq(err, "65 ranks do not fit 64 processors (4x4x4, CO)");
-    map_graph_free(&gr);
-    map_machine_free(&m);
+    ck_assert_int_eq(map_scotch(&f.gr, &f.m, proc, f.err, sizeof f.err), 0);
+    one_to_one(proc, 20, &f.m);
+    map_graph_free(&f.gr);
+    ck_assert_int_eq(map_graph_build(&f.gr, 65, e, 40, f.err, sizeof f.err), 0);
+    ck_assert_int_eq(map_scotch(&f.gr, &f.m, proc, f.err, sizeof f.err), -1);
+    ck_assert_str_eq(f.err, "65 ranks do not fit 64 processors (4x4x4, CO)");
+    fix_free(&f);
 }
 END_TEST
 
