@@ -132,12 +132,13 @@ $(BUILD)/tests/unit/main.o: tests/unit/main.c $(BUILD)/tests/unit/suites.h $(HDR
 $(UNIT_BIN): $(BUILD)/tests/unit/main.o $(UNIT_OBJS) $(MAP_LIB) $(LIB)
 	$(CC) $(LDFLAGS) $^ $(CHECK_LIBS) $(SCOTCH_LIBS) $(LDLIBS) -o $@
 
-# MPI_Wtime in simulated time, preloaded by mpirun into MPI ranks; once
+# MPI_Wtime in simulated time and a reproducible address space
+# (fixed_addresses.c), preloaded by mpirun into MPI ranks; once
 # MPICH is installed, also the wrappers of every MPI entry point, generated
 # from its mpi_proto.h (the cputime clock: adi3-device/wtime/mpi_wtime.c).
 WTIME_LIB := $(BUILD)/libbglemu-wtime.so
 MPI_PROTO := $(wildcard $(PREFIX)/include/mpi_proto.h)
-WTIME_SRCS := adi3-device/wtime/mpi_wtime.c $(if $(MPI_PROTO),$(BUILD)/wtime/pmpi_wrap.c)
+WTIME_SRCS := adi3-device/wtime/mpi_wtime.c adi3-device/wtime/fixed_addresses.c $(if $(MPI_PROTO),$(BUILD)/wtime/pmpi_wrap.c)
 $(BUILD)/wtime/pmpi_wrap.c: adi3-device/wtime/gen_pmpi.py $(MPI_PROTO)
 	@mkdir -p $(dir $@)
 	python3 adi3-device/wtime/gen_pmpi.py $(MPI_PROTO) $@

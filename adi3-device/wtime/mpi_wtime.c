@@ -15,17 +15,12 @@
  * so MPICH's own code costs what the model says and no more
  * (MPIDI_BGL_mpi_enter / MPIDI_BGL_mpi_leave, bgl_clock.c).
  *
- * It also gives a rank a reproducible address space (fixed_addresses
- * below): simulated results follow the addresses of the buffers MPI is
- * handed (the layout cache's key, the coprocessor's line split), and Linux
- * randomizes where the stack starts in every process. */
+ * It also gives a rank a reproducible address space (fixed_addresses.c):
+ * simulated results follow the addresses of the buffers MPI is handed. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/personality.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "adi3-device/wtime/pmpi_wrap.h"
 
@@ -75,65 +70,4 @@ double PMPI_Wtime(void)
 double MPI_Wtime(void)
 {
     return PMPI_Wtime();
-}
-
-/* ---- a reproducible address space ----
- *
- * An MPI rank started by mpirun is re-executed once, before anything else
- * runs, without address-space randomization (personality
- * ADDR_NO_RANDOMIZE), like a BG/L compute node's kernel, which gives a
- * program the same addresses every time. Linux places the initial stack
- * below the argument and environment strings, and those differ between
- * runs and ranks (mpirun's pid in BGLEMU_SEG, PMI_RANK, the working
- * directory): so the re-execution adds padding variables (STACKPAD) that
- * make the strings' total size a multiple of 64 and the number of argv and
- * environment pointers a multiple of 8, and with them the stack's
- * addresses the same modulo 64 (a cache line and more) in every rank and
- * run. The new image removes the padding at once (unsetenv, in place: no
- * allocation), so the program sees its own environment. The heap (brk)
- * and mmap are page-aligned with and without randomization, so heap
- * buffers keep their offsets within a page. BGLEMU_ASLR=1 keeps the
- * host's randomization; ranks not started by mpirun (no BGLEMU_SEG) and
- * processes without the netmod are left alone. */
-#define STACKPAD "BGLEMU_STACKPAD"
-
-__attribute__((constructor)) static void fixed_addresses(int argc, char **argv, char **envp)
-{
-    if (getenv(STACKPAD)) { /* the re-executed image */
-        unsetenv(STACKPAD);
-        return;
-    }
-    const char *opt = getenv("BGLEMU_ASLR");
-    if (!getenv("BGLEMU_SEG") || !getenv("PMI_RANK") || (opt && !strcmp(opt, "1")) || !argv ||
-        !envp || !MPIDI_BGL_wtime)
-        return;
-    int pers = personality(0xffffffff);
-    if (pers == -1 || personality((unsigned long)pers | ADDR_NO_RANDOMIZE) == -1) return;
-    /* the program's own path, not /proc/self/exe: the kernel names the
-     * process after the file executed (ps, top, pgrep would say "exe") */
-    static char exe[4096];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0 || len >= (ssize_t)sizeof exe - 1 || access(exe, X_OK) != 0)
-        len = (ssize_t)strlen(strcpy(exe, "/proc/self/exe"));
-    exe[len] = 0;
-    size_t n = 0, bytes = (size_t)len + 1; /* every string with its NUL, the file name too */
-    for (int i = 0; i < argc; i++) bytes += strlen(argv[i]) + 1;
-    for (char **e = envp; *e; e++) bytes += strlen(*e) + 1, n++;
-    size_t pads = 8 - (size_t)(argc + (int)n) % 8; /* 1..8 more pointers */
-    size_t fill = (64 - (bytes + pads * sizeof STACKPAD "=") % 64) % 64;
-    char **env = malloc(sizeof *env * (n + pads + 1));
-    char *pad = malloc(sizeof STACKPAD "=" + fill), *none = STACKPAD "=";
-    if (!env || !pad) goto out;
-    memcpy(pad, none, sizeof STACKPAD "=" - 1);
-    memset(pad + sizeof STACKPAD "=" - 1, 'x', fill);
-    pad[sizeof STACKPAD "=" - 1 + fill] = 0;
-    memcpy(env, envp, sizeof *env * n);
-    env[n] = pad;
-    for (size_t i = 1; i < pads; i++) env[n + i] = none;
-    env[n + pads] = NULL;
-    execve(exe, argv, env); /* returns only if it failed: go on as we are */
-out:
-    free(env);
-    free(pad);
-    personality((unsigned long)pers);
 }

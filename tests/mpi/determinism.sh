@@ -2,14 +2,19 @@
 # Exactness of MPI programs in -clock none (docs/simulated-time.md, "What a
 # processor may observe"; docs/mpi.md, "Time"): every simulated result must
 # be the same run after run whatever the host does. Each program runs up to
-# 3 times — idle, with longer environment strings from another directory
-# (the rank's stack moves with its strings), under 2 CPU hogs — and the whole
-# --report JSON must be identical (the "job" label and "wall..." fields
-# dropped, as in tests/regress/run.sh). A difference fails, naming the first
-# differing field. Programs: tests/mpi/rma.c (MPI_Win_allocate's
-# allreduce of a derived type from a stack buffer, shared windows, passive
-# atomics) and tests/mpi/ddt_modes.c (pack, zerocopy, memo: the layout
-# cache keyed by base alignment). Takes about 20-40 s on 2 cores.
+# 3 times — idle; with 3 more environment variables of random lengths, from
+# another directory (a rank's stack moves with its strings, and glibc's
+# environment array would move its heap: docs/mpi.md, "A reproducible
+# address space"); under 2 CPU hogs — and the whole --report JSON must be
+# identical (the "job" label and "wall..." fields dropped, as in
+# tests/regress/run.sh). A difference fails, naming the first differing
+# field. Programs: tests/mpi/rma.c (MPI_Win_allocate's allreduce of a
+# derived type from a stack buffer, shared windows, passive atomics),
+# tests/mpi/ddt_modes.c (pack, zerocopy, memo: the layout cache keyed by
+# base alignment; it changes a variable after MPI_Init) and
+# tests/mpi/environ.c (the environment functions in a rank; the address
+# of a buffer allocated after a change, its "environ:" lines, must also be
+# the same). Takes about 20-40 s on 2 cores.
 #
 # SOAK=1 (make bench, section determinism: the long part): every program
 # of tests/mpi that ends well in -clock none, with the arguments
@@ -37,7 +42,7 @@ notok() { echo "not ok - $*"; fails=$((fails + 1)); }
 
 command -v mpirun >/dev/null && command -v mpicc >/dev/null ||
   { notok "mpirun and mpicc in $PREFIX/bin (make mpich)"; exit 1; }
-progs="rma ddt_modes"
+progs="rma ddt_modes environ"
 [ "${SOAK:-0}" = 1 ] && progs=$(cd "$src" && ls *.c *.f90 | sed 's/\.[^.]*$//' | grep -v '^failures$')
 for name in $progs; do # as tests/mpi/programs.sh builds them
   f=$src/$name.c cc=mpicc flags="-O2 -Wall -Wextra -Werror -I$PREFIX/include/bglemu"
@@ -82,16 +87,16 @@ EOF
 # RUNS lists, "1,3"), reports compared with the first
 job() {
   local name=$1 runs=$2; shift 2
-  local how=("idle" "longer environment, another directory" "2 CPU hogs") k rc end kinds
+  local how=("idle" "3 more environment variables, another directory" "2 CPU hogs") k rc end kinds
   if [[ $runs == *,* ]]; then kinds=${runs//,/ }; else kinds=$(seq -s " " 1 "$runs"); fi
   local first=${kinds%% *}
   for k in $kinds; do
-    # every run has the same environment variables (their number moves
-    # the heap: MPICH's own allocations at MPI_Init follow it, issue 26);
-    # run 2's value and working directory are longer
-    local env=(-env BGLEMU_DETERMINISM_PAD=0) dir=$tmp
+    # run 2 inherits 3 more variables, as a job started from make has
+    # MAKEFLAGS, MAKELEVEL, ... (3: glibc's environment array grows in
+    # 16-byte steps, two variables a step, so 3 more always moved it)
+    local env=() dir=$tmp v
     if [ $k = 2 ]; then
-      env=(-env BGLEMU_DETERMINISM_PAD="$(printf '%0*d' $((37 + RANDOM % 64)) 0)")
+      for v in 1 2 3; do env+=("BGLEMU_DETERMINISM_$v=$(printf '%0*d' $((RANDOM % 64)) 0)"); done
       dir=$tmp/another/directory/$RANDOM; mkdir -p "$dir"
     fi
     if [ $k = 3 ]; then
@@ -99,7 +104,7 @@ job() {
       timeout 900 bash -c 'while :; do :; done' & hogs="$hogs $!"
       timeout 900 bash -c 'while :; do :; done' & hogs="$hogs $!"
     fi
-    (cd "$dir" && timeout 300 mpirun --timeout 240 "${env[@]}" --report "$tmp/$name.$k.json" "$@") \
+    (cd "$dir" && env "${env[@]}" timeout 300 mpirun --timeout 240 --report "$tmp/$name.$k.json" "$@") \
       >"$tmp/$name.$k.out" 2>&1
     rc=$?
     if [ $k = 3 ]; then for h in $hogs; do kill "$h" 2>/dev/null; wait "$h" 2>/dev/null; done; hogs=""; fi
@@ -117,6 +122,13 @@ job() {
     if ! d=$(first_diff "$tmp/$name.$first.json" "$tmp/$name.$k.json"); then
       notok "$name: run $k (${how[$((k - 1))]}) differs from run $first (${how[$((first - 1))]}): first difference $d"; return
     fi
+    # environ's heap addresses (hydra forwards output in chunks: a line
+    # may follow part of another)
+    local at='environ: rank [0-9]* heap [0-9a-fx]*' a b
+    a=$(grep -o "$at" "$tmp/$name.$first.out" | sort) b=$(grep -o "$at" "$tmp/$name.$k.out" | sort)
+    if [ "$a" != "$b" ]; then
+      notok "$name: run $k (${how[$((k - 1))]}) allocates elsewhere than run $first: ${b%%$'\n'*} vs ${a%%$'\n'*}"; return
+    fi
   done
   ok "$name: $n runs in -clock none ($desc) give identical --report JSON ($end cycles)"
 }
@@ -128,6 +140,7 @@ job() {
 if [ "${SOAK:-0}" != 1 ]; then
   job rma 2 -np 4 -shape 2x2x1 -clock none "$out/rma" 1
   job ddt_modes 3 -np 2 -shape 2x1x1 -clock none "$out/ddt_modes"
+  job environ 2 -np 2 -shape 2x1x1 -clock none "$out/environ"
   [ $fails = 0 ]; exit
 fi
 
@@ -164,4 +177,5 @@ soak handoff        -np 8 -shape 2x2x2 "$out/handoff" --iters 200
 soak wavefront      -np 64 -shape 4x4x4 "$out/wavefront" --iters 1
 soak multipart      -np 64 -shape 4x4x4 "$out/multipart" --iters 1
 soak wtime_delay    -np 2 -shape 2x1x1 "$out/wtime_delay"
+soak environ        -np 2 -shape 2x1x1 "$out/environ"
 [ $fails = 0 ]
