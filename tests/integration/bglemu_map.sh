@@ -5,15 +5,8 @@
 # of a 3-D stencil and of a 2-D halo, writes a file mpirun takes, and a run
 # with it is what the map predicts; every bad input is one line and exit 1
 # (2 for options).
-set -u
-export PATH="${PREFIX:-$PWD/install}/bin:$PATH"
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0
-ok() { echo "ok $*"; }
-bad() { echo "not ok $*"; fail=1; }
-for p in mpirun bgl-traffic bglemu-report bglemu-map tp_pingpong; do
-  command -v $p >/dev/null || { bad "$p not installed (make install)"; exit 1; }
-done
+. "$(dirname "$0")/lib/checks.sh"
+needs mpirun bgl-traffic bglemu-report bglemu-map tp_pingpong
 
 # ---- the matrix in the report ---------------------------------------------
 bgl-traffic -np 64 -shape 4x4x4 --pattern uniform --load 0.3 --packets 200 --seed 3 --report "$tmp/u.json" >/dev/null
@@ -97,16 +90,6 @@ if bglemu-map "$tmp/vn.json" -o "$tmp/vn.map" >"$tmp/vn.out" 2>/dev/null &&
 else bad "VN: $(cat "$tmp/vn.out")"; fi
 
 # ---- bad input: one line, naming the file and the reason --------------------
-one_line() { # what, want-exit, want-substring, command...
-  local what=$1 want=$2 sub=$3; shift 3
-  "$@" >"$tmp/o" 2>&1; local rc=$?
-  local lines; lines=$(grep -c . "$tmp/o")
-  if [ $rc -eq "$want" ] && [ "$lines" -eq 1 ] && grep -qF -- "$sub" "$tmp/o"; then
-    ok "$what: exit $rc, one line: $(cat "$tmp/o")"
-  else
-    bad "$what: exit $rc (want $want), $lines lines, want '$sub': $(cat "$tmp/o")"
-  fi
-}
 printf '0 1\n-5 0\n' >"$tmp/neg.txt"
 one_line "negative entry" 1 "$tmp/neg.txt:2: negative entry '-5'" bglemu-map "$tmp/neg.txt"
 printf '0 1 2\n1 0\n2 1 0\n' >"$tmp/miss.txt"
@@ -135,4 +118,4 @@ one_line "bad -mode" 2 "-mode 'XX': want CO or VN" bglemu-map -mode XX "$tmp/pp.
 one_line "unwritable -o" 1 "-o $tmp/no/x.map: cannot open" bglemu-map "$tmp/pp.json" -o "$tmp/no/x.map"
 one_line "bglemu-report --matrix .png" 2 "--matrix $tmp/m.png: the matrix is drawn as an SVG picture" bglemu-report --matrix "$tmp/m.png" "$tmp/pp.json"
 one_line "bglemu-report --matrix, no matrix" 1 "$tmp/old.json: no traffic matrix" bglemu-report --matrix "$tmp/m.svg" "$tmp/old.json"
-exit $fail
+finish

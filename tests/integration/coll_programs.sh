@@ -3,11 +3,7 @@
 # 1, VN mode, a partly populated machine (fallback), determinism, bad
 # options. Each case runs a few seconds; the big sweeps are in
 # docs/collectives.md.
-set -u
-pass=0; fail=0
-ok()  { echo "ok $*"; pass=$((pass + 1)); }
-bad() { echo "not ok $*"; fail=$((fail + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+. "$(dirname "$0")/lib/checks.sh"
 
 h=$(coll_bcast_ml --help); rc=$?
 check "coll_bcast_ml --help: usage, exit 0" bash -c '[ '"$rc"' -eq 0 ] && grep -q "^usage: mpirun" <<<"$0"' "$h"
@@ -53,5 +49,4 @@ check "coll_alltoall_ml in VN mode (16 ranks), 240..1000 B per pair" \
 ar=$(mpirun -np 8 -shape 2x2x2 coll_alltoall_ml --algo torus --order random --min 4K --max 4K 2>/dev/null); rc=$?
 check "coll_alltoall_ml --order random" bash -c '[ '"$rc"' -eq 0 ] && grep -qE "^torus +4096 " <<<"$0"' "$ar"
 
-: "$pass checks passed"
-[ "$fail" -eq 0 ]
+finish

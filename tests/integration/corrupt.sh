@@ -9,21 +9,10 @@
 # left. The injection-FIFO fields one by one are in launcher.sh. The long
 # random soak is tests/bench/bench_corrupt.sh (make bench).
 # Prints "ok <what>" / "not ok <what>" per check.
-set -u
-BIN=${PREFIX:-$PWD/install}/bin
-export PATH="$BIN:$PATH"
-command -v mpirun >/dev/null && command -v tp_corrupt >/dev/null ||
-  { echo "not ok mpirun or tp_corrupt not installed in $BIN"; exit 1; }
+. "$(dirname "$0")/lib/checks.sh"
+needs mpirun tp_corrupt
 # under ASan (make check-asan) the fault must reach the rank's own record
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0"
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok()  { echo "ok $*"; }
-bad() { echo "not ok $*"; fails=$((fails + 1)); }
-leftovers() { # shm objects or rank processes of mpirun $1
-  ls /dev/shm 2>/dev/null | grep "^bglemu\.$(id -u)\.$1\." || true
-  pgrep -P "$1" 2>/dev/null || true
-}
 
 # case, the line's text after "(pid N) ", mpirun options
 check() {
@@ -91,4 +80,4 @@ for seed in 8 9 10 11; do
     bad "random-own $seed: exit $rc, left '$left': $(tail -2 "$tmp/r1")"
   fi
 done
-[ "$fails" -eq 0 ]
+finish

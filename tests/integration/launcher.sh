@@ -5,16 +5,9 @@
 # explicit --timeout (none by default); the deadlock report; reports
 # identical run after run.
 # Prints "ok <what>" / "not ok <what>" per check.
-set -u
-BIN=${PREFIX:-$PWD/install}/bin
-export PATH="$BIN:$PATH"
+. "$(dirname "$0")/lib/checks.sh"
 MAPS=${MAPS:-$PWD/mapfiles}
-command -v mpirun >/dev/null && command -v tp_pingpong >/dev/null ||
-  { echo "not ok mpirun or tp_pingpong not installed in $BIN"; exit 1; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok()  { echo "ok $*"; }
-bad() { echo "not ok $*"; fails=$((fails + 1)); }
+needs mpirun tp_pingpong
 
 # Runs mpirun in the background (so we know its pid), waits, and checks
 # that nothing named after this job is left in /dev/shm and no rank lives.
@@ -34,10 +27,6 @@ started() {
     sleep 0.1
   done
   return 1
-}
-leftovers() { # shm objects or rank processes of mpirun $1
-  ls /dev/shm 2>/dev/null | grep "^bglemu\.$(id -u)\.$1\." || true
-  pgrep -P "$1" 2>/dev/null || true
 }
 
 # usage_error NAME EXPECTED-SUBSTRING mpirun-args...: exit 2, one line.
@@ -335,4 +324,4 @@ else
   bad "deadlock: exit $rc: $out"
 fi
 
-[ $fails -eq 0 ]
+finish

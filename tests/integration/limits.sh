@@ -11,15 +11,9 @@
 # for unshare/setpriv, an MPI program for the open-files check) say
 # "skipped" in an ok line.
 # Prints "ok <what>" / "not ok <what>" per check.
-set -u
-BIN=${PREFIX:-$PWD/install}/bin
-export PATH="$BIN:$PATH"
-command -v mpirun >/dev/null && command -v tp_idle >/dev/null ||
-  { echo "not ok mpirun or tp_idle not installed in $BIN"; exit 1; }
-tmp=$(mktemp -d); chmod 755 "$tmp"; trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok()  { echo "ok $*"; }
-bad() { echo "not ok $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib/checks.sh"
+needs mpirun tp_idle
+chmod 755 "$tmp"
 
 # refused WHAT PATTERN CMD...: CMD (an mpirun) exits 2 within 2 s with one
 # line on stderr that matches PATTERN, and leaves nothing in /dev/shm
@@ -94,4 +88,4 @@ if [ -n "$mpiprog" ]; then
 else
   ok "open files check skipped: no MPI program installed (make mpich)"
 fi
-[ $fails = 0 ]
+finish

@@ -1,11 +1,7 @@
 #!/usr/bin/env bash
 # The message-layer programs through mpirun: Table 1, reproducibility, VN,
 # multi-link and bandwidth runs, bad options.
-set -u
-pass=0; fail=0
-ok()  { echo "ok $*"; pass=$((pass + 1)); }
-bad() { echo "not ok $*"; fail=$((fail + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+. "$(dirname "$0")/lib/checks.sh"
 
 out=$(mpirun -np 2 -shape 2x1x1 ml_pong 2>/dev/null)
 expect='one-packet 1 1600 cycles 2.286 us
@@ -36,5 +32,4 @@ check "ml_multilink in heater mode runs without the coprocessor" grep -q "no cop
 bw=$(mpirun -np 2 -shape 2x1x1 ml_bw --max 16384 2>/dev/null)
 check "ml_bw: uni- and bidirectional rows 1 B..16 KiB" test "$(grep -cE '^[0-9]+ ' <<<"$bw")" -eq 8
 
-: "$pass checks passed"
-[ "$fail" -eq 0 ]
+finish

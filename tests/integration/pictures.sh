@@ -7,16 +7,8 @@
 # same SVG and text heatmap byte for byte; bad paths and bad reports give
 # one-line errors, mpirun's before the job starts.
 # Prints "ok <what>" / "not ok <what>" per check.
-set -u
-BIN=${PREFIX:-$PWD/install}/bin
-export PATH="$BIN:$PATH"
-for p in mpirun tp_pingpong ml_pong bgl-traffic bglemu-report; do
-  command -v $p >/dev/null || { echo "not ok $p not installed in $BIN"; exit 1; }
-done
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok()  { echo "ok $*"; }
-bad() { echo "not ok $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib/checks.sh"
+needs mpirun tp_pingpong ml_pong bgl-traffic bglemu-report
 
 # check.py SVG JSON [name=value...]: prints ok/not ok lines, exits 1 on any
 # failure. Expectations: links=N (count), busiest="x+ 0,0,0" busy=CYCLES
@@ -203,16 +195,6 @@ else
 fi
 
 # ---- mpirun: bad heatmap paths stop it before the job -----------------------
-one_line() { # what, want-exit, want-substring, command...
-  local what=$1 want=$2 sub=$3; shift 3
-  "$@" >"$tmp/o" 2>&1; local rc=$?
-  local lines; lines=$(grep -c . "$tmp/o")
-  if [ $rc -eq "$want" ] && [ "$lines" -eq 1 ] && grep -qF -- "$sub" "$tmp/o"; then
-    ok "$what: exit $rc, one line: $(cat "$tmp/o")"
-  else
-    bad "$what: exit $rc (want $want), $lines lines, want '$sub': $(cat "$tmp/o")"
-  fi
-}
 one_line "--heatmap .png" 2 "--heatmap $tmp/h.png: only .svg pictures" \
   mpirun -np 2 --report "$tmp/png.json" --heatmap "$tmp/h.png" tp_pingpong
 [ ! -e "$tmp/png.json" ] && [ ! -e "$tmp/h.png" ] && ok "--heatmap .png: no file created" ||
@@ -256,4 +238,4 @@ bglemu-report --help >"$tmp/o" 2>&1 && grep -q '^usage: bglemu-report' "$tmp/o" 
 bglemu-report - <"$tmp/pp.json" | cmp -s - <(bglemu-report "$tmp/pp.json") && ok "bglemu-report -: reads stdin" ||
   bad "bglemu-report - differs"
 
-exit $((fails > 0))
+finish

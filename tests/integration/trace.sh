@@ -11,20 +11,12 @@
 # records; bad options are one line before the job starts; nothing is left
 # in /dev/shm.
 # Prints "ok <what>" / "not ok <what>" per check.
-set -u
-BIN=${PREFIX:-$PWD/install}/bin
-export PATH="$BIN:$PATH"
+. "$(dirname "$0")/lib/checks.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 check="python3 $here/trace_check.py"
-for p in mpirun ml_pong coll_alltoall_ml tp_crash tp_trace_damage; do
-  command -v $p >/dev/null || { echo "not ok $p not installed in $BIN"; exit 1; }
-done
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok()  { echo "ok $*"; }
-bad() { echo "not ok $*"; fails=$((fails + 1)); }
-leftovers() { ls /dev/shm 2>/dev/null | grep -c "^bglemu\.$(id -u)\..*\.trace$"; }
-before=$(leftovers)
+needs mpirun ml_pong coll_alltoall_ml tp_crash tp_trace_damage
+trace_buffers() { ls /dev/shm 2>/dev/null | grep -c "^bglemu\.$(id -u)\..*\.trace$"; }
+before=$(trace_buffers)
 
 # 1. ping-pong: 5 round trips of 1000 bytes by eager, plus the warm-up one
 mpirun -np 2 -shape 2x1x1 --report "$tmp/pp.json" --trace "$tmp/pp.trace.json" \
@@ -170,6 +162,6 @@ n=$(grep -c '"ph":"X"' "$tmp/dmg.trace.json" 2>/dev/null)
 mpirun -np 4 --trace "$tmp/crash.trace.json" tp_crash >/dev/null 2>&1
 [ $? = 1 ] && $check "$tmp/crash.trace.json" >/dev/null && ok "crashed job: exit 1, trace still written and well formed" ||
   bad "crashed job: trace missing or malformed"
-after=$(leftovers)
+after=$(trace_buffers)
 [ "$after" = "$before" ] && ok "no trace buffers left in /dev/shm" || bad "trace buffers left in /dev/shm: $(ls /dev/shm | grep trace)"
-exit $((fails > 0))
+finish

@@ -2,27 +2,22 @@
 # bgl-traffic end to end: reproducible output (same seed, same bytes), every
 # pattern delivers every packet, and bad options give one error line and a
 # non-zero exit. Prints "ok <what>" / "not ok <what>" per check.
-set -u
-BIN=${PREFIX:-$PWD/install}/bin/bgl-traffic
-[ -x "$BIN" ] || BIN=$(command -v bgl-traffic) || { echo "not ok bgl-traffic not built"; exit 1; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok()  { echo "ok $*"; }
-bad() { echo "not ok $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib/checks.sh"
+needs bgl-traffic
 
 # ---- reproducibility ------------------------------------------------------
 base=(-np 64 -shape 4x4x4 --pattern uniform --load 0.7 --packets 100)
 for r in det adaptive mixed; do
-  "$BIN" "${base[@]}" --routing "$r" --seed 5 --report "$tmp/a.json" >"$tmp/a" 2>&1; ra=$?
-  "$BIN" "${base[@]}" --routing "$r" --seed 5 --report "$tmp/b.json" >"$tmp/b" 2>&1; rb=$?
+  bgl-traffic "${base[@]}" --routing "$r" --seed 5 --report "$tmp/a.json" >"$tmp/a" 2>&1; ra=$?
+  bgl-traffic "${base[@]}" --routing "$r" --seed 5 --report "$tmp/b.json" >"$tmp/b" 2>&1; rb=$?
   if [ $ra -eq 0 ] && [ $rb -eq 0 ] && cmp -s "$tmp/a" "$tmp/b" && cmp -s "$tmp/a.json" "$tmp/b.json"; then
     ok "same seed twice, routing $r: identical output and JSON report"
   else
     bad "same seed twice, routing $r: outputs differ or failed (exit $ra/$rb)"; diff "$tmp/a" "$tmp/b" | head -5
   fi
 done
-"$BIN" "${base[@]}" --seed 6 >"$tmp/c" 2>&1
-"$BIN" "${base[@]}" --seed 5 >"$tmp/d" 2>&1
+bgl-traffic "${base[@]}" --seed 6 >"$tmp/c" 2>&1
+bgl-traffic "${base[@]}" --seed 5 >"$tmp/d" 2>&1
 if ! cmp -s "$tmp/c" "$tmp/d"; then ok "a different seed changes the output"; else bad "seed ignored"; fi
 if grep -q '^accepted throughput' "$tmp/a" && grep -q '^latency .*p99' "$tmp/a"; then
   ok "output reports accepted throughput and latency mean/p99"
@@ -34,7 +29,7 @@ if python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/a.json" 2>/d
 else
   bad "--report JSON does not parse"
 fi
-"$BIN" "${base[@]}" --timing >"$tmp/t" 2>&1
+bgl-traffic "${base[@]}" --timing >"$tmp/t" 2>&1
 if grep -q '^host timing .*packet-hops/s' "$tmp/t" && ! grep -q 'host timing' "$tmp/a"; then
   ok "host timing only with --timing"
 else
@@ -47,7 +42,7 @@ for conn in TORUS MESH; do
     # transpose and bitrev have fixed points (packets to self): mixed sizes
     # there check that the loopback path keeps deterministic order.
     size=mixed
-    out=$("$BIN" -np 64 -shape 4x4x4 -connect $conn --pattern $p --load 0.5 --packets 60 \
+    out=$(bgl-traffic -np 64 -shape 4x4x4 -connect $conn --pattern $p --load 0.5 --packets 60 \
           --routing mixed --chunks $size 2>&1); rc=$?
     if [ $rc -eq 0 ] && grep -q '3840 generated, 3840 delivered, 0 lost, 0 duplicated, 0 corrupted, 0 misrouted' <<<"$out" \
        && grep -q '^order  *0 det out of order' <<<"$out"; then
@@ -59,7 +54,7 @@ for conn in TORUS MESH; do
 done
 
 # Low load: the network accepts what is offered.
-out=$("$BIN" -np 64 -shape 4x4x4 --pattern uniform --load 0.2 --packets 400 2>&1)
+out=$(bgl-traffic -np 64 -shape 4x4x4 --pattern uniform --load 0.2 --packets 400 2>&1)
 acc=$(sed -n 's/^accepted throughput \([0-9.]*\) .*/\1/p' <<<"$out")
 if awk -v a="$acc" 'BEGIN { exit !(a > 0.18 && a < 0.22) }'; then
   ok "load 0.2 uniform: accepted $acc of link bandwidth (offered 0.2)"
@@ -70,7 +65,7 @@ fi
 # ---- bad options: one line on stderr, nothing on stdout, exit != 0 --------
 badcase() {
   local what=$1; shift
-  "$BIN" "$@" >"$tmp/o" 2>"$tmp/e"; local rc=$?
+  bgl-traffic "$@" >"$tmp/o" 2>"$tmp/e"; local rc=$?
   local lines; lines=$(wc -l <"$tmp/e")
   if [ $rc -ne 0 ] && [ "$lines" -eq 1 ] && [ ! -s "$tmp/o" ] && grep -q '^bgl-traffic: ' "$tmp/e"; then
     ok "bad option ($what): $(cat "$tmp/e")"
@@ -108,6 +103,6 @@ printf 'vc_chunks = 4\n' >"$tmp/small.conf"
 badcase "params out of range"    -np 8 --params "$tmp/small.conf" "${P[@]}"
 badcase "report unwritable"      -np 8 --packets 5 --report /nonexistent/dir/r.json "${P[@]}"
 
-if "$BIN" --help 2>&1 | grep -q '^usage: bgl-traffic'; then ok "--help prints usage, exit 0"; else bad "--help"; fi
+if bgl-traffic --help 2>&1 | grep -q '^usage: bgl-traffic'; then ok "--help prints usage, exit 0"; else bad "--help"; fi
 
-[ $fails -eq 0 ]
+finish

@@ -4,12 +4,7 @@
 # every rank, exact cycles of the global interrupt, the tree beating p2p,
 # reproducible cycles, VN mode, a partly populated machine (fallback),
 # the report's collective section, bad options. A few seconds each.
-set -u
-pass=0; fail=0
-ok()  { echo "ok $*"; pass=$((pass + 1)); }
-bad() { echo "not ok $*"; fail=$((fail + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib/checks.sh"
 
 h=$(coll_tree_ml --help); rc=$?
 check "coll_tree_ml --help: usage, exit 0" bash -c '[ '"$rc"' -eq 0 ] && grep -q "^usage: mpirun" <<<"$0"' "$h"
@@ -58,5 +53,4 @@ rd=$(sed -E 's/.*engine read ([0-9]+) .*/\1/' <<<"$st"); wk=$(sed -E 's/.*; ([0-
 check "64 KiB int and double allreduce on 8 ranks: the engine read ${rd:-?} tree packets for blocked ranks, ${wk:-?} wakes (fewer than 1 per 20 packets)" \
   awk -v r="${rd:-0}" -v w="${wk:-0}" 'BEGIN { exit !(r >= 7000 && w * 20 < r) }'
 
-: "$pass checks passed"
-[ "$fail" -eq 0 ]
+finish
