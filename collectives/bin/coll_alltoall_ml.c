@@ -8,9 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collectives/coll.h"
+#include "coll_bench.h"
 #include "collectives/coll_bounds.h"
-#include "messagelayer/ml_bench.h"
 
 #define MAXPP (1u << 20)
 
@@ -76,79 +75,53 @@ static double link_bound(const tsim_geom *g, const tsim_params *p, int nranks, s
     return best;
 }
 
+typedef struct opts {
+    int algo, order, window;
+} opts;
+
+static int own(const char *a, const char *v, void *arg)
+{
+    opts *o = arg;
+    if (!strcmp(a, "--algo")) {
+        o->algo = !strcmp(v, "torus") ? 0 : !strcmp(v, "p2p") ? 1 : -2;
+        if (o->algo >= 0) return 1;
+        fprintf(stderr, "coll_alltoall_ml: unknown algorithm '%s' (torus or p2p)\n", v);
+        return -1;
+    }
+    if (!strcmp(a, "--order")) {
+        o->order = !strcmp(v, "stagger") ? COLL_A2A_STAGGER
+                   : !strcmp(v, "random") ? COLL_A2A_RANDOM
+                   : !strcmp(v, "rank")   ? COLL_A2A_RANKORDER : -1;
+        if (o->order >= 0) return 1;
+        fprintf(stderr, "coll_alltoall_ml: unknown order '%s' (stagger, random or rank)\n", v);
+        return -1;
+    }
+    if (strcmp(a, "--window")) return 0;
+    o->window = atoi(v);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
-    int algo = -1, order = COLL_A2A_RANDOM, window = 8, iters = 1;
-    size_t min = 1, max = 64u << 10, step = 4;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "coll_alltoall_ml: unknown option or missing value '%s' (try --help)\n", a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        if (!strcmp(a, "--algo")) {
-            algo = !strcmp(v, "torus") ? 0 : !strcmp(v, "p2p") ? 1 : -2;
-            if (algo < 0) {
-                fprintf(stderr, "coll_alltoall_ml: unknown algorithm '%s' (torus or p2p)\n", v);
-                return 2;
-            }
-        } else if (!strcmp(a, "--order")) {
-            order = !strcmp(v, "stagger") ? COLL_A2A_STAGGER
-                    : !strcmp(v, "random") ? COLL_A2A_RANDOM
-                    : !strcmp(v, "rank")   ? COLL_A2A_RANKORDER : -1;
-            if (order < 0) {
-                fprintf(stderr, "coll_alltoall_ml: unknown order '%s' (stagger, random or rank)\n", v);
-                return 2;
-            }
-        } else if (!strcmp(a, "--min") || !strcmp(a, "--max")) {
-            size_t s;
-            if (ml_parse_size(v, &s) != 0 || s < 1 || s > MAXPP) {
-                fprintf(stderr, "coll_alltoall_ml: %s must be 1..%u bytes (K, M suffixes), not '%s'\n",
-                        a, MAXPP, v);
-                return 2;
-            }
-            *(!strcmp(a, "--min") ? &min : &max) = s;
-        } else if (!strcmp(a, "--step")) {
-            if (ml_parse_size(v, &step) != 0 || step < 2) {
-                fprintf(stderr, "coll_alltoall_ml: --step must be >= 2\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--window")) {
-            window = atoi(v);
-        } else if (!strcmp(a, "--iters")) {
-            iters = atoi(v);
-            if (iters < 1) {
-                fprintf(stderr, "coll_alltoall_ml: --iters must be >= 1\n");
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "coll_alltoall_ml: unknown option '%s' (try --help)\n", a);
-            return 2;
-        }
-    }
-    if (min > max) {
-        fprintf(stderr, "coll_alltoall_ml: --min is larger than --max\n");
-        return 2;
-    }
+    opts o = {-1, COLL_A2A_RANDOM, 8};
+    cb_sweep sw = {1, 64u << 10, 4, MAXPP, 1};
+    int st = cb_options(argc, argv, "coll_alltoall_ml", usage, &sw, own, &o);
+    if (st >= 0) return st;
+    int algo = o.algo;
     coll_upcall_arg ua = {0};
     ml_ctx *ml;
     coll_ctx *c = coll_open_env("coll_alltoall_ml", &ua, &ml);
     if (!c) return 1;
-    coll_set_a2a_order(c, order);
-    coll_set_p2p_window(c, window);
+    coll_set_a2a_order(c, o.order);
+    coll_set_p2p_window(c, o.window);
     int me = ml_rank(ml), n = ml_nranks(ml), rc = 0;
     pl_proc *pp = ml_proc(ml);
     const tsim_params *prm = &pp->seg->params;
     const tsim_geom *g = &pp->seg->geom;
     double mhz = (double)prm->clock_mhz;
-    uint8_t *sbuf = malloc((size_t)n * max), *rbuf = malloc((size_t)n * max);
+    uint8_t *sbuf = malloc((size_t)n * sw.max), *rbuf = malloc((size_t)n * sw.max);
     if (!sbuf || !rbuf) {
-        fprintf(stderr, "coll_alltoall_ml: out of memory (%zu bytes per buffer)\n", (size_t)n * max);
+        fprintf(stderr, "coll_alltoall_ml: out of memory (%zu bytes per buffer)\n", (size_t)n * sw.max);
         return 1;
     }
     if (me == 0) {
@@ -162,14 +135,13 @@ int main(int argc, char **argv)
     unsigned seed = 1;
     for (int k = 0; k < 2 && !rc; k++) {
         if (algo >= 0 && algo != k) continue;
-        for (size_t m = min; m <= max && !rc; m = m * step > max && m < max ? max : m * step) {
+        for (size_t m = sw.min; m && !rc; m = cb_next(&sw, m)) {
             uint64_t worst = 0;
-            for (int it = 0; it < iters && !rc; it++, seed++) {
+            for (int it = 0; it < sw.iters && !rc; it++, seed++) {
                 for (int d = 0; d < n; d++)
                     for (size_t i = 0; i < m; i++) sbuf[(size_t)d * m + i] = byte_of(me, d, i, seed);
                 memset(rbuf, 0, (size_t)n * m);
-                uint64_t t[1] = {0};
-                rc |= coll_allreduce_max_p2p(c, t, 1); /* barrier */
+                rc |= cb_barrier(c);
                 uint64_t t0 = pl_now(pp);
                 rc |= k == 0 ? coll_alltoall(c, sbuf, rbuf, m) : coll_alltoall_p2p(c, sbuf, rbuf, m);
                 uint64_t t1 = pl_now(pp);
@@ -182,10 +154,7 @@ int main(int argc, char **argv)
                             bad = 1;
                             break;
                         }
-                uint64_t r[3] = {t1, UINT64_MAX - t0, (uint64_t)bad};
-                rc |= coll_allreduce_max_p2p(c, r, 3); /* everyone stops on an error */
-                if (r[2]) rc = 1;
-                uint64_t dt = r[0] - (UINT64_MAX - r[1]);
+                uint64_t dt = cb_span(c, t0, t1, bad, &rc);
                 if (dt > worst) worst = dt;
             }
             if (me == 0 && !rc) {
@@ -195,7 +164,6 @@ int main(int argc, char **argv)
                        lb / (double)worst, (double)m * (n - 1) * mhz / (double)worst);
                 fflush(stdout);
             }
-            if (m == max) break;
         }
     }
     free(sbuf);

@@ -8,9 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collectives/coll.h"
+#include "coll_bench.h"
 #include "collectives/coll_bounds.h"
-#include "messagelayer/ml_bench.h"
 
 #define MAXSZ (64u << 20)
 
@@ -37,59 +36,33 @@ static void fill(uint8_t *b, size_t n, unsigned seed)
     for (size_t i = 0; i < n; i++) b[i] = (uint8_t)(i * 131u + seed * 7u + (i >> 9));
 }
 
+typedef struct opts {
+    int algo, root;
+} opts;
+
+static int own(const char *a, const char *v, void *arg)
+{
+    opts *o = arg;
+    if (!strcmp(a, "--root")) {
+        o->root = atoi(v);
+        return 1;
+    }
+    if (strcmp(a, "--algo")) return 0;
+    o->algo = -1;
+    for (int k = 0; k < 3; k++)
+        if (!strcmp(v, algos[k])) o->algo = k;
+    if (o->algo >= 0) return 1;
+    fprintf(stderr, "coll_bcast_ml: unknown algorithm '%s' (torus1, torus3 or p2p)\n", v);
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
-    int algo = -1, root = 0, iters = 1;
-    size_t min = 1, max = 4u << 20, step = 4;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "coll_bcast_ml: unknown option or missing value '%s' (try --help)\n", a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        if (!strcmp(a, "--algo")) {
-            algo = -1;
-            for (int k = 0; k < 3; k++)
-                if (!strcmp(v, algos[k])) algo = k;
-            if (algo < 0) {
-                fprintf(stderr, "coll_bcast_ml: unknown algorithm '%s' (torus1, torus3 or p2p)\n", v);
-                return 2;
-            }
-        } else if (!strcmp(a, "--min") || !strcmp(a, "--max")) {
-            size_t s;
-            if (ml_parse_size(v, &s) != 0 || s < 1 || s > MAXSZ) {
-                fprintf(stderr, "coll_bcast_ml: %s must be 1..%u bytes (K, M suffixes), not '%s'\n", a,
-                        MAXSZ, v);
-                return 2;
-            }
-            *(!strcmp(a, "--min") ? &min : &max) = s;
-        } else if (!strcmp(a, "--root")) {
-            root = atoi(v);
-        } else if (!strcmp(a, "--iters")) {
-            iters = atoi(v);
-            if (iters < 1) {
-                fprintf(stderr, "coll_bcast_ml: --iters must be >= 1\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--step")) {
-            if (ml_parse_size(v, &step) != 0 || step < 2) {
-                fprintf(stderr, "coll_bcast_ml: --step must be >= 2\n");
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "coll_bcast_ml: unknown option '%s' (try --help)\n", a);
-            return 2;
-        }
-    }
-    if (min > max) {
-        fprintf(stderr, "coll_bcast_ml: --min is larger than --max\n");
-        return 2;
-    }
+    opts o = {-1, 0};
+    cb_sweep sw = {1, 4u << 20, 4, MAXSZ, 1};
+    int st = cb_options(argc, argv, "coll_bcast_ml", usage, &sw, own, &o);
+    if (st >= 0) return st;
+    int algo = o.algo, root = o.root;
     coll_upcall_arg ua = {0};
     ml_ctx *ml;
     coll_ctx *c = coll_open_env("coll_bcast_ml", &ua, &ml);
@@ -106,7 +79,7 @@ int main(int argc, char **argv)
     const tsim_geom *g = &pp->seg->geom;
     double mhz = (double)prm->clock_mhz;
     double link = coll_link_bytes_per_cycle(prm);
-    uint8_t *buf = malloc(max), *ref = malloc(max);
+    uint8_t *buf = malloc(sw.max), *ref = malloc(sw.max);
     if (!buf || !ref) {
         fprintf(stderr, "coll_bcast_ml: out of memory\n");
         return 1;
@@ -121,13 +94,12 @@ int main(int argc, char **argv)
     unsigned seed = 1;
     for (int k = 0; k < 3 && !rc; k++) {
         if (algo >= 0 && algo != k) continue;
-        for (size_t size = min; size <= max && !rc; size = size * step > max && size < max ? max : size * step) {
+        for (size_t size = sw.min; size && !rc; size = cb_next(&sw, size)) {
             uint64_t worst = 0;
-            for (int it = 0; it < iters && !rc; it++, seed++) {
+            for (int it = 0; it < sw.iters && !rc; it++, seed++) {
                 if (me == root) fill(buf, size, seed);
                 else memset(buf, 0, size);
-                uint64_t t[1] = {0};
-                rc |= coll_allreduce_max_p2p(c, t, 1); /* barrier */
+                rc |= cb_barrier(c);
                 uint64_t t0 = pl_now(pp);
                 if (k == 2) rc |= coll_bcast_p2p(c, buf, size, root);
                 else rc |= coll_bcast(c, buf, size, root, k == 0 ? 1 : 3);
@@ -137,10 +109,7 @@ int main(int argc, char **argv)
                 if (bad)
                     fprintf(stderr, "coll_bcast_ml: rank %d: %s %zu bytes: wrong data\n", me, algos[k],
                             size);
-                uint64_t r[3] = {t1, UINT64_MAX - t0, (uint64_t)bad};
-                rc |= coll_allreduce_max_p2p(c, r, 3); /* everyone stops on an error */
-                if (r[2]) rc = 1;
-                uint64_t dt = r[0] - (UINT64_MAX - r[1]);
+                uint64_t dt = cb_span(c, t0, t1, bad, &rc);
                 if (dt > worst) worst = dt;
             }
             if (me == 0 && !rc) {
@@ -149,7 +118,6 @@ int main(int argc, char **argv)
                        (unsigned long long)worst, bps * mhz, bps / link);
                 fflush(stdout);
             }
-            if (size == max) break;
         }
     }
     free(buf);

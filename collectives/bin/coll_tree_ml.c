@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_bench.h"
 #include "collectives/coll_tree.h"
 #include "torus-sim/tsim_tree.h"
-#include "messagelayer/ml_bench.h"
 
 static void usage(FILE *f)
 {
@@ -52,11 +52,7 @@ static void start(bench *b)
 static void stop(bench *b, const char *what, const char *algo, const char *type, size_t bytes,
                  int bad)
 {
-    uint64_t t1 = pl_now(b->pp);
-    uint64_t r[3] = {t1, UINT64_MAX - b->t0, (uint64_t)bad};
-    b->rc |= coll_allreduce_max_p2p(b->c, r, 3);
-    if (r[2]) b->rc = 1;
-    uint64_t dt = r[0] - (UINT64_MAX - r[1]);
+    uint64_t dt = cb_span(b->c, b->t0, pl_now(b->pp), bad, &b->rc);
     if (b->me == 0 && !b->rc) {
         double us = (double)dt / b->mhz;
         printf("%-9s %-6s %-6s %9zu %11llu %10.2f %9.2f\n", what, algo, type, bytes,
@@ -72,15 +68,14 @@ static void barriers(bench *b)
     stop(b, "barrier", "gi", "-", 0, 0);
     if (!b->base) return;
     start(b);
-    uint64_t t[1] = {0};
-    b->rc |= coll_allreduce_max_p2p(b->c, t, 1);
+    b->rc |= cb_barrier(b->c);
     stop(b, "barrier", "p2p", "-", 0, 0);
 }
 
-static void allreduces(bench *b, size_t min, size_t max, size_t step, int tree)
+static void allreduces(bench *b, const cb_sweep *sw, int tree)
 {
     int n = b->n;
-    for (size_t size = min; size <= max; size = size * step > max && size < max ? max : size * step) {
+    for (size_t size = sw->min; size; size = cb_next(sw, size)) {
         size_t ni = size / 4 ? size / 4 : 1, nd = size / 8 ? size / 8 : 1;
         int32_t *iv = malloc(ni * 4);
         double *dv = malloc(nd * 8), *dr = malloc(nd * 8);
@@ -129,18 +124,17 @@ static void allreduces(bench *b, size_t min, size_t max, size_t step, int tree)
         free(dv);
         free(dr);
         free(uv);
-        if (size == max) break;
     }
 }
 
-static void bcasts(bench *b, size_t min, size_t max, size_t step, int tree)
+static void bcasts(bench *b, const cb_sweep *sw, int tree)
 {
-    uint8_t *buf = malloc(max);
+    uint8_t *buf = malloc(sw->max);
     if (!buf) {
         b->rc = 1;
         return;
     }
-    for (size_t size = min; size <= max; size = size * step > max && size < max ? max : size * step) {
+    for (size_t size = sw->min; size; size = cb_next(sw, size)) {
         for (int k = tree ? 0 : 1; k < (b->base ? 3 : b->torus ? 2 : 1); k++) {
             for (size_t i = 0; i < size; i++) buf[i] = b->me == 0 ? (uint8_t)(i * 131 + (size_t)k) : 0;
             start(b);
@@ -151,62 +145,49 @@ static void bcasts(bench *b, size_t min, size_t max, size_t step, int tree)
             for (size_t i = 0; i < size; i++) bad |= buf[i] != (uint8_t)(i * 131 + (size_t)k);
             stop(b, "bcast", k == 0 ? "tree" : k == 1 ? "torus3" : "p2p", "byte", size, bad);
         }
-        if (size == max) break;
     }
     free(buf);
 }
 
+typedef struct opts {
+    const char *what;
+    int base, torus;
+} opts;
+
+static int own(const char *a, const char *v, void *arg)
+{
+    opts *o = arg;
+    if (!strcmp(a, "--what")) {
+        if (strcmp(v, "barrier") && strcmp(v, "allreduce") && strcmp(v, "bcast") && strcmp(v, "all")) {
+            fprintf(stderr, "coll_tree_ml: --what must be barrier, allreduce, bcast or all, not '%s'\n", v);
+            return -1;
+        }
+        o->what = v;
+        return 1;
+    }
+    if (strcmp(a, "--algo")) return 0;
+    if (strcmp(v, "all") && strcmp(v, "hw") && strcmp(v, "tree")) {
+        fprintf(stderr, "coll_tree_ml: --algo must be all, hw or tree, not '%s'\n", v);
+        return -1;
+    }
+    o->base = !strcmp(v, "all");
+    o->torus = strcmp(v, "tree") != 0;
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
-    const char *what = "all";
-    int base = 1, torus = 1;
-    size_t min = 8, max = 1u << 20, step = 8;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "coll_tree_ml: unknown option or missing value '%s' (try --help)\n", a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        if (!strcmp(a, "--what")) {
-            if (strcmp(v, "barrier") && strcmp(v, "allreduce") && strcmp(v, "bcast") && strcmp(v, "all")) {
-                fprintf(stderr, "coll_tree_ml: --what must be barrier, allreduce, bcast or all, not '%s'\n", v);
-                return 2;
-            }
-            what = v;
-        } else if (!strcmp(a, "--algo")) {
-            if (strcmp(v, "all") && strcmp(v, "hw") && strcmp(v, "tree")) {
-                fprintf(stderr, "coll_tree_ml: --algo must be all, hw or tree, not '%s'\n", v);
-                return 2;
-            }
-            base = !strcmp(v, "all");
-            torus = strcmp(v, "tree") != 0;
-        } else if (!strcmp(a, "--min") || !strcmp(a, "--max") || !strcmp(a, "--step")) {
-            size_t s;
-            if (ml_parse_size(v, &s) != 0 || s < 1 || s > (64u << 20) || (!strcmp(a, "--step") && s < 2)) {
-                fprintf(stderr, "coll_tree_ml: bad value '%s' for %s\n", v, a);
-                return 2;
-            }
-            *(!strcmp(a, "--min") ? &min : !strcmp(a, "--max") ? &max : &step) = s;
-        } else {
-            fprintf(stderr, "coll_tree_ml: unknown option '%s' (try --help)\n", a);
-            return 2;
-        }
-    }
-    if (min > max) {
-        fprintf(stderr, "coll_tree_ml: --min is larger than --max\n");
-        return 2;
-    }
+    opts o = {"all", 1, 1};
+    cb_sweep sw = {8, 1u << 20, 8, 64u << 20, 0};
+    int st = cb_options(argc, argv, "coll_tree_ml", usage, &sw, own, &o);
+    if (st >= 0) return st;
+    const char *what = o.what;
     coll_upcall_arg ua = {0};
     ml_ctx *ml;
     coll_ctx *c = coll_open_env("coll_tree_ml", &ua, &ml);
     if (!c) return 1;
     bench b = {.c = c, .pp = ml_proc(ml), .me = ml_rank(ml), .n = ml_nranks(ml),
-               .base = base, .torus = torus};
+               .base = o.base, .torus = o.torus};
     const tsim_geom *g = &b.pp->seg->geom;
     b.mhz = (double)b.pp->seg->params.clock_mhz;
     int tree = coll_tree_ok(c);
@@ -219,8 +200,8 @@ int main(int argc, char **argv)
     }
     int all = !strcmp(what, "all");
     if (all || !strcmp(what, "barrier")) barriers(&b);
-    if (!b.rc && (all || !strcmp(what, "allreduce"))) allreduces(&b, min, max, step, tree);
-    if (!b.rc && (all || !strcmp(what, "bcast"))) bcasts(&b, min, max, step, tree);
+    if (!b.rc && (all || !strcmp(what, "allreduce"))) allreduces(&b, &sw, tree);
+    if (!b.rc && (all || !strcmp(what, "bcast"))) bcasts(&b, &sw, tree);
     if (b.rc && b.me == 0) fprintf(stderr, "coll_tree_ml: a collective failed or gave a wrong result\n");
     coll_finalize(c);
     ml_finalize(ml);
