@@ -6,33 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "messagelayer/ml_bench.h"
+#include "ml_exchange.h"
 
-#define WINDOW 8
+#define WINDOW ML_EXCHANGE_MAX
 #define MAXSZ (4u << 20)
-
-static void count(ml_ctx *ml, void *arg)
-{
-    (void)ml;
-    (*(volatile int *)arg)++;
-}
 
 /* Posts `send` messages to peer, then waits until they left and `recv`
  * messages arrived. */
 static int exchange(ml_ctx *ml, ml_bench *b, int peer, ml_proto proto, size_t size, int send,
                     int recv)
 {
-    ml_msg m[WINDOW];
-    volatile int done = 0;
-    for (int i = 0; i < send; i++) {
-        m[i] = (ml_msg){.dst = peer, .hdr = &size, .hdrlen = sizeof size, .buf = b->sbuf,
-                        .len = size, .proto = proto, .done = count, .arg = (void *)&done};
-        if (ml_send(ml, &m[i]) != 0) return -1;
-    }
-    if (ml_bench_recv(ml, b, recv) != 0) return -1;
-    while (done < send)
-        if (!ml_advance(ml) && ml_wait_idle(ml, "ml_bw", 1) != 0) return -1;
-    return 0;
+    return ml_exchange(ml, b, NULL, peer, send, proto, &size, recv, "ml_bw");
 }
 
 int main(int argc, char **argv)

@@ -7,13 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "messagelayer/ml_bench.h"
-
-static void count(ml_ctx *ml, void *arg)
-{
-    (void)ml;
-    (*(volatile int *)arg)++;
-}
+#include "ml_exchange.h"
 
 /* Ranks of rank 0's six neighbours in port order x+ x- y+ y- z+ z-. */
 static int neighbours(ml_ctx *ml, int nb[6])
@@ -69,19 +63,9 @@ int main(int argc, char **argv)
         ml_proto p = protos[pi];
         if (p != ML_RZV && size > 65536) continue;
         for (int k = 1; k <= n && !rc; k++) {
-            ml_msg m[6];
-            volatile int sent = 0;
             int peers = me == 0 ? k : (mine && mine <= k);
             uint64_t t0 = pl_now(pp);
-            for (int j = 0; j < peers; j++) {
-                m[j] = (ml_msg){.dst = me == 0 ? nb[j] : 0, .hdr = &size, .hdrlen = sizeof size,
-                                .buf = b.sbuf, .len = size, .proto = p, .done = count,
-                                .arg = (void *)&sent};
-                rc |= ml_send(ml, &m[j]);
-            }
-            rc |= ml_bench_recv(ml, &b, peers);
-            while (sent < peers && !rc)
-                if (!ml_advance(ml) && ml_wait_idle(ml, "ml_multilink", 1) != 0) rc = 1;
+            if (ml_exchange(ml, &b, me == 0 ? nb : NULL, 0, peers, p, &size, peers, "ml_multilink") != 0) rc = 1;
             uint64_t dt = pl_now(pp) - t0;
             if (me == 0)
                 printf("%-15s %2d %12llu %10.2f\n", ml_proto_name(p), k, (unsigned long long)dt,
