@@ -9,12 +9,26 @@
 
 #include "ml_internal.h"
 
-static void co_send(ml_ctx *ml, uint8_t type, uint16_t id)
+int ml_co_tell(tsim_port *pt, uint8_t type, uint16_t id)
 {
-    ml_sw sw = {type, 0, id, 0};
+    int room = tsim_port_room(pt, TSIM_INJ_SP, 1);
+    if (room != 1) return room == TSIM_PORT_WAIT ? TSIM_RUN_WAIT : 0;
+    /* the main processor reads what this one wrote once it sees the notice */
+    if (pt->ops->publish(pt) != 0) return TSIM_RUN_FAIL;
+    int main_proc = pt->proc - 1;
     tsim_hwhdr hw;
-    pl_header(&ml->co, &hw, ml->pp->index, 0, 0);
-    pl_inject_wait(&ml->co, TSIM_INJ_SP, &hw, &sw, NULL, 0);
+    tsim_header(pt->g, &hw, main_proc, 0, 0, (unsigned)(main_proc % TSIM_CPUS));
+    ml_sw sw = {type, 0, id, 0};
+    uint8_t sw8[8];
+    memcpy(sw8, &sw, sizeof sw8);
+    pt->ops->inject(pt, TSIM_INJ_SP, &hw, sw8, NULL, 0);
+    return 1;
+}
+
+void ml_co_send(ml_ctx *ml, uint8_t type, uint16_t id)
+{
+    while (ml_co_tell(&ml->co_port, type, id) == 0)
+        if (pl_block_need(&ml->co, TSIM_WAKE_INJ(TSIM_INJ_SP), 1, "room in an injection FIFO") != 0) return;
 }
 
 /* A reception the coprocessor took a packet of: tracked while data is to
@@ -64,12 +78,12 @@ static void *co_main(void *arg)
         memcpy(&sw, s.p.sw, sizeof sw);
         pl_charge(co, ml->prm->ml_dispatch_cycles);
         if (sw.type == T_CO_STOP) { /* say so, then leave the simulation */
-            co_send(ml, T_CO_DONE, 0);
+            ml_co_send(ml, T_CO_DONE, 0);
             break;
         }
         if (sw.type == T_CO_WORK) {
             ml->co_fn(co, ml->co_arg);
-            co_send(ml, T_CO_DONE, 0);
+            ml_co_send(ml, T_CO_DONE, 0);
         } else if (sw.type == T_RZV_DATA) {
             /* the slot (or a split's part) was set up by the main processor
              * before its grant */
@@ -79,7 +93,7 @@ static void *co_main(void *arg)
                         rx->len - sw.w < TSIM_PAYLOAD_MAX ? rx->len - sw.w : TSIM_PAYLOAD_MAX);
             ml_charge_ddt(co, (uint64_t)segs * ml->prm->ddt_seg_cycles);
             co_track(ml, rx, sw.id);
-            if (rx->got >= rx->len) co_send(ml, T_CO_RZV_DONE, sw.id);
+            if (rx->got >= rx->len) ml_co_send(ml, T_CO_RZV_DONE, sw.id);
             /* more data is most likely next, from several links at once
              * when neighbours send together: then a poll seldom finds the
              * FIFOs empty and the coprocessor never blocks. The engine

@@ -114,7 +114,7 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
         st->nrx > ML_HO_RX || (start && st->empties >= st->polls) ||
         (*wait & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL || st->ntx > ML_HO_TX ||
         st->nring > st->ntx || (st->nring && st->ring_pos >= st->nring) || st->nwt > ML_HO_WT ||
-        st->ngranted)
+        st->ngranted || st->co_owe)
         return 0;
     if (!*priv && !(*priv = calloc(1, sizeof(wait_priv)))) return 0;
     wait_priv *w = *priv;
@@ -294,6 +294,17 @@ static int take_grant(tsim_port *pt, ml_wait_state *st, wait_priv *w, int f, ml_
     return 1;
 }
 
+/* The coprocessor's notice of a reception it completed (co_main's, before
+ * its next poll): 1 sent (or none owed); a full FIFO hands the notice to
+ * the rank (ml_coproc_handoff sends it, waiting for room). */
+static int co_notice(tsim_port *pt, ml_wait_state *st)
+{
+    if (!st->co_owe) return 1;
+    int rc = ml_co_tell(pt, T_CO_RZV_DONE, (uint16_t)(st->co_owe - 1));
+    if (rc == 1) st->co_owe = 0;
+    return rc == 0 ? back(st) : rc;
+}
+
 /* One poll: 1 a packet was read, 0 none was visible (charged), or
  * TSIM_RUN_WAIT / TSIM_RUN_BACK. A data packet of a reception it knows
  * that does not complete it is the engine's, and a grant for a send it
@@ -304,20 +315,26 @@ static int poll_once(void *ctx, ml_resume *a)
     tsim_port *pt = c->pt;
     ml_wait_state *st = c->st;
     wait_priv *w = c->w;
+    int rc = co_notice(pt, st);
+    if (rc != 1) return rc;
     int f = pt->ops->poll(pt);
     if (f == TSIM_PORT_WAIT) return TSIM_RUN_WAIT;
     if (f < 0) return 0;
     const tsim_slot *s = pt->ops->peek(pt, f);
     ml_sw sw = ml_sw_of(s);
     if (sw.type == T_GRANT) {
-        int rc = take_grant(pt, st, w, f, sw);
+        rc = take_grant(pt, st, w, f, sw);
         if (rc == 1) a->pkts_recv++;
         return rc;
     }
     ml_ho_rx *rx = match(st, s, sw);
     uint64_t off = sw.w;
     uint64_t n = rx && off <= rx->len ? ml_data_bytes(rx->lo, rx->len, off) : 0;
-    if (!rx || off > rx->len || rx->got + n >= rx->len) return back(st);
+    /* a reception's last packet is the rank's (its completion runs there),
+     * but for the coprocessor, which only tells the main processor; one it
+     * completed is over (its slot may already carry the next reception) */
+    int last = rx && off <= rx->len && rx->got + n >= rx->len;
+    if (!rx || off > rx->len || rx->got >= rx->len || (last && !st->flat)) return back(st);
     /* the bytes first: a write that fails leaves the packet to the rank
      * (the pieces written are rewritten by it) */
     size_t i = (size_t)(rx - st->rx);
@@ -331,6 +348,7 @@ static int poll_once(void *ctx, ml_resume *a)
     ml_data_seen(&rx->hi, &a->reordered, off);
     rx->got += n;
     a->pkts_recv++;
+    if (last) st->co_owe = 1u + rx->id; /* sent before the next poll, at this clock */
     return 1;
 }
 

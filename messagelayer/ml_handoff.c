@@ -235,10 +235,18 @@ int ml_coproc_handoff(ml_ctx *ml, pl_proc *co, int start)
     }
     int rc = handoff_block(co, ML_PROG_WAIT, (uint32_t)start, TSIM_WAKE_REC_ALL, "coprocessor idle");
     if (rc != 0 || !co->p->handoff.back) return rc;
-    for (int i = 0; i < ml->co_nact; i++) { /* the engine stops before a reception's last packet */
+    int k = 0;
+    for (int i = 0; i < ml->co_nact; i++) {
+        /* one the engine completed is the main processor's once told (it may
+         * already hold a new reception): not to be touched */
+        if (d->rx[i].got >= d->rx[i].len) continue;
         ml->co_act[i]->got = d->rx[i].got;
         ml->co_act[i]->hi = d->rx[i].hi;
+        ml->co_act[k] = ml->co_act[i];
+        ml->co_act_id[k++] = ml->co_act_id[i];
     }
+    ml->co_nact = k;
     ml->co_reordered += d->res.reordered;
+    if (d->co_owe) ml_co_send(ml, T_CO_RZV_DONE, (uint16_t)(d->co_owe - 1));
     return 0;
 }

@@ -193,6 +193,9 @@ typedef struct ml_wait_state {
     uint32_t nwt, ngranted; /* wt[0..nwt): sends waiting for a grant; grants the engine took */
     /* the loop's state while the engine runs it (its advance's cursor is res) */
     uint32_t blocked, inj_full;
+    /* the coprocessor's loop (flat): 1 + the id of a reception it completed
+     * whose notice to the main processor has still to go (ml_co_tell) */
+    uint32_t co_owe;
     ml_ho_tx tx[ML_HO_TX];
     ml_ho_rx rx[ML_HO_RX];
     ml_ho_wt wt[ML_HO_WT];
@@ -531,6 +534,11 @@ void ml_act_del(ml_ctx *ml, ml_rx *rx);
  * (a flat loop: polls until one finds nothing, then block; start: from its
  * next poll). 0, or -1 if the job aborts. */
 int ml_coproc_handoff(ml_ctx *ml, pl_proc *co, int start);
+/* The coprocessor's notice to its main processor (T_CO_*, over the
+ * scratchpad), by either driver: 1 sent, 0 (its FIFO is full at the
+ * clock), TSIM_RUN_WAIT or TSIM_RUN_FAIL. ml_co_send waits for room. */
+int ml_co_tell(tsim_port *pt, uint8_t type, uint16_t id);
+void ml_co_send(ml_ctx *ml, uint8_t type, uint16_t id);
 /* ml_coproc.c */
 int ml_coproc_start(ml_ctx *ml);
 void ml_coproc_stop(ml_ctx *ml);

@@ -72,6 +72,12 @@ static int l_quiet_until(tsim_port *pt, uint64_t *until)
     return 0;
 }
 
+static int l_publish(tsim_port *pt)
+{
+    (void)pt;
+    return 0; /* its writes are its own */
+}
+
 static const tsim_port_ops local_ops = {
     .settled = l_settled,
     .room = l_room,
@@ -88,6 +94,7 @@ static const tsim_port_ops local_ops = {
     .write = l_write,
     .readv = l_readv,
     .quiet_until = l_quiet_until,
+    .publish = l_publish,
 };
 
 void pl_port_init(pl_proc *pp, tsim_port *pt)

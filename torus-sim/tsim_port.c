@@ -104,6 +104,8 @@ static int p_read(tsim_port *pt, void *dst, uint64_t addr, size_t n, const char 
     return p_readv(pt, &l, &r, 1, n, what);
 }
 
+static int p_publish(tsim_port *pt) { return prx_wr_flush(eng_of(pt), pt->proc); }
+
 static int p_settled(tsim_port *pt) { return prx_settled(eng_of(pt), *pt->vt); }
 
 static unsigned room_of(const tsim_ring *r) { return r->cap - atomic_load(&r->used); }
@@ -267,6 +269,7 @@ static const tsim_port_ops engine_ops = {
     .write = p_write,
     .readv = p_readv,
     .quiet_until = p_quiet_until,
+    .publish = p_publish,
 };
 
 void prx_port_init(tsim_engine *e, int proc)

@@ -72,6 +72,10 @@ typedef struct tsim_port_ops {
     /* many pieces at once (loc[i] from the processor's rem[i], total bytes) */
     int (*readv)(tsim_port *pt, const struct iovec *loc, const struct iovec *rem, int cnt,
                  size_t total, const char *what);
+    /* every write so far is in the processor's memory: before a packet
+     * that tells another processor of the same process to read it (the
+     * engine otherwise keeps writes until the processor wakes); 0 or -1 */
+    int (*publish)(tsim_port *pt);
     /* 1 with *until the latest clock up to which nothing can change what
      * the processor sees (no packet waits in its reception FIFOs, no event
      * comes first), 0 when that is not known: a loop may skip its empty
