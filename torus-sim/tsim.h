@@ -83,6 +83,12 @@ static inline uint32_t tsim_slot_sum(const tsim_slot *s)
 
 /* ---- topology --------------------------------------------------------- */
 enum { TSIM_XP, TSIM_XM, TSIM_YP, TSIM_YM, TSIM_ZP, TSIM_ZM, TSIM_NPORTS };
+/* A port's name in reports and pictures: "x+" .. "z-". */
+static inline const char *tsim_port_name(int port)
+{
+    static const char *const name[TSIM_NPORTS] = {"x+", "x-", "y+", "y-", "z+", "z-"};
+    return name[port];
+}
 enum { TSIM_VC_DYN0, TSIM_VC_DYN1, TSIM_VC_ESC, TSIM_VC_HP, TSIM_NVC };
 
 #define TSIM_CPUS     2 /* processor slots per node */
@@ -134,8 +140,6 @@ void tsim_params_default(tsim_params *p);
 int tsim_params_set(tsim_params *p, const char *assignment, char *err, size_t errlen);
 /* One "name = value" per line, '#' comments; errors name file:line. */
 int tsim_params_load(tsim_params *p, const char *path, char *err, size_t errlen);
-void tsim_params_print(const tsim_params *p, FILE *f);
-void tsim_params_json(const tsim_params *p, FILE *f);
 /* Groups of parameters a report lists only when the job used them (or they
  * were set away from their defaults): a report of a job that used neither
  * stays what it was before they existed. */

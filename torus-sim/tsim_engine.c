@@ -97,6 +97,22 @@ static int inj_room(const tsim_ring *r, uint32_t need)
     return r->cap - atomic_load(&r->used) >= need;
 }
 
+/* What a blocked processor waits for (its wake mask) that is there
+ * already: a packet in reception FIFO f (f), room in injection FIFO f
+ * (-1 - f, prx_trigger's numbering), the collective networks' (READY_TREE)
+ * or nothing (READY_NONE). */
+enum { READY_NONE = -100, READY_TREE };
+static int ready_for(tsim_engine *e, int proc, const tsim_proc *p)
+{
+    uint32_t mask = atomic_load(&p->wake_mask);
+    for (int f = 0; f < TSIM_NREC; f++)
+        if ((mask & TSIM_WAKE_REC(f)) && atomic_load(&p->rec[f].head) != atomic_load(&p->rec[f].tail))
+            return f;
+    for (int f = 0; f < TSIM_NINJ; f++)
+        if ((mask & TSIM_WAKE_INJ(f)) && inj_room(&p->inj[f], atomic_load(&p->inj_need))) return -1 - f;
+    return tree_ready(e, proc, mask) ? READY_TREE : READY_NONE;
+}
+
 /* A blocked processor waiting for something that is already there. A
  * processor whose loop the engine runs is looked after by tsim_handoff.c.
  * 1 if the next rounds need not look at it (settled, exited, absent). */
@@ -110,20 +126,9 @@ static int wake_if_ready(tsim_engine *e, int proc, uint64_t t)
     int taken = prx_start(e, proc);
     if (taken < 0) eng_wake(e, proc, t);
     if (taken) return e->ep[proc].settled;
-    uint32_t mask = atomic_load(&p->wake_mask);
-    for (int f = 0; f < TSIM_NREC; f++) {
-        tsim_ring *r = &p->rec[f];
-        if ((mask & TSIM_WAKE_REC(f)) && atomic_load(&r->head) != atomic_load(&r->tail)) {
-            if (!prx_trigger(e, proc, t, f)) eng_wake(e, proc, t);
-            return e->ep[proc].settled;
-        }
-    }
-    for (int f = 0; f < TSIM_NINJ; f++)
-        if ((mask & TSIM_WAKE_INJ(f)) && inj_room(&p->inj[f], atomic_load(&p->inj_need))) {
-            if (!prx_trigger(e, proc, t, -1 - f)) eng_wake(e, proc, t);
-            return e->ep[proc].settled;
-        }
-    if (tree_ready(e, proc, mask) && !prx_tree_trigger(e, proc, t, 0)) eng_wake(e, proc, t);
+    int r = ready_for(e, proc, p);
+    if (r == READY_TREE ? !prx_tree_trigger(e, proc, t, 0) : r != READY_NONE && !prx_trigger(e, proc, t, r))
+        eng_wake(e, proc, t);
     return e->ep[proc].settled;
 }
 
@@ -137,14 +142,7 @@ static int wake_would_act(tsim_engine *e, int proc)
     const prx_state *x = &e->ep[proc].prx;
     if (x->on) return 0;
     if (p->handoff.start && atomic_load(&p->handoff.gen) != x->gen) return 1;
-    uint32_t mask = atomic_load(&p->wake_mask);
-    for (int f = 0; f < TSIM_NREC; f++) {
-        const tsim_ring *r = &p->rec[f];
-        if ((mask & TSIM_WAKE_REC(f)) && atomic_load(&r->head) != atomic_load(&r->tail)) return 1;
-    }
-    for (int f = 0; f < TSIM_NINJ; f++)
-        if ((mask & TSIM_WAKE_INJ(f)) && inj_room(&p->inj[f], atomic_load(&p->inj_need))) return 1;
-    return tree_ready(e, proc, mask);
+    return ready_for(e, proc, p) != READY_NONE;
 }
 
 /* Every round: wake_if_ready for each processor in look_wake, in order. */

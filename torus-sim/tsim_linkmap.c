@@ -6,7 +6,6 @@
 
 #include "tsim_report.h"
 
-static const char *const port_name[TSIM_NPORTS] = {"x+", "x-", "y+", "y-", "z+", "z-"};
 
 int tsim_linkmap_init(tsim_linkmap *m, const tsim_geom *g)
 {
@@ -36,6 +35,32 @@ double tsim_linkmap_util(const tsim_linkmap *m, int node, int port)
 {
     double span = m->end_cycles ? (double)m->end_cycles : 1.0;
     return (double)m->link[node * TSIM_NPORTS + port].busy_cycles / span;
+}
+
+int tsim_linkmap_summary(const tsim_linkmap *m, char *buf, size_t len)
+{
+    const tsim_geom *g = &m->g;
+    int links = 0, used = 0, bnode = 0, bport = 0;
+    double usum = 0, umax = -1;
+    for (int n = 0; n < g->nnodes; n++)
+        for (int port = 0; port < TSIM_NPORTS; port++) {
+            if (tsim_neighbor(g, n, port) < 0) continue;
+            double u = tsim_linkmap_util(m, n, port);
+            links++;
+            used += m->link[n * TSIM_NPORTS + port].packets > 0;
+            usum += u;
+            if (u > umax) umax = u, bnode = n, bport = port;
+        }
+    if (!used) {
+        snprintf(buf, len, "links: none of %d carried packets", links);
+        return 0;
+    }
+    int c[3];
+    tsim_coords(g, bnode, c);
+    snprintf(buf, len, "links: %d of %d carried packets; utilization mean %.1f%%, busiest %.1f%% "
+             "(%s of <%d,%d,%d>)", used, links, 100.0 * usum / links, 100.0 * umax, tsim_port_name(bport),
+             c[0], c[1], c[2]);
+    return used;
 }
 
 int tsim_util_class(const tsim_link_stats *l, double util)
@@ -78,7 +103,7 @@ void tsim_linkmap_text(const tsim_linkmap *m, FILE *f)
     fprintf(f, "mean by direction:");
     for (int port = 0; port < TSIM_NPORTS; port++)
         if (dir_links[port])
-            fprintf(f, " %s %.1f%%", port_name[port], 100.0 * dir_busy[port] / dir_links[port]);
+            fprintf(f, " %s %.1f%%", tsim_port_name(port), 100.0 * dir_busy[port] / dir_links[port]);
     fputc('\n', f);
 }
 

@@ -1,4 +1,5 @@
-/* The named parameter table: defaults, overrides, listing. */
+/* The named parameter table: defaults, overrides, the report's list. The
+ * units and help texts are tsim_params.def's, for its readers. */
 #include "tsim.h"
 
 #include <ctype.h>
@@ -7,13 +8,13 @@
 #include <string.h>
 
 typedef struct param_desc {
-    const char *name, *unit, *help;
+    const char *name;
     uint64_t def;
     size_t off;
 } param_desc;
 
 static const param_desc descs[] = {
-#define TSIM_PARAM(n, d, u, h) {#n, u, h, d, offsetof(tsim_params, n)},
+#define TSIM_PARAM(n, d, u, h) {#n, d, offsetof(tsim_params, n)},
 #include "tsim_params.def"
 #undef TSIM_PARAM
 };
@@ -89,14 +90,6 @@ int tsim_params_load(tsim_params *p, const char *path, char *err, size_t errlen)
     return rc;
 }
 
-void tsim_params_print(const tsim_params *p, FILE *f)
-{
-    for (size_t i = 0; i < NDESC; i++)
-        fprintf(f, "%-22s = %-8llu # %s: %s\n", descs[i].name,
-                (unsigned long long)*(const uint64_t *)((const char *)p + descs[i].off),
-                descs[i].unit, descs[i].help);
-}
-
 /* The groups of parameters listed only when asked for or set away from
  * their defaults (TSIM_PARAMS_*), so that a report of a job that never used
  * them stays what it was before they existed. */
@@ -126,4 +119,3 @@ void tsim_params_json_all(const tsim_params *p, FILE *f, unsigned show)
     fputc('}', f);
 }
 
-void tsim_params_json(const tsim_params *p, FILE *f) { tsim_params_json_all(p, f, 0); }

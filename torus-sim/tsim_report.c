@@ -7,7 +7,6 @@
 #include "tsim_report.h"
 #include "tsim_tree.h"
 
-static const char *const port_name[TSIM_NPORTS] = {"x+", "x-", "y+", "y-", "z+", "z-"};
 
 const tsim_link_stats *tsim_engine_link(tsim_engine *e, int node, int port)
 {
@@ -77,11 +76,9 @@ static void print_waiters(tsim_engine *e, FILE *f)
     }
     if (idle) fprintf(f, "  (and %d idle coprocessor%s)\n", idle, idle > 1 ? "s" : "");
     /* packets the network still holds (a simulator fault if there are any) */
-    int held = 0;
     for (int n = 0; n < e->g.nnodes; n++) {
         const router *r = &e->rt[n];
         if (!r->waiting) continue;
-        held += (int)r->waiting;
         int c[3];
         tsim_coords(&e->g, n, c);
         fprintf(f, "  router <%d,%d,%d> holds %u packet%s:", c[0], c[1], c[2], r->waiting,
@@ -90,7 +87,7 @@ static void print_waiters(tsim_engine *e, FILE *f)
             const pq *x = &r->inq[0][0] + q;
             if (x->head == NIL) continue;
             const npkt *pk = &e->pool[x->head];
-            fprintf(f, " in %s/vc%d -> <%d,%d,%d> want 0x%x", port_name[q / TSIM_NVC], q % TSIM_NVC,
+            fprintf(f, " in %s/vc%d -> <%d,%d,%d> want 0x%x", tsim_port_name(q / TSIM_NVC), q % TSIM_NVC,
                     pk->s.p.hw.dst[0], pk->s.p.hw.dst[1], pk->s.p.hw.dst[2], pk->want);
         }
         for (int q = 0; q < TSIM_CPUS * TSIM_NINJ; q++) {
@@ -102,7 +99,7 @@ static void print_waiters(tsim_engine *e, FILE *f)
         }
         fprintf(f, "; credits");
         for (int p = 0; p < TSIM_NPORTS; p++)
-            fprintf(f, " %s %d/%d/%d/%d", port_name[p], r->credits[0][p], r->credits[1][p],
+            fprintf(f, " %s %d/%d/%d/%d", tsim_port_name(p), r->credits[0][p], r->credits[1][p],
                     r->credits[2][p], r->credits[3][p]);
         fprintf(f, "; rec");
         for (int g = 0; g < TSIM_CPUS; g++)
@@ -110,7 +107,6 @@ static void print_waiters(tsim_engine *e, FILE *f)
                 if (r->rec_used[g][q]) fprintf(f, " %d/%d:%d", g, q, r->rec_used[g][q]);
         fputc('\n', f);
     }
-    (void)held;
 }
 
 void report_snapshot_deadlock(tsim_engine *e)
@@ -210,7 +206,7 @@ void tsim_engine_report_json_job(tsim_engine *e, const tsim_result *r, const cha
             const tsim_link_stats *l = &e->rt[n].link[port];
             fprintf(f, "%s\n    {\"node\": [%d, %d, %d], \"dir\": \"%s\", \"packets\": %llu, "
                        "\"bytes\": %llu, \"busy_cycles\": %llu, \"utilization\": %.4f}",
-                    first ? "" : ",", c[0], c[1], c[2], port_name[port],
+                    first ? "" : ",", c[0], c[1], c[2], tsim_port_name(port),
                     (unsigned long long)l->packets, (unsigned long long)l->bytes,
                     (unsigned long long)l->busy_cycles, (double)l->busy_cycles / (double)span);
             first = 0;

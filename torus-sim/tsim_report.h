@@ -37,6 +37,10 @@ int tsim_linkmap_from_engine(tsim_linkmap *m, tsim_engine *e, const tsim_result 
                              const char *job);
 /* Busy cycles over simulated time (a run of 0 cycles counts as 1). */
 double tsim_linkmap_util(const tsim_linkmap *m, int node, int port);
+/* The links in one line, as reports and the SVG's title show them: how
+ * many carried packets of how many, mean and busiest utilization and
+ * where. Returns how many carried packets. */
+int tsim_linkmap_summary(const tsim_linkmap *m, char *buf, size_t len);
 
 /* The text heatmap (busiest outgoing link per node, per z plane). */
 void tsim_linkmap_text(const tsim_linkmap *m, FILE *f);

@@ -11,7 +11,6 @@
 
 #include "tsim_report.h"
 
-static const char *const port_name[TSIM_NPORTS] = {"x+", "x-", "y+", "y-", "z+", "z-"};
 
 /* Yellow to dark red in ten steps of 10% (YlOrRd-like, darkening steadily
  * so the order reads in grey too); idle links light grey. */
@@ -62,7 +61,7 @@ static void link_attrs(FILE *f, const tsim_linkmap *m, int node, int port)
     else fprintf(f, " class=\"link u%d\"", cls);
     fprintf(f, " fill=\"%s\" data-link=\"%s %d,%d,%d\" data-util=\"%.4f\"><title>%s of "
                "&lt;%d,%d,%d&gt; to &lt;%d,%d,%d&gt;: %.1f%% busy, %llu packets, %llu bytes</title>",
-            fill_of(cls), port_name[port], c[0], c[1], c[2], u, port_name[port], c[0], c[1], c[2],
+            fill_of(cls), tsim_port_name(port), c[0], c[1], c[2], u, tsim_port_name(port), c[0], c[1], c[2],
             d[0], d[1], d[2], 100.0 * u, (unsigned long long)l->packets,
             (unsigned long long)l->bytes);
 }
@@ -130,7 +129,7 @@ static void node(FILE *f, const tsim_linkmap *m, int node, int cx, int cy, int p
         const tsim_link_stats *l = &m->link[node * TSIM_NPORTS + port];
         int cls = tsim_util_class(l, tsim_linkmap_util(m, node, port));
         fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"9\" text-anchor=\"middle\"%s>%s</text>\n",
-                cx, y + HALF - 7, cls >= 5 ? " fill=\"#fff\"" : "", port_name[port]);
+                cx, y + HALF - 7, cls >= 5 ? " fill=\"#fff\"" : "", tsim_port_name(port));
     }
     if (pass != 2) return;
     /* the ranks on the node, in the free corner up and left of it */
@@ -215,18 +214,6 @@ void tsim_linkmap_svg(const tsim_linkmap *m, FILE *f)
     int head = HEAD_H + 22 * njl;
     int height = head + rows * ph + 10;
 
-    /* the summary figures of the title, as mpirun's report line has them */
-    int links = 0, used = 0, bnode = 0, bport = 0;
-    double usum = 0, umax = -1;
-    for (int n = 0; n < g->nnodes; n++)
-        for (int port = 0; port < TSIM_NPORTS; port++) {
-            if (tsim_neighbor(g, n, port) < 0) continue;
-            double u = tsim_linkmap_util(m, n, port);
-            links++;
-            used += m->link[n * TSIM_NPORTS + port].packets > 0;
-            usum += u;
-            if (u > umax) umax = u, bnode = n, bport = port;
-        }
     char conn[32], machine[512], timing[256], linkline[256];
     connection(g, conn, sizeof conn);
     snprintf(machine, sizeof machine, "%d rank%s on %dx%dx%d %s, %s mode, mapping %s", g->nranks,
@@ -236,15 +223,7 @@ void tsim_linkmap_svg(const tsim_linkmap *m, FILE *f)
              "%llu packets delivered, %llu packet-hops", (unsigned long long)m->end_cycles,
              (double)m->end_cycles / mhz, (unsigned long long)m->clock_mhz,
              (unsigned long long)m->packets_delivered, (unsigned long long)m->packet_hops);
-    if (used) {
-        int c[3];
-        tsim_coords(g, bnode, c);
-        snprintf(linkline, sizeof linkline, "links: %d of %d carried packets; utilization mean "
-                 "%.1f%%, busiest %.1f%% (%s of <%d,%d,%d>)", used, links,
-                 100.0 * usum / links, 100.0 * umax, port_name[bport], c[0], c[1], c[2]);
-    } else {
-        snprintf(linkline, sizeof linkline, "links: none of %d carried packets", links);
-    }
+    tsim_linkmap_summary(m, linkline, sizeof linkline); /* as mpirun's report line has them */
 
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "

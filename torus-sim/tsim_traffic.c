@@ -505,7 +505,6 @@ void tsim_traffic_get_stats(const tsim_traffic *t, tsim_traffic_stats *s)
     s->misrouted = t->misrouted;
     s->reordered_det = t->reord_det;
     s->reordered_adaptive = t->reord_ad;
-    s->payload_bytes = t->payload;
     s->last_arrival = t->last_arrival;
     s->measured = t->measured;
     s->lat_max = t->lat_max;

@@ -64,7 +64,6 @@ typedef struct tsim_traffic_stats {
     uint64_t lost, duplicated, corrupted, misrouted;
     uint64_t reordered_det, reordered_adaptive; /* per (src, dst) pair; det
                                                  * includes high-priority */
-    uint64_t payload_bytes;                     /* delivered payload */
     /* measurement window [t_begin, t_end) in simulated cycles */
     uint64_t t_begin, t_end, last_arrival;
     uint64_t measured;           /* packets generated in the window */

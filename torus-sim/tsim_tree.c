@@ -33,7 +33,6 @@
 #include <string.h>
 
 #include "tsim_engine_priv.h"
-#include "tsim_engine_priv.h"
 #include "tsim_tree.h"
 
 #define TQ 16 /* a node's own queue: both processors' injection FIFOs */
@@ -516,30 +515,44 @@ void tree_event(tsim_engine *e, const ev *v)
 }
 
 /* ---- what processors wrote -------------------------------------------- */
+/* The first rule of the collective network's headers h breaks (class, ALU
+ * operation, operand width and sign, virtual channel, group), in words in
+ * why: 1, or 0 when it breaks none. */
+static int thdr_fault(const tsim_thdr *h, char *why, size_t n)
+{
+    if (h->cls != TSIM_TC_COMBINE && h->cls != TSIM_TC_BCAST)
+        snprintf(why, n, "packet of class %u", h->cls);
+    else if (h->cls == TSIM_TC_COMBINE && (h->op == TSIM_TOP_NONE || h->op >= TSIM_NTOP))
+        snprintf(why, n, "combine packet with ALU operation %u", h->op);
+    else if (h->cls == TSIM_TC_BCAST && h->op != TSIM_TOP_NONE)
+        snprintf(why, n, "broadcast packet with ALU operation %u", h->op);
+    else if ((h->width != 4 && h->width != 8 && h->width != 16) || h->sign > 1)
+        snprintf(why, n, "packet with operand width %u, sign %u", h->width, h->sign);
+    else if (h->vc >= TSIM_TREE_VCS || h->group >= TSIM_CPUS || h->resv[0] || h->resv[1])
+        snprintf(why, n, "packet for virtual channel %u, reception group %u", h->vc, h->group);
+    else
+        return 0;
+    return 1;
+}
+
+int tsim_thdr_ok(const tsim_thdr *h)
+{
+    char why[96];
+    return !thdr_fault(h, why, sizeof why);
+}
+
 /* A tree packet the hardware could carry, written no earlier than the time
  * already simulated, by a processor of a node in the tree's partition.
  * 0, or -1 after eng_violation(). */
 static int tpkt_ok(tsim_engine *e, int proc, uint32_t seq, const tsim_tslot *s)
 {
-    const tsim_thdr *h = &s->h;
     unsigned slot = seq % TSIM_TREE_SLOTS;
+    char why[96];
     if (!e->tree->n[proc / TSIM_CPUS].part)
         eng_violation(e, proc, "tree injection FIFO: packet at slot %u from a node outside the "
                       "collective network's partition", slot);
-    else if (h->cls != TSIM_TC_COMBINE && h->cls != TSIM_TC_BCAST)
-        eng_violation(e, proc, "tree injection FIFO: packet of class %u at slot %u", h->cls, slot);
-    else if (h->cls == TSIM_TC_COMBINE && (h->op == TSIM_TOP_NONE || h->op >= TSIM_NTOP))
-        eng_violation(e, proc, "tree injection FIFO: combine packet with ALU operation %u at slot %u",
-                      h->op, slot);
-    else if (h->cls == TSIM_TC_BCAST && h->op != TSIM_TOP_NONE)
-        eng_violation(e, proc, "tree injection FIFO: broadcast packet with ALU operation %u at slot %u",
-                      h->op, slot);
-    else if ((h->width != 4 && h->width != 8 && h->width != 16) || h->sign > 1)
-        eng_violation(e, proc, "tree injection FIFO: packet with operand width %u, sign %u at slot %u",
-                      h->width, h->sign, slot);
-    else if (h->vc >= TSIM_TREE_VCS || h->group >= TSIM_CPUS || h->resv[0] || h->resv[1])
-        eng_violation(e, proc, "tree injection FIFO: packet for virtual channel %u, reception group %u "
-                      "at slot %u", h->vc, h->group, slot);
+    else if (thdr_fault(&s->h, why, sizeof why))
+        eng_violation(e, proc, "tree injection FIFO: %s at slot %u", why, slot);
     else if (s->m.t_inject < e->published)
         eng_violation(e, proc, "tree injection FIFO: packet injected at %llu cycles, before the %llu "
                       "already simulated, at slot %u", (unsigned long long)s->m.t_inject,
@@ -547,6 +560,24 @@ static int tpkt_ok(tsim_engine *e, int proc, uint32_t seq, const tsim_tslot *s)
     else
         return 0;
     return -1;
+}
+
+/* The packet processor proc wrote into slot seq of its tree injection
+ * FIFO enters its node's router at t. */
+static void tree_take(tsim_engine *e, int proc, uint32_t seq, const tsim_thdr *h, const uint8_t *payload,
+                      uint64_t t)
+{
+    tree_state *ts = e->tree;
+    uint32_t pk = tp_alloc(ts);
+    tpkt *k = &ts->pool[pk];
+    k->h = *h;
+    memcpy(k->payload, payload, sizeof k->payload);
+    k->t_inject = k->t = t;
+    k->src = proc;
+    k->origin = proc / TSIM_CPUS;
+    k->hops = 0;
+    ts->st.injected++;
+    ev_push_key(e, t, eng_proc_key(proc, 16, seq), EV_TREE_INJ, proc, 0, pk);
 }
 
 static int gi_drain(tsim_engine *e, int i)
@@ -599,16 +630,7 @@ int tree_drain(tsim_engine *e)
                 uint32_t seq = ts->inj_seen[i];
                 const tsim_tslot *s = &p->tinj.slot[seq % TSIM_TREE_SLOTS];
                 if (tpkt_ok(e, i, seq, s) != 0) return 0;
-                uint32_t pk = tp_alloc(ts);
-                tpkt *k = &ts->pool[pk];
-                k->h = s->h;
-                memcpy(k->payload, s->payload, sizeof k->payload);
-                k->t_inject = k->t = s->m.t_inject;
-                k->src = i;
-                k->origin = i / TSIM_CPUS;
-                k->hops = 0;
-                ts->st.injected++;
-                ev_push_key(e, k->t_inject, eng_proc_key(i, 16, seq), EV_TREE_INJ, i, 0, pk);
+                tree_take(e, i, seq, &s->h, s->payload, s->m.t_inject);
                 got = 1;
             }
             uint32_t tl = atomic_load_explicit(&p->trec.tail, memory_order_acquire);
@@ -662,15 +684,6 @@ int tree_ready(tsim_engine *e, int proc, uint32_t mask)
  * (tsim_port.c) What the processor's own pl_tree_inject and
  * pl_tree_consume would write, turned at once into the events tree_drain
  * would have made of them, with the same keys. */
-int tsim_thdr_ok(const tsim_thdr *h)
-{
-    if (h->cls == TSIM_TC_COMBINE && (h->op == TSIM_TOP_NONE || h->op >= TSIM_NTOP)) return 0;
-    if (h->cls == TSIM_TC_BCAST && h->op != TSIM_TOP_NONE) return 0;
-    return (h->cls == TSIM_TC_COMBINE || h->cls == TSIM_TC_BCAST) &&
-           (h->width == 4 || h->width == 8 || h->width == 16) && h->sign <= 1 &&
-           h->vc < TSIM_TREE_VCS && h->group < TSIM_CPUS && !h->resv[0] && !h->resv[1];
-}
-
 int tree_prx_synced(const tsim_engine *e, int proc)
 {
     const tree_state *ts = e->tree;
@@ -701,16 +714,7 @@ void tree_prx_inject(tsim_engine *e, int proc, const tsim_thdr *h, const uint8_t
     memcpy(s->payload, payload, TSIM_TREE_PAYLOAD);
     atomic_store(&p->vt, t);
     atomic_store_explicit(&p->tinj.head, seq + 1, memory_order_release);
-    uint32_t pk = tp_alloc(ts);
-    tpkt *k = &ts->pool[pk];
-    k->h = *h;
-    memcpy(k->payload, payload, sizeof k->payload);
-    k->t_inject = k->t = t;
-    k->src = proc;
-    k->origin = proc / TSIM_CPUS;
-    k->hops = 0;
-    ts->st.injected++;
-    ev_push_key(e, t, eng_proc_key(proc, 16, seq), EV_TREE_INJ, proc, 0, pk);
+    tree_take(e, proc, seq, h, payload, t);
     ts->inj_seen[proc] = seq + 1;
 }
 

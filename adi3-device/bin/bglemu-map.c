@@ -162,15 +162,13 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static const char *const port_name[TSIM_NPORTS] = {"x+", "x-", "y+", "y-", "z+", "z-"};
-
 static void row(const char *name, const map_cost *c, const map_machine *m)
 {
     char link[64] = "-";
     if (c->max_node >= 0) {
         int xyz[3];
         tsim_coords(&m->g, c->max_node, xyz);
-        snprintf(link, sizeof link, "%s of <%d,%d,%d>", port_name[c->max_port], xyz[0], xyz[1], xyz[2]);
+        snprintf(link, sizeof link, "%s of <%d,%d,%d>", tsim_port_name(c->max_port), xyz[0], xyz[1], xyz[2]);
     }
     printf("%-34s %14llu %9.3f %14llu  %s\n", name, (unsigned long long)c->hop_bytes,
            c->bytes ? (double)c->hop_bytes / (double)c->bytes : 0.0,

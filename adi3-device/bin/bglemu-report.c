@@ -48,7 +48,6 @@ typedef struct rank_info {
     char state[16];
 } rank_info;
 
-static const char *const port_name[TSIM_NPORTS] = {"x+", "x-", "y+", "y-", "z+", "z-"};
 
 /* Fills the link map and the ranks' figures from the report. */
 static void load(const report *r, tsim_linkmap *m, rank_info **ranks_out, int *deadlock)
@@ -122,13 +121,13 @@ static void load(const report *r, tsim_linkmap *m, rank_info **ranks_out, int *d
         jval *dir = need(r, l, "dir", J_STR);
         int port = -1;
         for (int q = 0; q < TSIM_NPORTS; q++)
-            if (!strcmp(dir->str, port_name[q])) port = q;
+            if (!strcmp(dir->str, tsim_port_name(q))) port = q;
         if (port < 0) rfail(r, dir, "\"dir\" should be one of x+ x- y+ y- z+ z-");
         int node = tsim_node_of(&g, c[0], c[1], c[2]);
         if (tsim_neighbor(&g, node, port) < 0)
-            rfail(r, l, "the machine has no link %s of <%d,%d,%d>", port_name[port], c[0], c[1], c[2]);
+            rfail(r, l, "the machine has no link %s of <%d,%d,%d>", tsim_port_name(port), c[0], c[1], c[2]);
         if (seen[node * TSIM_NPORTS + port]) rfail(r, l, "link %s of <%d,%d,%d> appears twice",
-                                                   port_name[port], c[0], c[1], c[2]);
+                                                   tsim_port_name(port), c[0], c[1], c[2]);
         seen[node * TSIM_NPORTS + port] = 1;
         tsim_link_stats *s = &m->link[node * TSIM_NPORTS + port];
         s->packets = get_u64(r, l, "packets", UINT64_MAX);
@@ -263,27 +262,9 @@ static void summary(const tsim_linkmap *m, const rank_info *ri, int deadlock, in
         fputc('\n', f);
     }
 
-    int links = 0, used = 0, bnode = 0, bport = 0;
-    double usum = 0, umax = -1;
-    for (int node = 0; node < g->nnodes; node++)
-        for (int port = 0; port < TSIM_NPORTS; port++) {
-            if (tsim_neighbor(g, node, port) < 0) continue;
-            double u = tsim_linkmap_util(m, node, port);
-            links++;
-            used += m->link[node * TSIM_NPORTS + port].packets > 0;
-            usum += u;
-            if (u > umax) umax = u, bnode = node, bport = port;
-        }
-    if (!used) {
-        fprintf(f, "links: none of %d carried packets\n", links);
-        if (tm) pairs(m, tm, top_pairs, f);
-        return;
-    }
-    int c[3];
-    tsim_coords(g, bnode, c);
-    fprintf(f, "links: %d of %d carried packets; utilization mean %.1f%%, busiest %.1f%% "
-               "(%s of <%d,%d,%d>)\n", used, links, 100.0 * usum / links, 100.0 * umax,
-            port_name[bport], c[0], c[1], c[2]);
+    char line[256];
+    int used = tsim_linkmap_summary(m, line, sizeof line);
+    fprintf(f, "%s\n", line);
     if (tm) pairs(m, tm, top_pairs, f);
 
     /* the busiest links: by busy cycles, ties in node and port order */
@@ -303,12 +284,12 @@ static void summary(const tsim_linkmap *m, const rank_info *ri, int deadlock, in
     }
     fprintf(f, "busiest links:\n");
     for (int k = 0; k < npick; k++) {
-        int node = pick[k] / TSIM_NPORTS, port = pick[k] % TSIM_NPORTS, d[3];
+        int node = pick[k] / TSIM_NPORTS, port = pick[k] % TSIM_NPORTS, c[3], d[3];
         tsim_coords(g, node, c);
         tsim_coords(g, tsim_neighbor(g, node, port), d);
         const tsim_link_stats *l = &m->link[pick[k]];
         fprintf(f, "  %s of <%d,%d,%d> to <%d,%d,%d>: %.1f%% busy, %llu packets, %llu bytes\n",
-                port_name[port], c[0], c[1], c[2], d[0], d[1], d[2],
+                tsim_port_name(port), c[0], c[1], c[2], d[0], d[1], d[2],
                 100.0 * tsim_linkmap_util(m, node, port), (unsigned long long)l->packets,
                 (unsigned long long)l->bytes);
     }
