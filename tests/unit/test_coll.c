@@ -7,6 +7,7 @@
 
 #include "collectives/coll.h"
 #include "machine.h"
+#include "suite.h"
 
 #define MAXR 128
 
@@ -792,40 +793,13 @@ Suite *coll_suite(void)
 {
     (void)dummy;
     Suite *s = suite_create("coll");
-    TCase *tc = tcase_create("bcast");
-    tcase_set_timeout(tc, 240);
-    tcase_add_test(tc, bcast_2x2x2_torus_co);
-    tcase_add_test(tc, bcast_2x2x2_mesh_co);
-    tcase_add_test(tc, bcast_2x2x2_torus_vn);
-    tcase_add_test(tc, bcast_2x2x2_mesh_vn);
-    tcase_add_test(tc, bcast_4x2x1_torus_co);
-    tcase_add_test(tc, bcast_4x2x1_mesh_co);
-    tcase_add_test(tc, bcast_4x2x1_torus_vn);
-    tcase_add_test(tc, bcast_4x2x1_mesh_vn);
-    tcase_add_test(tc, bcast_3x3x3_torus_co);
-    tcase_add_test(tc, bcast_3x3x3_mesh_co);
-    tcase_add_test(tc, bcast_3x3x3_torus_vn);
-    tcase_add_test(tc, bcast_3x3x3_mesh_vn);
-    tcase_add_test(tc, bcast_1x1x1_vn);
-    tcase_add_test(tc, bcast_5x1x1_torus_co);
-    tcase_add_test(tc, bcast_partial_machine);
-    tcase_add_test(tc, bcast_deterministic_and_3routes_faster);
-    tcase_add_test(tc, bcast_layout_3x2x1_co);
-    tcase_add_test(tc, bcast_layout_2x2x1_vn);
-    suite_add_tcase(s, tc);
-    TCase *ta = tcase_create("alltoall");
-    tcase_set_timeout(ta, 240);
-    tcase_add_test(ta, a2a_2x2x2_co);
-    tcase_add_test(ta, a2a_2x2x2_vn);
-    tcase_add_test(ta, a2a_4x4x4_co);
-    tcase_add_test(ta, a2av_4x2x1_vn);
-    tcase_add_test(ta, a2a_layout_cost);
-    tcase_add_test(ta, mixed_back_to_back);
-    tcase_add_test(ta, group_boxes);
-    tcase_add_test(ta, group_bcast_halves_co);
-    tcase_add_test(ta, group_bcast_halves_vn);
-    tcase_add_test(ta, group_a2a_co);
-    tcase_add_test(ta, group_a2a_vn);
-    suite_add_tcase(s, ta);
+    UM_TCASE(s, "bcast", 240, bcast_2x2x2_torus_co, bcast_2x2x2_mesh_co, bcast_2x2x2_torus_vn,
+             bcast_2x2x2_mesh_vn, bcast_4x2x1_torus_co, bcast_4x2x1_mesh_co, bcast_4x2x1_torus_vn,
+             bcast_4x2x1_mesh_vn, bcast_3x3x3_torus_co, bcast_3x3x3_mesh_co, bcast_3x3x3_torus_vn,
+             bcast_3x3x3_mesh_vn, bcast_1x1x1_vn, bcast_5x1x1_torus_co, bcast_partial_machine,
+             bcast_deterministic_and_3routes_faster, bcast_layout_3x2x1_co, bcast_layout_2x2x1_vn);
+    UM_TCASE(s, "alltoall", 240, a2a_2x2x2_co, a2a_2x2x2_vn, a2a_4x4x4_co, a2av_4x2x1_vn, a2a_layout_cost,
+             mixed_back_to_back, group_boxes, group_bcast_halves_co, group_bcast_halves_vn, group_a2a_co,
+             group_a2a_vn);
     return s;
 }

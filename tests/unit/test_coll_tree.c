@@ -10,6 +10,7 @@
 #include "collectives/coll_tree.h"
 #include "machine.h"
 #include "torus-sim/tsim_tree.h"
+#include "suite.h"
 
 #define MAXR 64
 
@@ -686,18 +687,8 @@ END_TEST
 Suite *coll_tree_suite(void)
 {
     Suite *s = suite_create("coll_tree");
-    TCase *tc = tcase_create("coll_tree");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, allreduce_all_pairs);
-    tcase_add_test(tc, allreduce_encoded);
-    tcase_add_test(tc, float_sum_identical);
-    tcase_add_test(tc, bcast_and_reduce);
-    tcase_add_test(tc, bcast_layout);
-    tcase_add_test(tc, gi_barrier_co_vn);
-    tcase_add_test(tc, vn_mode);
-    tcase_add_test(tc, vn_float_sum_identical);
-    tcase_add_test(tc, vn_engine_parity);
-    tcase_add_test(tc, allreduce_1mib);
-    suite_add_tcase(s, tc);
+    UM_TCASE(s, "coll_tree", 120, allreduce_all_pairs, allreduce_encoded, float_sum_identical,
+             bcast_and_reduce, bcast_layout, gi_barrier_co_vn, vn_mode, vn_float_sum_identical,
+             vn_engine_parity, allreduce_1mib);
     return s;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "machine.h"
+#include "suite.h"
 
 typedef struct report {
     char *buf;
@@ -136,11 +137,7 @@ END_TEST
 Suite *determinism_suite(void)
 {
     Suite *s = suite_create("determinism");
-    TCase *tc = tcase_create("determinism");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, same_traffic_same_bytes);
-    tcase_add_test(tc, same_bytes_with_host_loaded);
-    tcase_add_test(tc, different_seed_different_bytes);
-    suite_add_tcase(s, tc);
+    UM_TCASE(s, "determinism", 120, same_traffic_same_bytes, same_bytes_with_host_loaded,
+             different_seed_different_bytes);
     return s;
 }

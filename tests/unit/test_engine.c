@@ -5,6 +5,7 @@
 
 #include "machine.h"
 #include "packetlayer/pl.h"
+#include "suite.h"
 
 typedef struct job job;
 typedef void (*body_fn)(job *j, pl_proc *pp);
@@ -447,17 +448,8 @@ END_TEST
 Suite *engine_suite(void)
 {
     Suite *s = suite_create("engine");
-    TCase *tc = tcase_create("engine");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, single_packet_time);
-    tcase_add_test(tc, report_json_and_heatmap);
-    tcase_add_test(tc, deposit_bit_line);
-    tcase_add_test(tc, vn_scratchpad);
-    tcase_add_test(tc, backpressure_full_reception);
-    tcase_add_test(tc, order_deterministic_kept);
-    tcase_add_test(tc, order_adaptive_may_reorder);
-    tcase_add_test(tc, loopback_serialized_in_order);
-    tcase_add_test(tc, deadlock_detected);
-    suite_add_tcase(s, tc);
+    UM_TCASE(s, "engine", 60, single_packet_time, report_json_and_heatmap, deposit_bit_line, vn_scratchpad,
+             backpressure_full_reception, order_deterministic_kept, order_adaptive_may_reorder,
+             loopback_serialized_in_order, deadlock_detected);
     return s;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "torus-sim/tsim_evq.h"
+#include "suite.h"
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t next_rand(void)
@@ -142,13 +143,8 @@ END_TEST
 Suite *evq_suite(void)
 {
     Suite *s = suite_create("evq");
-    TCase *tc = tcase_create("any_before");
-    tcase_add_test(tc, any_before_agrees_with_min);
-    tcase_set_timeout(tc, 60); /* millions of questions: seconds under a sanitizer on a loaded host */
-    suite_add_tcase(s, tc);
-    TCase *to = tcase_create("order");
-    tcase_add_test(to, pops_in_time_key_order);
-    tcase_set_timeout(to, 60);
-    suite_add_tcase(s, to);
+    /* millions of questions: seconds under a sanitizer on a loaded host */
+    UM_TCASE(s, "any_before", 60, any_before_agrees_with_min);
+    UM_TCASE(s, "order", 60, pops_in_time_key_order);
     return s;
 }

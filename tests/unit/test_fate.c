@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "packetlayer/pl.h"
+#include "suite.h"
 
 static uint64_t mono_ns(void)
 {
@@ -236,12 +237,7 @@ END_TEST
 Suite *fate_suite(void)
 {
     Suite *s = suite_create("fate");
-    TCase *tc = tcase_create("fate");
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, fatal_signals_recorded);
-    tcase_add_test(tc, exits_recorded_unless_closed);
-    tcase_add_test(tc, crash_after_detach);
-    tcase_add_test(tc, program_handler_kept);
-    suite_add_tcase(s, tc);
+    UM_TCASE(s, "fate", 30, fatal_signals_recorded, exits_recorded_unless_closed, crash_after_detach,
+             program_handler_kept);
     return s;
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "messagelayer/ml_map.h"
+#include "suite.h"
 
 static tsim_geom geom(int x, int y, int z, int cpus, int nranks)
 {
@@ -271,22 +272,8 @@ END_TEST
 Suite *map_suite(void)
 {
     Suite *s = suite_create("map");
-    TCase *tc = tcase_create("map");
-    tcase_add_test(tc, order_xyzt_default);
-    tcase_add_test(tc, order_txyz_and_zyxt);
-    tcase_add_test(tc, order_fewer_ranks);
-    tcase_add_test(tc, order_bad);
-    tcase_add_test(tc, from_seg);
-    tcase_add_test(tc, order_too_many_ranks);
-    tcase_add_test(tc, file_good);
-    tcase_add_test(tc, file_too_few);
-    tcase_add_test(tc, file_too_many);
-    tcase_add_test(tc, file_outside_shape);
-    tcase_add_test(tc, file_duplicate);
-    tcase_add_test(tc, file_t_range);
-    tcase_add_test(tc, file_malformed);
-    tcase_add_test(tc, file_missing);
-    tcase_add_test(tc, shape_default);
-    suite_add_tcase(s, tc);
+    UM_TCASE(s, "map", 0, order_xyzt_default, order_txyz_and_zyxt, order_fewer_ranks, order_bad, from_seg,
+             order_too_many_ranks, file_good, file_too_few, file_too_many, file_outside_shape, file_duplicate,
+             file_t_range, file_malformed, file_missing, shape_default);
     return s;
 }

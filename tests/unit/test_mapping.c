@@ -9,6 +9,7 @@
 #include "mapfiles/map.h"
 #include "messagelayer/ml_map.h"
 #include "torus-sim/tsim_matrix.h"
+#include "suite.h"
 
 static tsim_geom geom(int x, int y, int z, int cpus, int nranks)
 {
@@ -287,16 +288,8 @@ END_TEST
 Suite *mapping_suite(void)
 {
     Suite *s = suite_create("mapping");
-    TCase *tc = tcase_create("mapping");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, graph_merges_and_rejects);
-    tcase_add_test(tc, cost_follows_deterministic_routes);
-    tcase_add_test(tc, stencil_identity_is_found);
-    tcase_add_test(tc, halo2d_folds_onto_torus);
-    tcase_add_test(tc, refine_lowers_congestion);
-    tcase_add_test(tc, vn_two_per_node);
-    tcase_add_test(tc, fewer_ranks_and_too_many);
-    tcase_add_test(tc, rankmatrix_top_json_svg);
-    suite_add_tcase(s, tc);
+    UM_TCASE(s, "mapping", 60, graph_merges_and_rejects, cost_follows_deterministic_routes,
+             stencil_identity_is_found, halo2d_folds_onto_torus, refine_lowers_congestion, vn_two_per_node,
+             fewer_ranks_and_too_many, rankmatrix_top_json_svg);
     return s;
 }

@@ -6,6 +6,7 @@
 #include "machine.h"
 #include "messagelayer/ml_bench.h"
 #include "messagelayer/ml_internal.h" /* ml_layout_copy */
+#include "suite.h"
 
 #define MAXR 16
 #define NSLOT 3000
@@ -971,33 +972,10 @@ END_TEST
 Suite *ml_suite(void)
 {
     Suite *s = suite_create("ml");
-    TCase *tc = tcase_create("protocols");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, proto_onepkt);
-    tcase_add_test(tc, proto_eager);
-    tcase_add_test(tc, proto_adaptive);
-    tcase_add_test(tc, proto_rzv);
-    tcase_add_test(tc, proto_rzv_coproc);
-    tcase_add_test(tc, proto_vn);
-    tcase_add_test(tc, proto_vn_fallback);
-    tcase_add_test(tc, vn_deferred);
-    tcase_add_test(tc, vn_deferred_fallback);
-    tcase_add_test(tc, matching_order_mixed);
-    tcase_add_test(tc, table1_calibration);
-    tcase_add_test(tc, adaptive_out_of_order);
-    tcase_add_test(tc, vn_mode_both_paths);
-    tcase_add_test(tc, coproc_costart_cojoin);
-    tcase_add_test(tc, thousands_outstanding);
-    tcase_add_test(tc, fifo_by_direction);
-    tcase_add_test(tc, coproc_split_unaligned);
-    suite_add_tcase(s, tc);
-    TCase *tl = tcase_create("layouts");
-    tcase_set_timeout(tl, 120);
-    tcase_add_test(tl, layout_protocols);
-    tcase_add_test(tl, layout_rzv_coproc);
-    tcase_add_test(tl, layout_vn);
-    tcase_add_test(tl, layout_cost);
-    tcase_add_test(tl, layout_vn_key);
-    suite_add_tcase(s, tl);
+    UM_TCASE(s, "protocols", 120, proto_onepkt, proto_eager, proto_adaptive, proto_rzv, proto_rzv_coproc,
+             proto_vn, proto_vn_fallback, vn_deferred, vn_deferred_fallback, matching_order_mixed,
+             table1_calibration, adaptive_out_of_order, vn_mode_both_paths, coproc_costart_cojoin,
+             thousands_outstanding, fifo_by_direction, coproc_split_unaligned);
+    UM_TCASE(s, "layouts", 120, layout_protocols, layout_rzv_coproc, layout_vn, layout_cost, layout_vn_key);
     return s;
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "torus-sim/tsim.h"
+#include "suite.h"
 
 START_TEST(defaults_are_bgl)
 {
@@ -115,12 +116,7 @@ END_TEST
 Suite *params_suite(void)
 {
     Suite *s = suite_create("params");
-    TCase *tc = tcase_create("params");
-    tcase_add_test(tc, defaults_are_bgl);
-    tcase_add_test(tc, set_and_reject);
-    tcase_add_test(tc, file_errors_name_line);
-    tcase_add_test(tc, segment_rejects_bad_sizes);
-    tcase_add_test(tc, named_segment_private);
-    suite_add_tcase(s, tc);
+    UM_TCASE(s, "params", 0, defaults_are_bgl, set_and_reject, file_errors_name_line,
+             segment_rejects_bad_sizes, named_segment_private);
     return s;
 }

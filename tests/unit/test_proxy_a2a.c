@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "coll_world.h"
+#include "suite.h"
 
 #define MAXR CW_MAXR
 #define ROUNDS 3
@@ -209,13 +210,6 @@ END_TEST
 Suite *proxy_a2a_suite(void)
 {
     Suite *s = suite_create("proxy_a2a");
-    TCase *t = tcase_create("same");
-    tcase_set_timeout(t, 600);
-    tcase_add_test(t, a2a_co_random);
-    tcase_add_test(t, a2a_vn_stagger);
-    tcase_add_test(t, a2a_4x4x2_rank);
-    tcase_add_test(t, a2a_layouts_co);
-    tcase_add_test(t, a2a_layouts_vn);
-    suite_add_tcase(s, t);
+    UM_TCASE(s, "same", 600, a2a_co_random, a2a_vn_stagger, a2a_4x4x2_rank, a2a_layouts_co, a2a_layouts_vn);
     return s;
 }

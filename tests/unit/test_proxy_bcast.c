@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "coll_world.h"
+#include "suite.h"
 
 #define MAXR CW_MAXR
 
@@ -157,14 +158,7 @@ END_TEST
 Suite *proxy_bcast_suite(void)
 {
     Suite *s = suite_create("proxy_bcast");
-    TCase *t = tcase_create("same");
-    tcase_set_timeout(t, 600);
-    tcase_add_test(t, bcast_co_1route);
-    tcase_add_test(t, bcast_co_3routes);
-    tcase_add_test(t, bcast_vn_3routes);
-    tcase_add_test(t, bcast_vn_1route);
-    tcase_add_test(t, bcast_layouts_co);
-    tcase_add_test(t, bcast_layouts_vn);
-    suite_add_tcase(s, t);
+    UM_TCASE(s, "same", 600, bcast_co_1route, bcast_co_3routes, bcast_vn_3routes, bcast_vn_1route,
+             bcast_layouts_co, bcast_layouts_vn);
     return s;
 }

@@ -14,6 +14,7 @@
 #include "machine.h"
 #include "packetlayer/pl.h"
 #include "packetlayer/pl_tree.h"
+#include "suite.h"
 
 #define ROUNDS 150
 #define NP 4
@@ -279,13 +280,7 @@ END_TEST
 Suite *quiet_suite(void)
 {
     Suite *s = suite_create("quiet");
-    TCase *tc = tcase_create("same results");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, quiet_rules);
-    tcase_add_test(tc, quiet_neighbours);
-    tcase_add_test(tc, quiet_far_with_bystander);
-    tcase_add_test(tc, quiet_same_node);
-    tcase_add_test(tc, quiet_late_open);
-    suite_add_tcase(s, tc);
+    UM_TCASE(s, "same results", 120, quiet_rules, quiet_neighbours, quiet_far_with_bystander, quiet_same_node,
+             quiet_late_open);
     return s;
 }

@@ -11,6 +11,7 @@
 
 #include "torus-sim/tsim.h"
 #include "torus-sim/tsim_traffic.h"
+#include "suite.h"
 
 static tsim_geom geom(int x, int y, int z, int tx, int ty, int tz)
 {
@@ -369,18 +370,9 @@ END_TEST
 Suite *routing_suite(void)
 {
     Suite *s = suite_create("routing");
-    TCase *tc = tcase_create("routing");
-    tcase_add_test(tc, delta_minimal_direction);
-    tcase_add_test(tc, neighbors_and_mesh_edges);
-    tcase_add_test(tc, hops_equal_bfs);
-    tcase_add_test(tc, det_paths_dimension_order);
-    tcase_add_test(tc, adaptive_stays_minimal);
-    suite_add_tcase(s, tc);
-    TCase *tt = tcase_create("traffic");
-    tcase_set_timeout(tt, 60); /* 120,000 generated arrivals: seconds under a sanitizer on a loaded host */
-    tcase_add_test(tt, traffic_prng_vectors);
-    tcase_add_test(tt, traffic_pattern_destinations);
-    tcase_add_test(tt, traffic_offered_load);
-    suite_add_tcase(s, tt);
+    UM_TCASE(s, "routing", 0, delta_minimal_direction, neighbors_and_mesh_edges, hops_equal_bfs,
+             det_paths_dimension_order, adaptive_stays_minimal);
+    /* 120,000 generated arrivals: seconds under a sanitizer on a loaded host */
+    UM_TCASE(s, "traffic", 60, traffic_prng_vectors, traffic_pattern_destinations, traffic_offered_load);
     return s;
 }

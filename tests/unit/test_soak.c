@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "machine.h"
+#include "suite.h"
 
 static uint64_t soak_packets(void)
 {
@@ -266,19 +267,10 @@ END_TEST
 Suite *soak_suite(void)
 {
     Suite *s = suite_create("soak");
-    TCase *bwc = tcase_create("bandwidth");
-    tcase_add_test(bwc, bandwidth_one_link_det);
-    tcase_add_test(bwc, bandwidth_one_link_adaptive);
-    tcase_add_test(bwc, bandwidth_three_hops_det);
-    tcase_add_test(bwc, sink_catches_damage);
-    tcase_add_test(bwc, sink_checks_every_size);
-    suite_add_tcase(s, bwc);
-    TCase *tc = tcase_create("soak");
-    tcase_set_timeout(tc, 240); /* shared 2-core hosts; normally seconds */
-    tcase_add_test(tc, soak_torus_uniform);
-    tcase_add_test(tc, soak_mesh_uniform);
-    tcase_add_test(tc, soak_torus_hotspot_slow);
-    tcase_add_test(tc, soak_mesh_hotspot_slow);
-    suite_add_tcase(s, tc);
+    UM_TCASE(s, "bandwidth", 0, bandwidth_one_link_det, bandwidth_one_link_adaptive, bandwidth_three_hops_det,
+             sink_catches_damage, sink_checks_every_size);
+    /* shared 2-core hosts; normally seconds */
+    UM_TCASE(s, "soak", 240, soak_torus_uniform, soak_mesh_uniform, soak_torus_hotspot_slow,
+             soak_mesh_hotspot_slow);
     return s;
 }

@@ -9,6 +9,7 @@
 
 #include "machine.h"
 #include "torus-sim/tsim_trace.h"
+#include "suite.h"
 
 typedef struct run {
     tsim_result res;
@@ -172,11 +173,7 @@ END_TEST
 Suite *trace_suite(void)
 {
     Suite *s = suite_create("trace");
-    TCase *tc = tcase_create("link sampler");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, sampler_changes_nothing_and_adds_up);
-    tcase_add_test(tc, sampler_bound_and_window);
-    tcase_add_test(tc, sampler_saturated_link);
-    suite_add_tcase(s, tc);
+    UM_TCASE(s, "link sampler", 120, sampler_changes_nothing_and_adds_up, sampler_bound_and_window,
+             sampler_saturated_link);
     return s;
 }

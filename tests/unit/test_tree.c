@@ -8,6 +8,7 @@
 #include "machine.h"
 #include "packetlayer/pl_tree.h"
 #include "torus-sim/tsim_tree.h"
+#include "suite.h"
 
 #define MAXP 64
 typedef struct tjob tjob;
@@ -456,19 +457,8 @@ END_TEST
 Suite *tree_suite(void)
 {
     Suite *s = suite_create("tree");
-    TCase *tc = tcase_create("tree");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, tree_shape);
-    tcase_add_test(tc, alu_ops);
-    tcase_add_test(tc, combine_one_packet_time);
-    tcase_add_test(tc, combine_pipelined_max);
-    tcase_add_test(tc, bcast_time);
-    tcase_add_test(tc, combine_partial_partition);
-    tcase_add_test(tc, combine_mismatch_violation);
-    tcase_add_test(tc, bad_header_violation);
-    tcase_add_test(tc, gi_barrier);
-    tcase_add_test(tc, gi_deadlock);
-    tcase_add_test(tc, report_only_when_used);
-    suite_add_tcase(s, tc);
+    UM_TCASE(s, "tree", 60, tree_shape, alu_ops, combine_one_packet_time, combine_pipelined_max, bcast_time,
+             combine_partial_partition, combine_mismatch_violation, bad_header_violation, gi_barrier,
+             gi_deadlock, report_only_when_used);
     return s;
 }
