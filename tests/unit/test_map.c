@@ -28,22 +28,25 @@ static const char *mapfile(const char *text)
     return path;
 }
 
-/* Builds from text and expects a failure whose message contains every
- * string in want (NULL-terminated); prints the message. */
-static void expect_error(const char *text, tsim_geom g, const char *const *want)
+/* Builds from spec (an order, or a file's path: file) and expects a
+ * failure whose message contains every string in want (NULL-terminated),
+ * a file's in one line naming it; prints the message. */
+static void refused(const char *spec, tsim_geom g, int file, const char *const *want)
 {
     ml_map m;
     char err[512] = "";
-    const char *p = mapfile(text);
-    int rc = ml_map_build(&m, p, &g, err, sizeof err);
-    unlink(p);
+    int rc = ml_map_build(&m, spec, &g, err, sizeof err);
+    if (file) unlink(spec);
     printf("  -> %s\n", err);
     ck_assert_int_eq(rc, -1);
-    ck_assert_ptr_null(strchr(err, '\n'));
-    ck_assert_ptr_nonnull(strstr(err, p)); /* names the file */
+    if (file) {
+        ck_assert_ptr_null(strchr(err, '\n'));
+        ck_assert_ptr_nonnull(strstr(err, spec)); /* names the file */
+    }
     for (int i = 0; want[i]; i++) ck_assert_msg(strstr(err, want[i]), "'%s' lacks '%s'", err, want[i]);
 }
-#define EXPECT_ERROR(text, g, ...) expect_error(text, g, (const char *const[]){__VA_ARGS__, NULL})
+#define EXPECT_ERROR(text, g, ...) refused(mapfile(text), g, 1, (const char *const[]){__VA_ARGS__, NULL})
+#define SPEC_REFUSED(spec, g, ...) refused(spec, g, 0, (const char *const[]){__VA_ARGS__, NULL})
 
 START_TEST(order_xyzt_default)
 {
@@ -136,26 +139,14 @@ START_TEST(order_bad)
     printf("map: bad orders (XXYZ, XYZ, XYZTT, ABCD) get one line naming the order\n");
     tsim_geom g = geom(2, 2, 2, 1, 8);
     const char *bad[] = {"XXYZ", "XYZ", "XYZTT", "ABCD"};
-    for (int i = 0; i < 4; i++) {
-        ml_map m;
-        char err[256] = "";
-        ck_assert_int_eq(ml_map_build(&m, bad[i], &g, err, sizeof err), -1);
-        printf("  -> %s\n", err);
-        ck_assert_ptr_nonnull(strstr(err, bad[i]));
-        ck_assert_ptr_nonnull(strstr(err, "permutation of X, Y, Z and T"));
-    }
+    for (int i = 0; i < 4; i++) SPEC_REFUSED(bad[i], g, bad[i], "permutation of X, Y, Z and T");
 }
 END_TEST
 
 START_TEST(order_too_many_ranks)
 {
     printf("map: more ranks than processors is refused\n");
-    tsim_geom g = geom(2, 2, 2, 1, 9);
-    ml_map m;
-    char err[256] = "";
-    ck_assert_int_eq(ml_map_build(&m, "XYZT", &g, err, sizeof err), -1);
-    printf("  -> %s\n", err);
-    ck_assert_ptr_nonnull(strstr(err, "9 ranks do not fit 2x2x2 in CO mode"));
+    SPEC_REFUSED("XYZT", geom(2, 2, 2, 1, 9), "9 ranks do not fit 2x2x2 in CO mode");
 }
 END_TEST
 
@@ -240,12 +231,7 @@ END_TEST
 START_TEST(file_missing)
 {
     printf("map: a missing file (a path, not an order) says it cannot be opened\n");
-    tsim_geom g = geom(2, 2, 2, 1, 2);
-    ml_map m;
-    char err[256] = "";
-    ck_assert_int_eq(ml_map_build(&m, "/nonexistent/x.map", &g, err, sizeof err), -1);
-    printf("  -> %s\n", err);
-    ck_assert_ptr_nonnull(strstr(err, "/nonexistent/x.map: cannot open mapping file"));
+    SPEC_REFUSED("/nonexistent/x.map", geom(2, 2, 2, 1, 2), "/nonexistent/x.map: cannot open mapping file");
 }
 END_TEST
 

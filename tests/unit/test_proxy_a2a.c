@@ -175,18 +175,10 @@ static void check_same(int x, int y, int z, ml_mode mode, int order, size_t scal
     check_same_l(x, y, z, mode, order, scale, 0, what);
 }
 
-START_TEST(a2a_co_random)
-{
-    check_same(2, 2, 2, ML_MODE_CO, COLL_A2A_RANDOM, 3000, "CO, random order");
-}
+START_TEST(a2a_co_random) { check_same(2, 2, 2, ML_MODE_CO, COLL_A2A_RANDOM, 3000, "CO, random order"); }
 END_TEST
-
-START_TEST(a2a_vn_stagger)
-{
-    check_same(2, 2, 2, ML_MODE_VN, COLL_A2A_STAGGER, 2000, "VN, staggered order");
-}
+START_TEST(a2a_vn_stagger) { check_same(2, 2, 2, ML_MODE_VN, COLL_A2A_STAGGER, 2000, "VN, staggered order"); }
 END_TEST
-
 START_TEST(a2a_4x4x2_rank)
 {
     check_same(4, 4, 2, ML_MODE_HEATER, COLL_A2A_RANKORDER, 5000, "4x4x2, rank order");
@@ -195,16 +187,9 @@ END_TEST
 
 /* Layouts (coll_alltoallw_in): the engine gathers from the senders'
  * segments and scatters into the receivers' exactly as the ranks would. */
-START_TEST(a2a_layouts_co)
-{
-    check_same_l(2, 2, 2, ML_MODE_CO, COLL_A2A_RANDOM, 3000, 1, "CO, layouts");
-}
+START_TEST(a2a_layouts_co) { check_same_l(2, 2, 2, ML_MODE_CO, COLL_A2A_RANDOM, 3000, 1, "CO, layouts"); }
 END_TEST
-
-START_TEST(a2a_layouts_vn)
-{
-    check_same_l(2, 2, 1, ML_MODE_VN, COLL_A2A_STAGGER, 2000, 1, "VN, layouts");
-}
+START_TEST(a2a_layouts_vn) { check_same_l(2, 2, 1, ML_MODE_VN, COLL_A2A_STAGGER, 2000, 1, "VN, layouts"); }
 END_TEST
 
 Suite *proxy_a2a_suite(void)

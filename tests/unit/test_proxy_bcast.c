@@ -119,40 +119,17 @@ static void check_same(int x, int y, int z, ml_mode mode, int routes, int layout
            (unsigned long long)b.res.proxy_sent, (unsigned long long)b.res.packets_delivered);
 }
 
-START_TEST(bcast_co_1route)
-{
-    check_same(4, 2, 2, ML_MODE_HEATER, 1, 0, 100000, "4x2x2 CO, 1 route");
-}
+START_TEST(bcast_co_1route) { check_same(4, 2, 2, ML_MODE_HEATER, 1, 0, 100000, "4x2x2 CO, 1 route"); }
 END_TEST
-
-START_TEST(bcast_co_3routes)
-{
-    check_same(4, 2, 2, ML_MODE_HEATER, 3, 0, 100000, "4x2x2 CO, 3 routes");
-}
+START_TEST(bcast_co_3routes) { check_same(4, 2, 2, ML_MODE_HEATER, 3, 0, 100000, "4x2x2 CO, 3 routes"); }
 END_TEST
-
-START_TEST(bcast_vn_3routes)
-{
-    check_same(2, 2, 2, ML_MODE_VN, 3, 0, 60000, "2x2x2 VN, 3 routes");
-}
+START_TEST(bcast_vn_3routes) { check_same(2, 2, 2, ML_MODE_VN, 3, 0, 60000, "2x2x2 VN, 3 routes"); }
 END_TEST
-
-START_TEST(bcast_vn_1route)
-{
-    check_same(2, 2, 2, ML_MODE_VN, 1, 0, 60000, "2x2x2 VN, 1 route");
-}
+START_TEST(bcast_vn_1route) { check_same(2, 2, 2, ML_MODE_VN, 1, 0, 60000, "2x2x2 VN, 1 route"); }
 END_TEST
-
-START_TEST(bcast_layouts_co)
-{
-    check_same(2, 2, 2, ML_MODE_CO, 3, 1, 30000, "2x2x2 CO, layouts, 3 routes");
-}
+START_TEST(bcast_layouts_co) { check_same(2, 2, 2, ML_MODE_CO, 3, 1, 30000, "2x2x2 CO, layouts, 3 routes"); }
 END_TEST
-
-START_TEST(bcast_layouts_vn)
-{
-    check_same(2, 2, 1, ML_MODE_VN, 1, 1, 30000, "2x2x1 VN, layouts, 1 route");
-}
+START_TEST(bcast_layouts_vn) { check_same(2, 2, 1, ML_MODE_VN, 1, 1, 30000, "2x2x1 VN, layouts, 1 route"); }
 END_TEST
 
 Suite *proxy_bcast_suite(void)
