@@ -360,20 +360,27 @@ static void fsum_body(trk *r)
     memcpy(r->out, f, sizeof f);
 }
 
+/* fn on x*y*z with cpus processors a node, in XYZT order and in perm's:
+ * every rank's first bytes of out the same in both. */
+static void same_bits(int x, int y, int z, int cpus, const int *perm, trk_fn fn, size_t bytes)
+{
+    tworld *a = tw_run(x, y, z, cpus, NULL, fn);
+    tworld *b = tw_run(x, y, z, cpus, perm, fn);
+    for (int i = 0; i < a->n; i++) {
+        ck_assert_mem_eq(a->r[i].out, a->r[0].out, bytes);
+        ck_assert_mem_eq(b->r[i].out, a->r[0].out, bytes);
+    }
+    tw_free(a);
+    tw_free(b);
+}
+
 START_TEST(float_sum_identical)
 {
     printf("coll_tree: a double sum is exact where a left-to-right sum is not (1e16 + 1 - 1e16 + 3 "
            "+ 1e16 + 0.25 - 1e16 + 0.5 = 4.75, not 0.5) and bitwise the same on every rank and under "
            "a shuffled mapping\n");
-    tworld *a = tw_run(2, 2, 2, 1, NULL, fsum_body);
-    int perm[8] = {5, 2, 7, 0, 3, 6, 1, 4};
-    tworld *b = tw_run(2, 2, 2, 1, perm, fsum_body);
-    for (int i = 0; i < 8; i++) {
-        ck_assert_mem_eq(a->r[i].out, a->r[0].out, 64 * 8);
-        ck_assert_mem_eq(b->r[i].out, a->r[0].out, 64 * 8);
-    }
-    tw_free(a);
-    tw_free(b);
+    static const int perm[8] = {5, 2, 7, 0, 3, 6, 1, 4};
+    same_bits(2, 2, 2, 1, perm, fsum_body, 64 * 8);
 }
 END_TEST
 
@@ -573,15 +580,8 @@ START_TEST(vn_float_sum_identical)
 {
     printf("coll_tree: VN double sums: the same bits on all 16 ranks and under a shuffled mapping "
            "(the mates pair up differently), exact cancellation\n");
-    tworld *a = tw_run(2, 2, 2, 2, NULL, vn_fsum_body);
-    int perm[16] = {3, 12, 5, 0, 9, 14, 7, 2, 11, 4, 13, 6, 1, 8, 15, 10};
-    tworld *b = tw_run(2, 2, 2, 2, perm, vn_fsum_body);
-    for (int i = 0; i < 16; i++) {
-        ck_assert_mem_eq(a->r[i].out, a->r[0].out, 40 * 8);
-        ck_assert_mem_eq(b->r[i].out, a->r[0].out, 40 * 8);
-    }
-    tw_free(a);
-    tw_free(b);
+    static const int perm[16] = {3, 12, 5, 0, 9, 14, 7, 2, 11, 4, 13, 6, 1, 8, 15, 10};
+    same_bits(2, 2, 2, 2, perm, vn_fsum_body, 40 * 8);
 }
 END_TEST
 

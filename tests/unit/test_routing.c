@@ -53,6 +53,10 @@ static const int shapes[][6] = {
     {6, 2, 3, 1, 0, 1}, {8, 1, 1, 1, 1, 1}, {3, 4, 1, 0, 1, 1},
 };
 #define NSHAPES (int)(sizeof shapes / sizeof shapes[0])
+static tsim_geom shape(int s)
+{
+    return geom(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], shapes[s][4], shapes[s][5]);
+}
 
 START_TEST(delta_minimal_direction)
 {
@@ -105,8 +109,7 @@ START_TEST(neighbors_and_mesh_edges)
     for (int p = TSIM_YP; p < TSIM_NPORTS; p++) ck_assert_int_eq(tsim_neighbor(&line, 5, p), -1);
     /* every link has its reverse */
     for (int s = 0; s < NSHAPES; s++) {
-        tsim_geom g = geom(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], shapes[s][4],
-                           shapes[s][5]);
+        tsim_geom g = shape(s);
         for (int u = 0; u < g.nnodes; u++)
             for (int p = 0; p < TSIM_NPORTS; p++) {
                 int v = tsim_neighbor(&g, u, p);
@@ -121,8 +124,7 @@ START_TEST(hops_equal_bfs)
     printf("routing: tsim_hops equals the breadth-first distance for every pair on %d shapes "
            "(torus, mesh, mixed, odd)\n", NSHAPES);
     for (int s = 0; s < NSHAPES; s++) {
-        tsim_geom g = geom(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], shapes[s][4],
-                           shapes[s][5]);
+        tsim_geom g = shape(s);
         int *dist = malloc((size_t)g.nnodes * sizeof *dist);
         for (int a = 0; a < g.nnodes; a++) {
             bfs(&g, a, dist);
@@ -145,8 +147,7 @@ START_TEST(det_paths_dimension_order)
     printf("routing: tsim_route_det paths for every pair: length = hops, dimensions in order "
            "X->Y->Z, one direction per dimension, -1 at the destination\n");
     for (int s = 0; s < NSHAPES; s++) {
-        tsim_geom g = geom(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], shapes[s][4],
-                           shapes[s][5]);
+        tsim_geom g = shape(s);
         for (int a = 0; a < g.nnodes; a++)
             for (int b = 0; b < g.nnodes; b++) {
                 uint8_t d[3];
@@ -197,8 +198,7 @@ START_TEST(adaptive_stays_minimal)
            "ring), random adaptive walks take exactly hops steps\n");
     uint64_t rng = 12345;
     for (int s = 0; s < NSHAPES; s++) {
-        tsim_geom g = geom(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], shapes[s][4],
-                           shapes[s][5]);
+        tsim_geom g = shape(s);
         for (int a = 0; a < g.nnodes; a++)
             for (int b = 0; b < g.nnodes; b++) {
                 uint8_t d[3];

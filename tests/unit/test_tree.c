@@ -329,6 +329,18 @@ START_TEST(combine_partial_partition)
 END_TEST
 
 /* ---- violations ------------------------------------------------------------ */
+/* The job of body on x*y*z fails, naming processor proc and saying want. */
+static void violation(int x, int y, int z, tbody body, int proc, const char *want)
+{
+    tjob *j = tjob_new(x, y, z, NULL, 0, 0, body);
+    ck_assert_int_ne(tjob_run(j), 0);
+    char why[200];
+    ck_assert_int_eq(tsim_engine_violation(j->eng, why, sizeof why), proc);
+    printf("  %s\n", why);
+    ck_assert_ptr_nonnull(strstr(why, want));
+    tjob_free(j);
+}
+
 static void mismatch_body(tjob *j, int k, pl_proc *pp)
 {
     (void)j;
@@ -342,13 +354,7 @@ static void mismatch_body(tjob *j, int k, pl_proc *pp)
 START_TEST(combine_mismatch_violation)
 {
     printf("tree: node 7 combines with MAX where the others ADD: the job ends naming processor 14\n");
-    tjob *j = tjob_new(2, 2, 2, NULL, 0, 0, mismatch_body);
-    ck_assert_int_ne(tjob_run(j), 0);
-    char why[200];
-    ck_assert_int_eq(tsim_engine_violation(j->eng, why, sizeof why), 14);
-    printf("  %s\n", why);
-    ck_assert_ptr_nonnull(strstr(why, "collective network"));
-    tjob_free(j);
+    violation(2, 2, 2, mismatch_body, 14, "collective network");
 }
 END_TEST
 
@@ -364,13 +370,7 @@ static void badclass_body(tjob *j, int k, pl_proc *pp)
 START_TEST(bad_header_violation)
 {
     printf("tree: a packet of an unknown class ends the job naming its processor\n");
-    tjob *j = tjob_new(2, 1, 1, NULL, 0, 0, badclass_body);
-    ck_assert_int_ne(tjob_run(j), 0);
-    char why[200];
-    ck_assert_int_eq(tsim_engine_violation(j->eng, why, sizeof why), 2);
-    printf("  %s\n", why);
-    ck_assert_ptr_nonnull(strstr(why, "class 7"));
-    tjob_free(j);
+    violation(2, 1, 1, badclass_body, 2, "class 7");
 }
 END_TEST
 
