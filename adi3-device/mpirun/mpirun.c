@@ -9,11 +9,36 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mpirun.h"
 #include "../../collectives/coll.h"
 #include "torus-sim/tsim_report.h"
+
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void mpirun_mark(mpirun_job *j, int k)
+{
+    if (!j->t[k]) j->t[k] = wall_s() - j->t0;
+}
+
+/* BGLEMU_TIMES=1: where the job's wall time went, one line */
+static void print_times(const mpirun_job *j)
+{
+    const char *v = getenv("BGLEMU_TIMES");
+    if (!v || strcmp(v, "1")) return;
+    static const char *const name[MPIRUN_NT] = {"machine", "attached", "first left", "last left",
+                                                "reaped", "engine joined", "done"};
+    fprintf(stderr, "mpirun: host times (s):");
+    for (int k = 0; k < MPIRUN_NT; k++) fprintf(stderr, "%s %s %.2f", k ? "," : "", name[k], j->t[k]);
+    fputc('\n', stderr);
+}
 
 /* PROGRAM as execve needs it: a path, searched in PATH when it has no '/'. */
 static char *resolve(const char *prog)
@@ -227,11 +252,13 @@ int main(int argc, char **argv)
     mpirun_parse(argc, argv, &o);
     mpirun_job j;
     memset(&j, 0, sizeof j);
+    j.t0 = wall_s();
     j.o = &o;
     j.failed_rank = -1;
     j.first_dead = -1;
     j.first_dead_running = -1;
     j.violation_proc = -1;
+    j.pidfd_ep = -1;
     j.path = resolve(o.argv[0]);
     choose_launcher(&j);
 
@@ -335,12 +362,14 @@ int main(int argc, char **argv)
         goto out;
     }
     j.engine_started = 1;
+    mpirun_mark(&j, MPIRUN_T_MACHINE);
     if (mpirun_spawn(&j) != 0) {
         atomic_store(&s->abort, 1);
         tsim_kick(s);
         j.failed_rank = -2; /* launch failure, already reported */
     }
     mpirun_wait(&j);
+    mpirun_mark(&j, MPIRUN_T_REAPED);
     if (!j.hydra && j.failed_rank >= 0) {
         /* the first rank reaped with a failure may only have died of the
          * first one's (a peer gone, a full FIFO); the ranks' own records
@@ -357,6 +386,7 @@ int main(int argc, char **argv)
     tsim_kick(s);
     tsim_engine_join(j.eng, &j.res);
     j.engine_started = 0;
+    mpirun_mark(&j, MPIRUN_T_JOINED);
     if (j.res.deadlock) j.deadlock = 1;
 
     report(&j, stderr);
@@ -495,10 +525,12 @@ out:
         for (int r = 0; r < o.np; r++)
             if (j.pidfd[r] >= 0) close(j.pidfd[r]);
     free(j.pidfd);
-    free(j.pidfd_rank);
-    free(j.pidfd_poll);
+    if (j.pidfd_ep >= 0) close(j.pidfd_ep);
+    free(j.pidfd_ev);
     free((char *)j.path);
     free(o.env);
     sigprocmask(SIG_SETMASK, &old, NULL);
+    mpirun_mark(&j, MPIRUN_T_DONE);
+    print_times(&j);
     return rc;
 }

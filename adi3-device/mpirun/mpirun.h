@@ -3,7 +3,7 @@
 #define MPIRUN_H
 
 #include <stdio.h>
-#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/types.h>
 
 #include "messagelayer/ml.h"
@@ -60,6 +60,20 @@ void mpirun_usage(FILE *f);
 /* Prints "mpirun: <fmt>" and exits MPIRUN_USAGE (only before launching). */
 void mpirun_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
+/* Where a job's wall time goes (BGLEMU_TIMES=1: one line at the end;
+ * docs/mpirun.md, "Start and end"): host seconds from mpirun's start to
+ * each moment, 0 while it has not come. */
+enum {
+    MPIRUN_T_MACHINE,  /* segment created, engine running: ranks start now */
+    MPIRUN_T_ATTACHED, /* every rank attached (MPI_Init's netmod init) */
+    MPIRUN_T_FIRST_LEFT, /* the first rank left the machine (MPI_Finalize) */
+    MPIRUN_T_LAST_LEFT,  /* every rank left */
+    MPIRUN_T_REAPED,   /* every rank process (and hydra) gone */
+    MPIRUN_T_JOINED,   /* the engine finished */
+    MPIRUN_T_DONE,     /* report written, machine removed */
+    MPIRUN_NT
+};
+
 /* One job: the machine segment, the engine, the rank processes. */
 typedef struct mpirun_job {
     const mpirun_opts *o;
@@ -78,8 +92,9 @@ typedef struct mpirun_job {
     int first_dead;       /* hydra: first rank seen dead without leaving the machine, -1 */
     int first_dead_running; /* hydra: the same among ranks that were running, -1 */
     int *pidfd;           /* hydra: per rank, -1 not yet opened, -2 not watched */
-    int *pidfd_rank;      /* scratch for poll */
-    struct pollfd *pidfd_poll;
+    int pidfd_next;       /* hydra: every rank below has its pidfd opened (or -2) */
+    int pidfd_ep;         /* hydra: the epoll set of the pidfds, -1 */
+    struct epoll_event *pidfd_ev; /* scratch for epoll_wait */
     pid_t *pid;           /* per rank, 0 once reaped or never started (fork) */
     int *status;          /* per rank wait status */
     int *reaped;
@@ -95,7 +110,15 @@ typedef struct mpirun_job {
     int deadlock;
     struct mpirun_trace *trace; /* --trace: the ranks' buffers (mpirun_trace.c) */
     const char *trace_lib;      /* preloaded into MPI ranks first when tracing, or NULL */
+    double t0, t[MPIRUN_NT];    /* mpirun's start and its moments (MPIRUN_T_*) */
+    int left;                   /* ranks seen to have left the machine */
 } mpirun_job;
+
+/* Records moment k (MPIRUN_T_*) the first time it is reached. */
+void mpirun_mark(mpirun_job *j, int k);
+
+/* hydra's proxies for nranks ranks (each serves at most a fixed number). */
+int mpirun_proxies(int nranks);
 
 /* Starts every rank; returns 0, or -1 after printing why (the ranks started
  * so far are then torn down by mpirun_wait). */

@@ -4,11 +4,11 @@
  * teardown runs in ordinary code, never in a handler. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/syscall.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -20,6 +20,12 @@
 extern char **environ;
 
 #define GRACE_S 2.0 /* SIGTERM, then SIGKILL after this long */
+#define MPIRUN_PROXY_RANKS 128 /* ranks a hydra proxy serves */
+
+/* hwloc 2's plugins: I/O devices (the topology below has none) and XML
+ * through libxml2; each is a dlopen of its library and dependencies */
+#define MPIRUN_HWLOC_PLUGINS \
+    "hwloc_pci,hwloc_opencl,hwloc_cuda,hwloc_nvml,hwloc_rsmi,hwloc_levelzero,hwloc_gl,hwloc_xml_libxml"
 
 static double now_s(void)
 {
@@ -79,6 +85,48 @@ static pid_t start(const char *path, char **argv, char **env, int devnull, int q
     _exit(127);
 }
 
+/* ranks a proxy serves (BGLEMU_PROXY_RANKS, for measurements) */
+static int proxy_ranks(void)
+{
+    const char *v = getenv("BGLEMU_PROXY_RANKS");
+    return v && atoi(v) > 0 ? atoi(v) : MPIRUN_PROXY_RANKS;
+}
+
+int mpirun_proxies(int nranks)
+{
+    int g = proxy_ranks();
+    return nranks > g ? (nranks + g - 1) / g : 1;
+}
+
+/* hydra's -hosts for nranks ranks: one "host" (a proxy, all local under
+ * -launcher fork) per MPIRUN_PROXY_RANKS ranks, or NULL for one proxy.
+ * A proxy serves its ranks' PMI commands, output and exits in one loop
+ * that polls every descriptor it holds (3 a rank) at each event: O(ranks²)
+ * for one proxy, a third of a second at 1,024 ranks and growing 4x with
+ * each doubling (docs/mpirun.md, "Start and end"). */
+static char *proxy_hosts(int nranks)
+{
+    int p = mpirun_proxies(nranks), g = proxy_ranks();
+    if (p == 1) return NULL;
+    char *h = malloc((size_t)p * 32);
+    if (!h) return NULL;
+    size_t at = 0;
+    for (int i = 0; i < p; i++)
+        at += (size_t)sprintf(h + at, "%sbglemu%d:%d", i ? "," : "", i,
+                              i < p - 1 ? g : nranks - g * (p - 1));
+    return h;
+}
+
+/* the user set NAME (in mpirun's environment or with -env) */
+static int user_sets(const mpirun_job *j, const char *name)
+{
+    char assignment[128];
+    snprintf(assignment, sizeof assignment, "%s=", name);
+    int user = getenv(name) != NULL;
+    for (int q = 0; q < j->o->nenv; q++) user |= name_matches(j->o->env[q], assignment);
+    return user;
+}
+
 /* MPI programs: one mpiexec.hydra starts every rank (it gives each its
  * PMI_RANK and runs MPICH's process-management protocol); the environment
  * it passes on names the machine and preloads bglemu's MPI_Wtime. */
@@ -93,16 +141,25 @@ static int spawn_hydra(mpirun_job *j, char **ours, int nours)
      * unless the user chose a selection file */
     static char csel[4200];
     const char *cv = "MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE";
-    int user = getenv(cv) != NULL;
-    for (int q = 0; q < j->o->nenv; q++) user |= name_matches(j->o->env[q], cv) ;
-    if (!user) {
+    if (!user_sets(j, cv)) {
         snprintf(csel, sizeof csel, "%s=%s", cv, j->coll_json);
         ours[nours++] = csel;
     }
+    /* MPI_Init's hardware topology (hwloc) is a BG/L node's, not the
+     * host's: discovering the host's (PCI config space, read through a
+     * hypervisor in a virtual machine, and every I/O plugin loaded) cost a
+     * rank 15 ms of host CPU and 40 ms of wall, and its size moved the
+     * addresses of MPICH's later heap buffers with the host's hardware
+     * (docs/mpirun.md, "Start and end"). A topology the user gives wins. */
+    if (!user_sets(j, "HWLOC_SYNTHETIC") && !user_sets(j, "HWLOC_XMLFILE") &&
+        !user_sets(j, "HWLOC_COMPONENTS"))
+        ours[nours++] = (char *)"HWLOC_SYNTHETIC=package:1 core:2 pu:1";
+    if (!user_sets(j, "HWLOC_PLUGINS_BLACKLIST"))
+        ours[nours++] = (char *)"HWLOC_PLUGINS_BLACKLIST=" MPIRUN_HWLOC_PLUGINS;
     char **env = build_env(j, ours, nours);
     int argc = 0;
     while (j->o->argv[argc]) argc++;
-    char **argv = calloc((size_t)argc + 10, sizeof *argv);
+    char **argv = calloc((size_t)argc + 12, sizeof *argv);
     if (!env || !argv) {
         free(env);
         free(argv);
@@ -119,6 +176,11 @@ static int spawn_hydra(mpirun_job *j, char **ours, int nours)
     argv[k++] = "fork";
     argv[k++] = "-bind-to";
     argv[k++] = "none";
+    char *hosts = proxy_hosts(j->g.nranks);
+    if (hosts) {
+        argv[k++] = "-hosts";
+        argv[k++] = hosts;
+    }
     argv[k++] = (char *)j->path;
     for (int a = 1; a < argc; a++) argv[k++] = j->o->argv[a];
     argv[k] = NULL;
@@ -133,12 +195,13 @@ static int spawn_hydra(mpirun_job *j, char **ours, int nours)
     }
     free(env);
     free(argv);
+    free(hosts);
     int n = j->g.nranks;
     j->pidfd = malloc(sizeof *j->pidfd * (size_t)n);
-    j->pidfd_rank = malloc(sizeof *j->pidfd_rank * (size_t)n);
-    j->pidfd_poll = malloc(sizeof *j->pidfd_poll * (size_t)n);
-    if (!j->pidfd || !j->pidfd_rank || !j->pidfd_poll) {
-        fprintf(stderr, "mpirun: out of memory\n");
+    j->pidfd_ev = malloc(sizeof *j->pidfd_ev * (size_t)n);
+    j->pidfd_ep = epoll_create1(EPOLL_CLOEXEC);
+    if (!j->pidfd || !j->pidfd_ev || j->pidfd_ep < 0) {
+        fprintf(stderr, "mpirun: %s\n", j->pidfd_ep < 0 ? strerror(errno) : "out of memory");
         return -1;
     }
     for (int r = 0; r < n; r++) j->pidfd[r] = -1;
@@ -149,7 +212,7 @@ int mpirun_spawn(mpirun_job *j)
 {
     int n = j->g.nranks;
     static char seg_var[96], np_var[32], map_var[4200], clock_var[64], proto_var[64];
-    char *ours[12];
+    char *ours[16];
     int nours = 0;
     snprintf(seg_var, sizeof seg_var, "BGLEMU_SEG=%s", j->seg->name);
     snprintf(np_var, sizeof np_var, "BGLEMU_NRANKS=%d", n);
@@ -277,23 +340,47 @@ static void unlink_when_attached(mpirun_job *j)
     shm_unlink(j->seg->name);
     mpirun_trace_unlink(j);
     j->unlinked = 1;
+    mpirun_mark(j, MPIRUN_T_ATTACHED);
+}
+
+/* The ranks that left the machine (MPI_Finalize, pl_close) so far: for the
+ * host times only (BGLEMU_TIMES). */
+static void count_left(mpirun_job *j)
+{
+    if (j->left == j->g.nranks) return;
+    int n = 0;
+    for (int r = 0; r < j->g.nranks; r++)
+        n += atomic_load(&j->seg->procs[j->map.proc[r]].state) == TSIM_P_EXITED;
+    j->left = n;
+    if (n) mpirun_mark(j, MPIRUN_T_FIRST_LEFT);
+    if (n == j->g.nranks) mpirun_mark(j, MPIRUN_T_LAST_LEFT);
 }
 
 /* Under hydra the ranks are not our children, so their exit statuses never
  * reach mpirun. Each rank's process is watched through a pidfd, opened once
  * it has attached (its pid is in the segment): what mpirun saw is the
- * fallback when no rank recorded its end (mpirun_culprit). Waits up to ms
- * milliseconds. */
+ * fallback when no rank recorded its end (mpirun_culprit). The pidfds sit
+ * in one epoll set, so a look costs what ended, not every rank (poll on
+ * 1,024 pidfds every 10 ms took 0.45 s of CPU from a 12 s job). Waits up
+ * to ms milliseconds. */
+static int by_rank(const void *a, const void *b)
+{
+    uint32_t x = ((const struct epoll_event *)a)->data.u32, y = ((const struct epoll_event *)b)->data.u32;
+    return (x > y) - (x < y);
+}
+
 static void watch_hydra_ranks(mpirun_job *j, int ms)
 {
-    int n = j->g.nranks, k = 0, dead = -1, dead_running = -1;
-    struct pollfd *fds = j->pidfd_poll;
-    int *who = j->pidfd_rank;
-    for (int r = 0; r < n; r++) {
+    int n = j->g.nranks, dead = -1, dead_running = -1;
+    for (int r = j->pidfd_next; r < n; r++) {
         tsim_proc *p = &j->seg->procs[j->map.proc[r]];
         if (j->pidfd[r] == -1 && p->pid > 0) {
             j->pidfd[r] = (int)syscall(SYS_pidfd_open, (pid_t)p->pid, 0);
-            if (j->pidfd[r] < 0) { /* not watchable: gone already (attached and died at once) */
+            struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)r};
+            if (j->pidfd[r] >= 0 && epoll_ctl(j->pidfd_ep, EPOLL_CTL_ADD, j->pidfd[r], &ev) != 0) {
+                close(j->pidfd[r]);
+                j->pidfd[r] = -2; /* not watchable: its records still tell */
+            } else if (j->pidfd[r] < 0) { /* not watchable: gone already (attached and died at once) */
                 uint32_t st = atomic_load(&p->state);
                 if (errno == ESRCH && st != TSIM_P_EXITED) {
                     if (dead < 0) dead = r;
@@ -302,30 +389,22 @@ static void watch_hydra_ranks(mpirun_job *j, int ms)
                 j->pidfd[r] = -2;
             }
         }
-        if (j->pidfd[r] >= 0) {
-            fds[k].fd = j->pidfd[r];
-            fds[k].events = POLLIN;
-            who[k++] = r;
-        }
     }
-    int polled = 0;
+    while (j->pidfd_next < n && j->pidfd[j->pidfd_next] != -1) j->pidfd_next++;
+    int got = 0;
     if (dead < 0) {
-        if (!k) {
-            struct timespec ts = {0, ms * 1000000L};
-            nanosleep(&ts, NULL);
-            return;
-        }
-        if (poll(fds, (nfds_t)k, ms) <= 0) return;
-        polled = 1;
+        got = epoll_wait(j->pidfd_ep, j->pidfd_ev, n, ms);
+        if (got <= 0) return;
     }
     /* Several may end before mpirun looks, and hydra may kill the others
      * before the crashed rank is seen to end (it notices the closed pipes
      * first, and a core dump takes time): the one that was running (not
-     * blocked in the network) is the one that crashed. */
-    for (int i = 0; i < k && polled; i++) {
-        if (!(fds[i].revents & POLLIN)) continue;
-        int r = who[i];
-        close(j->pidfd[r]);
+     * blocked in the network) is the one that crashed. Within one look,
+     * in rank order. */
+    qsort(j->pidfd_ev, (size_t)got, sizeof *j->pidfd_ev, by_rank);
+    for (int i = 0; i < got; i++) {
+        int r = (int)j->pidfd_ev[i].data.u32;
+        close(j->pidfd[r]); /* leaves the epoll set with it */
         j->pidfd[r] = -2;
         uint32_t st = atomic_load(&j->seg->procs[j->map.proc[r]].state);
         if (st == TSIM_P_EXITED) continue;
@@ -437,6 +516,7 @@ void mpirun_wait(mpirun_job *j)
         }
         int st;
         pid_t pid;
+        if (j->unlinked) count_left(j); /* before reap: reap_hydra marks every rank gone */
         while ((pid = waitpid(-1, &st, WNOHANG)) > 0) reap(j, pid, st, &failing);
         unlink_when_attached(j);
         if (!j->deadlock && atomic_load(&j->seg->deadlock)) {
