@@ -134,7 +134,7 @@ static void p_inject(tsim_port *pt, int fifo, const tsim_hwhdr *hw, const uint8_
     s->m.src = (uint32_t)proc;
     s->p.hw = *hw;
     memcpy(s->p.sw, sw, sizeof s->p.sw);
-    memcpy(s->p.payload, data, n);
+    if (n) memcpy(s->p.payload, data, n); /* a packet without payload may come with data NULL */
     atomic_fetch_add(&r->used, hw->chunks);
     atomic_store_explicit(&r->head, h + 1, memory_order_release);
     atomic_fetch_add_explicit(&p->pkts_injected, 1, memory_order_relaxed);
