@@ -185,26 +185,29 @@ static int spawn_hydra(mpirun_job *j, char **ours, int nours)
     for (int a = 1; a < argc; a++) argv[k++] = j->o->argv[a];
     argv[k] = NULL;
     int rc = 0;
-    j->hydra_pid = start(j->hydra, argv, env, -1, 0);
-    if (j->hydra_pid < 0) {
-        fprintf(stderr, "mpirun: cannot start %s: fork: %s\n", j->hydra, strerror(errno));
-        j->hydra_pid = 0;
-        rc = -1;
-    } else {
-        j->live = 1;
-    }
-    free(env);
-    free(argv);
-    free(hosts);
+    /* how the ranks are watched, before any exists (watch_hydra_ranks) */
     int n = j->g.nranks;
     j->pidfd = malloc(sizeof *j->pidfd * (size_t)n);
     j->pidfd_ev = malloc(sizeof *j->pidfd_ev * (size_t)n);
     j->pidfd_ep = epoll_create1(EPOLL_CLOEXEC);
+    for (int r = 0; j->pidfd && r < n; r++) j->pidfd[r] = -1;
     if (!j->pidfd || !j->pidfd_ev || j->pidfd_ep < 0) {
-        fprintf(stderr, "mpirun: %s\n", j->pidfd_ep < 0 ? strerror(errno) : "out of memory");
-        return -1;
+        fprintf(stderr, "mpirun: cannot watch the ranks: %s\n",
+                j->pidfd_ep < 0 ? strerror(errno) : "out of memory");
+        rc = -1;
+    } else {
+        j->hydra_pid = start(j->hydra, argv, env, -1, 0);
+        if (j->hydra_pid < 0) {
+            fprintf(stderr, "mpirun: cannot start %s: fork: %s\n", j->hydra, strerror(errno));
+            j->hydra_pid = 0;
+            rc = -1;
+        } else {
+            j->live = 1;
+        }
     }
-    for (int r = 0; r < n; r++) j->pidfd[r] = -1;
+    free(env);
+    free(argv);
+    free(hosts);
     return rc;
 }
 
