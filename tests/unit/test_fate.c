@@ -44,9 +44,9 @@ static int signals_taken(void)
 
 typedef void (*ending)(pl_proc *pp);
 
-/* Runs `end` in a child bound to processor 2 (node 1) of s; returns its
- * wait status. */
-static int run_child(tsim_seg *s, ending end)
+/* Runs `end` in a child bound to processor 2 (node 1) of s, first (before
+ * it is bound) `before` if not NULL; returns its wait status. */
+static int run_child_after(tsim_seg *s, void (*before)(void), ending end)
 {
     fflush(stdout);
     pid_t pid = fork();
@@ -54,6 +54,7 @@ static int run_child(tsim_seg *s, ending end)
     if (pid == 0) {
         struct rlimit none = {0, 0}; /* no core files from the crashes */
         setrlimit(RLIMIT_CORE, &none);
+        if (before) before();
         pl_proc pp;
         if (pl_open(&pp, s, 2, 0) != 0 || pl_fate_install(&pp) != 0) _exit(100);
         end(&pp);
@@ -63,6 +64,8 @@ static int run_child(tsim_seg *s, ending end)
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     return st;
 }
+
+static int run_child(tsim_seg *s, ending end) { return run_child_after(s, NULL, end); }
 
 static void check_signal(tsim_seg *s, uint64_t t0, int st, int sig, uint32_t flags)
 {
@@ -186,10 +189,25 @@ static void own_handler_exit(int sig)
     _exit(9);
 }
 
+static void own_handler(void) { signal(SIGSEGV, own_handler_exit); }
+
 static void with_own_handler(pl_proc *pp)
 {
     (void)pp;
     raise(SIGSEGV);
+}
+
+/* The rank forks a helper that exits 5, then ends properly. */
+static void helper_then_close(pl_proc *pp)
+{
+    pid_t h = fork();
+    if (h == 0) exit(5);
+    int hs;
+    waitpid(h, &hs, 0);
+    if (!WIFEXITED(hs) || WEXITSTATUS(hs) != 5) _exit(102);
+    if (atomic_load(&pp->p->fate_kind) != 0) _exit(103);
+    pl_close(pp, 0);
+    exit(0);
 }
 
 START_TEST(program_handler_kept)
@@ -197,37 +215,10 @@ START_TEST(program_handler_kept)
     printf("fate: a handler the program installed first is kept (nothing recorded); a forked "
            "child's exit is not the rank's\n");
     tsim_seg *s = machine();
-    fflush(stdout);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        signal(SIGSEGV, own_handler_exit);
-        pl_proc pp;
-        if (pl_open(&pp, s, 2, 0) != 0 || pl_fate_install(&pp) != 0) _exit(100);
-        with_own_handler(&pp);
-        _exit(101);
-    }
-    int st;
-    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    int st = run_child_after(s, own_handler, with_own_handler);
     ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 9);
     ck_assert_uint_eq(atomic_load(&s->procs[2].fate_kind), 0);
-
-    /* the rank forks a helper that exits 5, then ends properly */
-    pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        pl_proc pp;
-        if (pl_open(&pp, s, 2, 0) != 0 || pl_fate_install(&pp) != 0) _exit(100);
-        pid_t h = fork();
-        if (h == 0) exit(5);
-        int hs;
-        waitpid(h, &hs, 0);
-        if (!WIFEXITED(hs) || WEXITSTATUS(hs) != 5) _exit(102);
-        if (atomic_load(&pp.p->fate_kind) != 0) _exit(103);
-        pl_close(&pp, 0);
-        exit(0);
-    }
-    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    st = run_child(s, helper_then_close);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "wait status %#x", st);
     ck_assert_uint_eq(atomic_load(&s->procs[2].fate_kind), 0);
     tsim_seg_destroy(s);
