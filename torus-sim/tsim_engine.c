@@ -405,8 +405,9 @@ static int rec_cursor_bad(tsim_engine *e, int proc, int f, uint32_t tl)
     return 1;
 }
 
-/* Has processor i anything drain or tree_drain would take (BGLEMU_SCAN=check)? */
-static int drain_would_take(tsim_engine *e, int i)
+/* Has processor i anything drain or tree_drain would take (BGLEMU_SCAN=check;
+ * the promises, tsim_quiet.c)? */
+int eng_would_take(tsim_engine *e, int i)
 {
     tsim_proc *p = &e->seg->procs[i];
     uint32_t st = atomic_load(&p->state);
@@ -429,7 +430,7 @@ static void look_check(tsim_engine *e, const uint64_t *skip, int wake)
         if (skip[i >> 6] >> (i & 63) & 1) continue;
         uint32_t st = atomic_load(&e->seg->procs[i].state);
         if ((st != TSIM_P_BLOCKED && st != TSIM_P_EXITED) || st != e->look_st[i]) continue;
-        if (wake ? wake_would_act(e, i) : drain_would_take(e, i)) {
+        if (wake ? wake_would_act(e, i) : eng_would_take(e, i)) {
             fprintf(stderr, "bglemu: BGLEMU_SCAN=check: %s left out processor %d (state %u), "
                     "which had something\n", wake ? "wake_if_ready" : "drain", i, st);
             abort();

@@ -306,6 +306,9 @@ void tree_prx_consume(tsim_engine *e, int proc, uint64_t t);
 /* tsim_quiet.c: tells each running processor how far its own empty polls
  * need no round trip to the engine (tsim_proc.quiet). */
 void eng_publish_quiet(tsim_engine *e);
+/* Has processor proc written anything the engine has not taken yet
+ * (injections, freed reception slots, its tree FIFOs and barrier words)? */
+int eng_would_take(tsim_engine *e, int proc);
 /* Processes, in order, every queued event before (t, key) within the
  * current run of events (t below its stop), as the run loop would before
  * an EV_PROXY of that time and key: 1 if none remains (now is then t, as

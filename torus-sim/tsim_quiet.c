@@ -14,7 +14,12 @@
  * is accounted for:
  *   - queued events (a delivery is an event, at or after the earliest one);
  *   - other running processors, which may inject from their clock on (a
- *     clock only grows, so the bound read now holds for ever);
+ *     clock only grows, so the bound read now holds for ever) — and what
+ *     any processor wrote before that clock and the engine has not taken
+ *     yet (an injection, a freed reception slot that lets a packet on,
+ *     tree FIFOs, a barrier armed: a processor writes them at its clock
+ *     and may have moved on since): such a processor allows no promise
+ *     until the engine has taken it;
  *   - blocked processors the engine has not looked at since they blocked
  *     (they count like running ones: they may already have a reason to
  *     wake); the others wake only through events;
@@ -56,8 +61,10 @@ void eng_publish_quiet(tsim_engine *e)
     int who = -1;
     for (int i = 0; i < e->nprocs; i++) {
         tsim_proc *p = &s->procs[i];
-        if (!may_act(e, i, atomic_load(&p->state))) continue;
-        uint64_t vt = atomic_load(&p->vt);
+        uint64_t vt = may_act(e, i, atomic_load(&p->state)) ? atomic_load(&p->vt) : UINT64_MAX;
+        /* after the clock: what it wrote before it is seen now */
+        if (eng_would_take(e, i)) vt = 0;
+        if (vt == UINT64_MAX) continue;
         if (vt < m1) {
             m2 = m1;
             m1 = vt;
