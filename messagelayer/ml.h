@@ -67,6 +67,10 @@ typedef struct ml_msg {
     ml_proto proto;          /* ML_AUTO or a forced protocol */
     ml_done_fn done;         /* the buffer may be reused */
     void *arg;
+    /* what done completes, when that is all it does (it charges nothing,
+     * sends nothing: an MPI request marked complete), else NULL: such a
+     * completion may run later, in a wait that is not for it (ml_wait_for) */
+    const void *completes;
     /* private */
     struct ml_msg *next;
     size_t off;              /* bytes packetized so far */
@@ -168,6 +172,12 @@ int ml_wait_idle(ml_ctx *ml, const char *why, unsigned polls);
  * ml_advance goes on where the engine stopped), 1 if the loop could not be
  * handed over (advance as usual), -1 if the job aborts. */
 int ml_wait_delegate(ml_ctx *ml, const char *why, unsigned polls, unsigned empties);
+/* What the next waits are for (an ml_msg's `completes`), or NULL (not
+ * known: any completion may end them). While such a wait is handed to
+ * the engine, the completions of other messages that only complete
+ * something are recorded instead of waking the processor, and run (in
+ * their order, their cycles charged where they happened) when it wakes. */
+void ml_wait_for(ml_ctx *ml, const void *what);
 
 /* A loop above the message layer that the engine can run too, as a
  * program of the layer that owns it (torus-sim/tsim_prog.h; the

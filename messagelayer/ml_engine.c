@@ -114,7 +114,7 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
         st->nrx > ML_HO_RX || (start && st->empties >= st->polls) ||
         (*wait & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL || st->ntx > ML_HO_TX ||
         st->nring > st->ntx || (st->nring && st->ring_pos >= st->nring) || st->nwt > ML_HO_WT ||
-        st->ngranted || st->co_owe)
+        st->ngranted || st->co_owe || st->nfin)
         return 0;
     if (!*priv && !(*priv = calloc(1, sizeof(wait_priv)))) return 0;
     wait_priv *w = *priv;
@@ -123,7 +123,7 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
         const ml_ho_tx *t = &st->tx[k];
         if (!t->live) continue;
         if (t->fifo >= TSIM_NINJ || t->dst >= (uint32_t)nprocs || t->off >= t->len ||
-            t->len > UINT32_MAX || t->group >= TSIM_CPUS ||
+            t->len > UINT32_MAX || t->group >= TSIM_CPUS || t->quiet > (k >= st->nring) || t->fin ||
             (t->flags & ~(TSIM_F_DYNAMIC | TSIM_F_HP)) != 0)
             return 0;
         if (t->niov && read_layout(pt, t->iov, t->niov, t->len, &w->txiov[k], &w->txiov_cap[k],
@@ -137,6 +137,7 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
         const ml_ho_tx *t = &st->wt[i].t;
         if (st->wt[i].granted || t->fifo >= TSIM_NINJ || t->dst >= (uint32_t)nprocs || t->off ||
             !t->len || t->len > UINT32_MAX || t->group >= TSIM_CPUS || t->niov || t->charged ||
+            t->quiet > 1 || t->fin ||
             t->type != T_RZV_DATA || t->id >= ML_MAX_IDS || (t->flags & ~(TSIM_F_DYNAMIC | TSIM_F_HP)) != 0)
             return 0;
         for (uint32_t j = 0; j < i; j++)
@@ -194,7 +195,8 @@ static const void *engine_bytes(void *arg, const ml_ho_tx *t, uint64_t off, size
  * TSIM_RUN_WAIT, TSIM_RUN_BACK or TSIM_RUN_FAIL. A message's last packet
  * is the rank's (its completion runs there): it is handed back at that
  * message's turn, if its FIFO has room, and goes on with the round from
- * there itself (round_pos). A full FIFO is passed over as the rank would:
+ * there itself (round_pos); unless the completion is quiet (ml_wait_for),
+ * which the engine records for the rank to run when it wakes. A full FIFO is passed over as the rank would:
  * a hand-back at the start of every round would wake it once a round
  * while that FIFO stayed full. */
 static int send_round(void *ctx, ml_resume *a)
@@ -210,7 +212,7 @@ static int send_round(void *ctx, ml_resume *a)
             uint32_t k = a->round_pos < st->nring ? (st->ring_pos + a->round_pos) % st->nring : a->round_pos;
             ml_ho_tx *t = &st->tx[k];
             if (!t->live || t->off >= t->len) continue;
-            if (t->len - t->off <= TSIM_PAYLOAD_MAX) { /* the last packet */
+            if (t->len - t->off <= TSIM_PAYLOAD_MAX && !t->quiet) { /* the last packet */
                 if (tsim_port_room(pt, t->fifo, tsim_chunks(t->len - t->off)) == 1) return back(st);
                 if (!pt->ops->settled(pt)) return TSIM_RUN_WAIT; /* its gather is the rank's if room comes */
             }
@@ -224,6 +226,10 @@ static int send_round(void *ctx, ml_resume *a)
             a->pkts_sent++;
             a->moved++;
             a->round_sent++;
+            if (t->off >= t->len) { /* a quiet one's: its completion recorded (ml_msg_finished) */
+                tsim_port_charge(pt, pt->prm->ml_callback_cycles);
+                t->fin = (uint8_t)++st->nfin;
+            }
         }
         int again = a->round_sent > 0;
         a->round_pos = a->round_sent = 0;
@@ -283,7 +289,9 @@ static int take_grant(tsim_port *pt, ml_wait_state *st, wait_priv *w, int f, ml_
         if (!st->wt[i].granted && st->wt[i].t.id == sw.id) g = &st->wt[i];
     if (!g || st->ntx >= ML_HO_TX || sw.w >= ML_MAX_IDS) return back(st);
     ml_ho_tx t = g->t;
+    uint64_t len = t.len;
     if (ml_rzv_grant(&t, (uint16_t)sw.w, sw.b, pt->prm->ml_coproc_align) != 0) return back(st);
+    if (t.len != len) t.quiet = 0; /* its first part's end is not the message's */
     pt->ops->consume(pt, f);
     tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
     tsim_port_charge(pt, pt->prm->ml_rzv_cycles);

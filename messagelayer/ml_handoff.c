@@ -39,6 +39,15 @@ void ml_act_del(ml_ctx *ml, ml_rx *rx)
     rx->act_next = rx->act_prev = NULL;
 }
 
+/* m's completion may be recorded by the engine: it only completes
+ * something, and not what this wait is for (ml_wait_for). */
+static uint8_t quiet(const ml_ctx *ml, const ml_msg *m)
+{
+    return m->completes && ml->wait_for && m->completes != ml->wait_for;
+}
+
+void ml_wait_for(ml_ctx *ml, const void *what) { ml->wait_for = what; }
+
 /* The send side in the order of a send round: the ring's peers (NULL for
  * one whose message waits for a confirmation: it sends nothing), then the
  * data list. Returns their number, or -1 when it is not describable. */
@@ -75,6 +84,8 @@ static int describe(ml_ctx *ml, ml_wait_state *d, unsigned polls)
         ml_msg *m = ml->reg_tx[k];
         if (m) ml_proto_of(m->proto)->wire(ml, m, &d->tx[k]); /* what the rank would send next */
         else memset(&d->tx[k], 0, sizeof d->tx[k]);
+        /* the data list's, sent to its end (a split's first part is not) */
+        d->tx[k].quiet = m && k >= ml->nring && d->tx[k].len == m->len && quiet(ml, m);
     }
     d->ntx = (uint32_t)ntx;
     d->nring = (uint32_t)ml->nring;
@@ -112,6 +123,7 @@ static int describe(ml_ctx *ml, ml_wait_state *d, unsigned polls)
         if (j < nw) continue;
         d->wt[nw] = (ml_ho_wt){.granted = 0};
         ml_rzv_waiting(ml, m, &d->wt[nw].t);
+        d->wt[nw].t.quiet = quiet(ml, m);
         ml->reg_wt[nw++] = m;
     }
     d->nwt = nw;
@@ -156,6 +168,19 @@ static void apply(ml_ctx *ml, const ml_wait_state *d)
         }
     ml->ring_pos = (int)d->ring_pos;
     ml_resume_apply(ml, &d->res);
+    /* the messages it sent in full and completed (data list only), in its
+     * order: off the list (a send round resumed mid-way counts one place
+     * less for each before its position), their callbacks run now */
+    uint32_t pos = d->res.round_pos;
+    for (uint32_t n = 1; n <= d->nfin; n++)
+        for (int k = 0; k < ntx; k++) {
+            if (d->tx[k].fin != n || !ml->reg_tx[k]) continue;
+            ml_msg *m = ml->reg_tx[k], **pm = &ml->data_head;
+            while (*pm && *pm != m) pm = &(*pm)->next;
+            if (*pm) *pm = m->next;
+            if ((uint32_t)k < pos) ml->resume.round_pos--;
+            ml_msg_done(ml, m);
+        }
 }
 
 /* Blocks pp with its hand-off block naming prog (start: the loop runs at

@@ -162,7 +162,9 @@ typedef struct ml_ho_tx {
     uint8_t group;   /* reception group at the destination */
     uint8_t type;
     uint16_t id;
-    uint16_t live;   /* 0: a ring peer whose message waits (it sends nothing) */
+    uint8_t live;    /* 0: a ring peer whose message waits (it sends nothing) */
+    uint8_t quiet;   /* data list: its completion may be recorded (ml_wait_for) */
+    uint8_t fin;     /* the engine's answer: sent in full and completed, in this order (1, 2, ...) */
 } ml_ho_tx;
 
 /* A rendezvous send waiting for its grant (its scout has gone; a flat
@@ -196,6 +198,7 @@ typedef struct ml_wait_state {
     /* the coprocessor's loop (flat): 1 + the id of a reception it completed
      * whose notice to the main processor has still to go (ml_co_tell) */
     uint32_t co_owe;
+    uint32_t nfin;       /* completions the engine recorded (ml_ho_tx.fin) */
     ml_ho_tx tx[ML_HO_TX];
     ml_ho_rx rx[ML_HO_RX];
     ml_ho_wt wt[ML_HO_WT];
@@ -249,6 +252,7 @@ struct ml_ctx {
     int proxy;                  /* describe waits to the engine (BGLEMU_PROXY != 0) */
     int stage;                  /* stage fragmented layouts on the host (BGLEMU_STAGE != 0) */
     ml_resume resume;           /* where the next advance picks up */
+    const void *wait_for;       /* ml_wait_for */
     ml_rx *reg_rx[ML_HO_RX];    /* what the last hand-off named */
     ml_msg *reg_tx[ML_HO_TX];
     ml_msg *reg_wt[ML_HO_WT];
@@ -399,6 +403,8 @@ int ml_try_inject(ml_ctx *ml, int dst_proc, int fifo, unsigned flags, unsigned g
 void ml_inject(ml_ctx *ml, int dst_proc, int fifo, unsigned flags, unsigned group,
                const ml_sw *sw, const void *a, size_t alen, const void *b, size_t blen);
 void ml_msg_finished(ml_ctx *ml, ml_msg *m);
+/* Its completion without its cost (charged where the engine recorded it). */
+void ml_msg_done(ml_ctx *ml, ml_msg *m);
 void ml_pop_head(ml_peer *p);
 int ml_fifo_for(const ml_ctx *ml, int dst_rank); /* injection FIFO by direction */
 /* The n bytes at offset off of m's data (a layout's gather charged once

@@ -93,11 +93,16 @@ static int ctl_progress(ml_ctx *ml)
 
 void ml_msg_finished(ml_ctx *ml, ml_msg *m)
 {
+    ml_charge(ml, ml->prm->ml_callback_cycles);
+    ml_msg_done(ml, m);
+}
+
+void ml_msg_done(ml_ctx *ml, ml_msg *m)
+{
     m->state = S_WAIT + 10; /* finished: no longer touched by the layer */
     ml->outstanding--;
     free(m->stage);
     m->stage = NULL;
-    ml_charge(ml, ml->prm->ml_callback_cycles);
     if (m->done) m->done(ml, m->arg);
 }
 

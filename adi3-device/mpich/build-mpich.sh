@@ -247,7 +247,13 @@ grep -q 'MPIDI_NM_progress(vci, wait)' "$PROG" ||
 #     command, one process serving every rank: 1.5 ms of host CPU a rank on
 #     the job's critical path. The array comes from calloc (mmap'd pages
 #     are already zero) and only the arguments present are touched.
-python3 - "$TREE" <<'PY' || die "could not patch MPICH for start and end at scale (layout of this MPICH version differs)"
+# 5. What a wait is for (docs/simulated-time.md, "Quiet completions"):
+#    MPIR_Wait and MPIR_Waitall name the request they wait for while they
+#    call MPID_Progress_wait (MPIDI_BGL_wait_req, cleared before anything
+#    else can run), and MPICH says whether a progress hook is active
+#    (MPIR_Progress_hook_any_active): then the netmod lets the engine record
+#    the completions of the rank's other sends instead of waking it for each.
+python3 - "$TREE" <<'PY' || die "could not patch MPICH (layout of this MPICH version differs)"
 import sys
 tree = sys.argv[1]
 def patch(rel, edits, mark):
@@ -281,6 +287,31 @@ for rel, loops in (("src/pm/hydra/pm/pmiserv/pmip_cb.c",
                    ("src/pm/hydra/pm/pmiserv/pmiserv_cb.c",
                     [("", "    for (i = 0; i < MAX_PMI_ARGS; i++)\n        args[i] = NULL;\n")])):
     patch(rel, [(pmi_args % k + loop, calloc % k) for k, loop in loops], "bglemu: zero pages, untouched")
+named = ("MPIDI_BGL_wait_req = %s;\n%smpi_errno = MPID_Progress_wait(state);\n"
+         "%sMPIDI_BGL_wait_req = NULL;\n")
+patch("src/mpi/request/request_impl.c", [
+    ('#include "mpiimpl.h"\n', '#include "mpiimpl.h"\n/* bglemu: what a wait is for */\n'
+     'extern void *MPIDI_BGL_wait_req;\n'),
+    ('    while (!MPIR_Request_is_complete(request_ptr)) {\n        mpi_errno = MPID_Progress_wait(state);\n',
+     '    while (!MPIR_Request_is_complete(request_ptr)) {\n        ' + named % ("request_ptr", " " * 8, " " * 8)),
+    ('            while (!MPIR_Request_is_complete(request_ptrs[i])) {\n'
+     '                mpi_errno = MPID_Progress_wait(state);\n',
+     '            while (!MPIR_Request_is_complete(request_ptrs[i])) {\n                '
+     + named % ("request_ptrs[i]", " " * 16, " " * 16)),
+    ('GREQUEST);\n\n                mpi_errno = MPID_Progress_wait(state);\n',
+     'GREQUEST);\n\n                ' + named % ("request_ptrs[i]", " " * 16, " " * 16)),
+], "bglemu: what a wait is for")
+patch("src/util/mpir_progress_hook.c", [
+    ('static progress_hook_slot_t progress_hooks[MAX_PROGRESS_HOOKS];\n',
+     'static progress_hook_slot_t progress_hooks[MAX_PROGRESS_HOOKS];\n\n'
+     '/* bglemu: is any hook active */\n'
+     'int MPIR_Progress_hook_any_active(void);\n'
+     'int MPIR_Progress_hook_any_active(void)\n{\n'
+     '    for (int i = 0; i < registered_progress_hooks; i++)\n'
+     '        if (MPL_atomic_acquire_load_int(&progress_hooks[i].active) == TRUE)\n'
+     '            return 1;\n'
+     '    return 0;\n}\n'),
+], "bglemu: is any hook active")
 PY
 
 # Regeneration, each keyed by a hash of its inputs (stamps in $STAMPS):

@@ -9,14 +9,18 @@
 
 #include "machine.h"
 #include "messagelayer/ml.h"
+#include "suite.h"
 
 #define NR 4
 #define MSGS 3
 
 /* A job, and how it runs: J_LAYOUT, sends gathered from and receptions
  * scattered into layouts; J_NOCOPY, VN data over the scratchpad
- * (BGLEMU_VN_NOCOPY); J_IDLE, the engine need not read or send a packet. */
-enum { J_LAYOUT = 1, J_NOCOPY = 2, J_IDLE = 4 };
+ * (BGLEMU_VN_NOCOPY); J_IDLE, the engine need not read or send a packet;
+ * J_QUIET, a sender of several messages at once waits for each in turn,
+ * as MPI_Waitall does, saying which (ml_wait_for), its messages' callbacks
+ * only marking them complete (ml_msg.completes). */
+enum { J_LAYOUT = 1, J_NOCOPY = 2, J_IDLE = 4, J_QUIET = 8 };
 typedef struct job {
     const char *what;
     ml_mode mode;
@@ -97,6 +101,8 @@ static void *rank_main(void *arg)
     if (j->a2a) sends = recvs = 1;
     ml_msg m[MSGS];
     int hdr[MSGS];
+    volatile int fin[MSGS] = {0};
+    int quiet = (j->flags & J_QUIET) && (j->burst || j->fan || j->a2a);
     for (int k = 0; k < MSGS && sends; k++) { /* one after another: MPI_Send in a loop */
         /* a2a: message k goes to rank me + k + 1 and lands at the receiver's
          * place for its sender (hdr) */
@@ -105,6 +111,7 @@ static void *rank_main(void *arg)
         m[k] = (ml_msg){.dst = to, .hdr = &hdr[k], .hdrlen = sizeof hdr[k],
                         .buf = r->src + (size_t)(j->a2a ? to : k) * j->len + 1, .len = j->len, .proto = j->proto,
                         .done = on_done, .arg = (void *)&r->sent};
+        if (quiet) m[k].arg = (void *)&fin[k], m[k].completes = &m[k];
         if (j->flags & J_LAYOUT) {
             r->siov[k] = pieces(r->src + (size_t)(j->a2a ? to : k) * j->len + 1, j->len, LAY_S, &r->sn[k]);
             m[k].iov = r->siov[k];
@@ -112,15 +119,21 @@ static void *rank_main(void *arg)
         }
         ck_assert_int_eq(ml_send(r->ml, &m[k]), 0);
         unsigned polls = j->send_polls ? (unsigned)j->send_polls : 1, empty = 0;
-        while (r->sent < (j->burst || j->fan || j->a2a ? (k == MSGS - 1 ? MSGS : 0) : k + 1)) {
-            if (ml_advance(r->ml)) {
+        for (int w = quiet && k == MSGS - 1 ? 0 : MSGS; w <= MSGS; w++) { /* J_QUIET: one at a time */
+            if (w < MSGS) ml_wait_for(r->ml, (const void *)&m[w]);
+            while (w < MSGS ? !fin[w]
+                            : r->sent < (j->burst || j->fan || j->a2a ? (k == MSGS - 1 ? MSGS : 0) : k + 1)) {
+                if (ml_advance(r->ml)) {
+                    empty = 0;
+                    continue;
+                }
+                if (++empty < polls) continue;
                 empty = 0;
-                continue;
+                if (ml_wait_idle(r->ml, "test: send", polls) != 0) break;
             }
-            if (++empty < polls) continue;
-            empty = 0;
-            if (ml_wait_idle(r->ml, "test: send", polls) != 0) break;
+            if (w < MSGS) r->sent += fin[w];
         }
+        ml_wait_for(r->ml, NULL);
     }
     /* the MPI netmod's loop: four empty advances in a row, then block */
     int empty = 0;
@@ -222,6 +235,19 @@ static void run(const job *j, int proxy, outcome *o)
 
 /* Same simulated result both ways; the engine read and sent packets
  * (unless J_IDLE) and the ranks woke less. */
+static void same_results(const job *j, const outcome *a, const outcome *b, const char *how)
+{
+    for (int i = 0; i < j->nranks; i++)
+        ck_assert_msg(a->end[i] == b->end[i], "%s: rank %d ends at %llu %s, %llu without", j->what, i,
+                      (unsigned long long)b->end[i], how, (unsigned long long)a->end[i]);
+    for (int i = 0; i < j->nranks; i++) ck_assert_uint_eq(a->ddt[i], b->ddt[i]);
+    ck_assert_uint_eq(a->res.end_time, b->res.end_time);
+    ck_assert_uint_eq(a->res.events, b->res.events);
+    ck_assert_uint_eq(a->res.packet_hops, b->res.packet_hops);
+    ck_assert_uint_eq(a->link_pkts, b->link_pkts);
+    ck_assert_uint_eq(a->link_busy, b->link_busy);
+}
+
 static void check_same(const job *j)
 {
     const char *what = j->what;
@@ -229,15 +255,7 @@ static void check_same(const job *j)
     outcome a, b;
     run(j, 0, &a);
     run(j, 1, &b);
-    for (int i = 0; i < j->nranks; i++)
-        ck_assert_msg(a.end[i] == b.end[i], "%s: rank %d ends at %llu with the engine's help, %llu without",
-                      what, i, (unsigned long long)b.end[i], (unsigned long long)a.end[i]);
-    for (int i = 0; i < j->nranks; i++) ck_assert_uint_eq(a.ddt[i], b.ddt[i]);
-    ck_assert_uint_eq(a.res.end_time, b.res.end_time);
-    ck_assert_uint_eq(a.res.events, b.res.events);
-    ck_assert_uint_eq(a.res.packet_hops, b.res.packet_hops);
-    ck_assert_uint_eq(a.link_pkts, b.link_pkts);
-    ck_assert_uint_eq(a.link_busy, b.link_busy);
+    same_results(j, &a, &b, "with the engine's help");
     ck_assert_uint_eq(a.res.proxy_read + a.res.proxy_sent, 0);
     if (want_read) ck_assert_msg(b.res.proxy_read > 0, "%s: the engine read no packet", what);
     if (want_sent) ck_assert_msg(b.res.proxy_sent > 0, "%s: the engine sent no packet", what);
@@ -250,8 +268,28 @@ static void check_same(const job *j)
     for (int i = 0; i < 2; i++) free(a.data[i]), free(b.data[i]);
 }
 
+/* J_QUIET: also the same results as the sender that does not say what it
+ * waits for, with fewer wakes: the engine records the completions of the
+ * messages the sender is not waiting for instead of waking it. */
+static void check_quiet(const job *j)
+{
+    check_same(j);
+    job plain = *j;
+    plain.flags &= ~(unsigned)J_QUIET;
+    outcome q, p;
+    run(j, 1, &q);
+    run(&plain, 1, &p);
+    same_results(j, &p, &q, "with quiet completions");
+    ck_assert_msg(q.res.wakes < p.res.wakes, "%s: %llu wakes with quiet completions, %llu without", j->what,
+                  (unsigned long long)q.res.wakes, (unsigned long long)p.res.wakes);
+    printf("proxy: %-34s quiet completions: wakes %llu -> %llu, same end %llu cycles\n", j->what,
+           (unsigned long long)p.res.wakes, (unsigned long long)q.res.wakes,
+           (unsigned long long)q.res.end_time);
+    for (int i = 0; i < 2; i++) free(q.data[i]), free(p.data[i]);
+}
+
 /* A test of several jobs, each run both ways by check (check_same,
- * check_staged). */
+ * check_staged, check_quiet). */
 #define JOBS_TEST(name, check, ...)                                                                 \
     START_TEST(name)                                                                               \
     {                                                                                              \
@@ -303,6 +341,23 @@ JOBS_TEST(proxy_rendezvous_grant, check_same,
  * it blocks, as the MPI netmod's does: the engine does a run of such
  * advances, each the same as the last, at once while no event can come
  * before them. With 16, room comes back within a run: it must stop short. */
+/* A sender of several rendezvous messages at once that waits for each in
+ * turn, as MPI_Waitall does: the grants and data of all of them come while
+ * it waits for the first; the others' completions are recorded. To one
+ * peer, to three (their order of completion not the posting order), both
+ * ways with the receive loop handed over. */
+JOBS_TEST(proxy_quiet_completions, check_quiet,
+          {"quiet: rendezvous burst", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 2800, 0, 0, 0, 1, 0, 0, 4, J_QUIET},
+          {"quiet: rendezvous to three peers", ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 2800, 0, 16, 0, 0, 1, 0, 4, J_QUIET},
+          {"quiet: both ways, 30001 B", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 30001, 1, 0, 1, 1, 0, 0, 4, J_QUIET})
+
+/* Split receptions: a message's data goes in two parts (the receiver's
+ * whole lines, then its partial ones), and only the end of the last is
+ * the message's: the first part's last packet must not complete it (it
+ * did, and the job deadlocked). */
+JOBS_TEST(proxy_quiet_split, check_same,
+          {"quiet: split, both ways", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 30001, 1, 16, 1, 1, 0, 0, 4, J_QUIET})
+
 JOBS_TEST(proxy_sender_polls, check_same,
           {"rendezvous, sender polls 4", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 4, 0},
           {"rendezvous, sender polls 16", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 16, 0},
@@ -397,25 +452,11 @@ END_TEST
 Suite *proxy_suite(void)
 {
     Suite *s = suite_create("proxy");
-    TCase *tc = tcase_create("same results");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, proxy_rendezvous_heater);
-    tcase_add_test(tc, proxy_rendezvous_coproc);
-    tcase_add_test(tc, proxy_rendezvous_coproc_split);
-    tcase_add_test(tc, proxy_rendezvous_coproc_split_odd);
-    tcase_add_test(tc, proxy_rendezvous_coproc_split_a2a);
-    tcase_add_test(tc, proxy_eager);
-    tcase_add_test(tc, proxy_sender_polls);
-    tcase_add_test(tc, proxy_rendezvous_grant);
-    tcase_add_test(tc, proxy_adaptive);
-    tcase_add_test(tc, proxy_bidirectional);
-    tcase_add_test(tc, proxy_vn_fallback);
-    tcase_add_test(tc, proxy_delegated_loop);
-    tcase_add_test(tc, proxy_several_going_out);
-    tcase_add_test(tc, proxy_several_peers);
-    tcase_add_test(tc, proxy_refused);
-    tcase_add_test(tc, proxy_layouts);
-    tcase_add_test(tc, proxy_layouts_staged);
-    suite_add_tcase(s, tc);
+    UM_TCASE(s, "same results", 120, proxy_rendezvous_heater, proxy_rendezvous_coproc, proxy_quiet_completions, proxy_quiet_split,
+             proxy_rendezvous_coproc_split, proxy_rendezvous_coproc_split_odd,
+             proxy_rendezvous_coproc_split_a2a, proxy_eager, proxy_sender_polls, proxy_rendezvous_grant,
+             proxy_adaptive, proxy_bidirectional, proxy_vn_fallback, proxy_delegated_loop,
+             proxy_several_going_out, proxy_several_peers, proxy_refused, proxy_layouts,
+             proxy_layouts_staged);
     return s;
 }

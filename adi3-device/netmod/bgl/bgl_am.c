@@ -136,7 +136,12 @@ static int send_am(int world_rank, int handler_id, const void *am_hdr, MPI_Aint 
     s->m = (ml_msg) {
         .dst = world_rank,.hdr = s->hdr.b,.hdrlen = hdrlen,.buf = buf,.len = (size_t) data_sz,
         .iov = s->lay.iov,.niov = s->lay.n,.layout_key = s->lay.key,.proto = p,.done = send_done,
-        .arg = s
+        .arg = s,
+        /* a send's completion only completes its request (and frees host
+         * memory): it may run later, in a wait for another request */
+        .completes = sreq && (MPIDIG_global.origin_cbs[handler_id] == MPIDIG_send_origin_cb ||
+                              MPIDIG_global.origin_cbs[handler_id] == MPIDIG_send_data_origin_cb)
+            ? sreq : NULL
     };
     g->empty_polls = 0;
     if (ml_send(g->ml, &s->m) != 0) {
@@ -424,11 +429,41 @@ static int expecting_network(MPIDI_BGL_global_t * g)
         g->deferred;
 }
 
+/* The request MPIR_Wait and MPIR_Waitall wait for while they call
+ * MPID_Progress_wait (set and cleared around that call by the patch in
+ * adi3-device/mpich/build-mpich.sh), else NULL. */
+void *MPIDI_BGL_wait_req;
+/* Patched into MPICH's mpir_progress_hook.c by the same script. */
+int MPIR_Progress_hook_any_active(void);
+
+/* What this wait is for, for the message layer (ml_wait_for): a
+ * point-to-point request still incomplete, whose completion only the
+ * network brings, and no progress hook active (a nonblocking collective's
+ * schedule, which only this rank runs, may be waiting for a completion
+ * the engine would hold back): else not known. */
+static const void *waited_for(void)
+{
+    MPIR_Request *req = MPIDI_BGL_wait_req;
+    if (!req || MPIR_Request_is_complete(req) || MPIR_Progress_hook_any_active())
+        return NULL;
+    return req->kind == MPIR_REQUEST_KIND__SEND || req->kind == MPIR_REQUEST_KIND__RECV ? req : NULL;
+}
+
+static int progress(MPIDI_BGL_global_t * g, int blocking);
+
 int MPIDI_BGL_progress(int vci, int blocking)
 {
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
     if (!g->ml)
         return MPI_SUCCESS;
+    ml_wait_for(g->ml, blocking ? waited_for() : NULL);
+    int mpi_errno = progress(g, blocking);
+    ml_wait_for(g->ml, NULL);
+    return mpi_errno;
+}
+
+static int progress(MPIDI_BGL_global_t * g, int blocking)
+{
     MPIDI_BGL_clock_enter();
     /* In MPID_Progress_wait's loop (blocking: CH4 passes its wait flag,
      * adi3-device/mpich/build-mpich.sh) nothing but this function runs until
