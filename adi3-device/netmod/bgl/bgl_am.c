@@ -440,11 +440,12 @@ int MPIR_Progress_hook_any_active(void);
  * point-to-point request still incomplete, whose completion only the
  * network brings, and no progress hook active (a nonblocking collective's
  * schedule, which only this rank runs, may be waiting for a completion
- * the engine would hold back): else not known. */
+ * the engine would hold back): else not known. Under MPI_THREAD_MULTIPLE
+ * another thread may wait for what this one's hint would hold back. */
 static const void *waited_for(void)
 {
     MPIR_Request *req = MPIDI_BGL_wait_req;
-    if (!req || MPIR_Request_is_complete(req) || MPIR_Progress_hook_any_active())
+    if (!req || MPIR_IS_THREADED || MPIR_Request_is_complete(req) || MPIR_Progress_hook_any_active())
         return NULL;
     return req->kind == MPIR_REQUEST_KIND__SEND || req->kind == MPIR_REQUEST_KIND__RECV ? req : NULL;
 }
