@@ -7,6 +7,7 @@
  * and recording change no simulated time; without tracing this library is
  * not loaded at all. Nested MPI calls count once. */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +23,24 @@ uint64_t pl_trace_clock(void) __attribute__((weak));
 void pl_trace_mpi(unsigned call, uint64_t t0, int peer, uint64_t bytes, int comm_size)
     __attribute__((weak));
 
-static _Thread_local unsigned depth;
+/* Nesting per thread, in a pthread key, not thread-local storage: a
+ * library with TLS enlarges every thread's TLS block and vector and so
+ * moves the program's buffers, and simulated results follow their
+ * addresses (docs/mpi.md, "A reproducible address space"); tracing must
+ * change no simulated number. A key below 32 allocates nothing. */
+static pthread_key_t depth_key;
+static pthread_once_t depth_once = PTHREAD_ONCE_INIT;
+
+static void depth_init(void) { pthread_key_create(&depth_key, NULL); }
+
+/* The thread's nesting after adding d. */
+static unsigned depth_add(int d)
+{
+    pthread_once(&depth_once, depth_init);
+    uintptr_t v = (uintptr_t)pthread_getspecific(depth_key) + (uintptr_t)(intptr_t)d;
+    pthread_setspecific(depth_key, (void *)v);
+    return (unsigned)v;
+}
 
 static void *next(const char *name)
 {
@@ -36,7 +54,7 @@ static void *next(const char *name)
 
 static uint64_t enter(void)
 {
-    if (depth++ || !pl_trace_mpi) return UINT64_MAX;
+    if (depth_add(1) > 1 || !pl_trace_mpi) return UINT64_MAX;
     if (MPIDI_BGL_trace_clock) return MPIDI_BGL_trace_clock();
     return pl_trace_clock ? pl_trace_clock() : UINT64_MAX;
 }
@@ -75,7 +93,7 @@ static int world_rank(MPI_Comm c, int r)
 
 static void leave(unsigned call, uint64_t t0, int peer, uint64_t bytes, int size)
 {
-    if (--depth == 0 && t0 != UINT64_MAX) pl_trace_mpi(call, t0, peer, bytes, size);
+    if (depth_add(-1) == 0 && t0 != UINT64_MAX) pl_trace_mpi(call, t0, peer, bytes, size);
 }
 
 #define NEXT(name, ...) static int (*f)(__VA_ARGS__); if (!f) f = (int (*)(__VA_ARGS__))next(#name)

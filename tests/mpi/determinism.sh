@@ -2,16 +2,17 @@
 # Exactness of MPI programs in -clock none (docs/simulated-time.md, "What a
 # processor may observe"; docs/mpi.md, "Time"): every simulated result must
 # be the same run after run whatever the host does. Each program runs up to
-# 4 times — idle; with 3 more environment variables of random lengths, from
+# 5 times — idle; with 3 more environment variables of random lengths, from
 # another directory (a rank's stack moves with its strings, and glibc's
 # environment array would move its heap: docs/mpi.md, "A reproducible
 # address space"); under 2 CPU hogs; on one core (taskset), where the
 # engine and the ranks interleave at every switch of the core and its
 # promises to running ranks must hold whatever the interleaving
-# (docs/simulated-time.md, "Promises") — and the whole --report JSON must be
-# identical (the "job" label and "wall..." fields dropped, as in
-# tests/regress/run.sh). A difference fails, naming the first differing
-# field. Programs: tests/mpi/rma.c (MPI_Win_allocate's allreduce of a
+# (docs/simulated-time.md, "Promises"); with a timeline (--trace: the
+# tracing library and buffers move none of the program's) — and the whole
+# --report JSON must be identical (the "job" label and "wall..." fields
+# dropped, as in tests/regress/run.sh). A difference fails, naming the
+# first differing field. Programs: tests/mpi/rma.c (MPI_Win_allocate's allreduce of a
 # derived type from a stack buffer, shared windows, passive atomics),
 # tests/mpi/ddt_modes.c (pack, zerocopy, memo: the layout cache keyed by
 # base alignment; it changes a variable after MPI_Init) and
@@ -91,14 +92,15 @@ EOF
 # RUNS lists, "1,3"), reports compared with the first
 job() {
   local name=$1 runs=$2; shift 2
-  local how=("idle" "3 more environment variables, another directory" "2 CPU hogs" "one core") k rc end kinds
+  local how=("idle" "3 more environment variables, another directory" "2 CPU hogs" "one core"
+             "with a timeline (--trace)") k rc end kinds
   if [[ $runs == *,* ]]; then kinds=${runs//,/ }; else kinds=$(seq -s " " 1 "$runs"); fi
   local first=${kinds%% *}
   for k in $kinds; do
     # run 2 inherits 3 more variables, as a job started from make has
     # MAKEFLAGS, MAKELEVEL, ... (3: glibc's environment array grows in
     # 16-byte steps, two variables a step, so 3 more always moved it)
-    local env=() dir=$tmp v pin=()
+    local env=() dir=$tmp v pin=() trace=()
     if [ $k = 2 ]; then
       for v in 1 2 3; do env+=("BGLEMU_DETERMINISM_$v=$(printf '%0*d' $((RANDOM % 64)) 0)"); done
       dir=$tmp/another/directory/$RANDOM; mkdir -p "$dir"
@@ -111,7 +113,11 @@ job() {
     # run 4: mpirun, its engine and every rank on one core, where the
     # engine and the ranks interleave at every switch of the core
     [ $k = 4 ] && pin=(taskset -c "$(taskset -cp $$ | sed 's/.*[-,: ]//')") # the last one
-    (cd "$dir" && env "${env[@]}" "${pin[@]}" timeout 300 mpirun --timeout 240 --report "$tmp/$name.$k.json" "$@") \
+    # run 5: tracing preloads a library and maps buffers, and must move none
+    # of the program's
+    [ $k = 5 ] && trace=(--trace "$tmp/$name.$k.trace.json")
+    (cd "$dir" && env "${env[@]}" "${pin[@]}" timeout 300 mpirun --timeout 240 "${trace[@]}" \
+       --report "$tmp/$name.$k.json" "$@") \
       >"$tmp/$name.$k.out" 2>&1
     rc=$?
     if [ $k = 3 ]; then for h in $hogs; do kill "$h" 2>/dev/null; wait "$h" 2>/dev/null; done; hogs=""; fi
@@ -141,8 +147,8 @@ job() {
 }
 
 if [ "${SOAK:-0}" != 1 ]; then
-  job rma 4 -np 4 -shape 2x2x1 -clock none "$out/rma" 1
-  job ddt_modes 4 -np 2 -shape 2x1x1 -clock none "$out/ddt_modes"
+  job rma 5 -np 4 -shape 2x2x1 -clock none "$out/rma" 1
+  job ddt_modes 5 -np 2 -shape 2x1x1 -clock none "$out/ddt_modes"
   job environ 2 -np 2 -shape 2x1x1 -clock none "$out/environ"
   [ $fails = 0 ]; exit
 fi
