@@ -21,6 +21,7 @@ extern char **environ;
 
 #define GRACE_S 2.0 /* SIGTERM, then SIGKILL after this long */
 #define MPIRUN_PROXY_RANKS 128 /* ranks a hydra proxy serves */
+#define MPIRUN_CSEL_PATH_LEN 1023 /* the collective selection file's path, padded */
 
 /* hwloc 2's plugins: I/O devices (the topology below has none) and XML
  * through libxml2; each is a dlopen of its library and dependencies */
@@ -138,11 +139,18 @@ static int spawn_hydra(mpirun_job *j, char **ours, int nours)
              j->trace_lib ? " " : "", j->wtime_lib, old && *old ? " " : "", old && *old ? old : "");
     ours[nours++] = preload;
     /* CH4 hands MPI_Bcast / MPI_Alltoall to the netmod (torus collectives)
-     * unless the user chose a selection file */
+     * unless the user chose a selection file. MPI_Init copies the path to
+     * the heap, and a rank's heap addresses must not follow where bglemu is
+     * installed (docs/mpi.md, "A reproducible address space"): slashes pad
+     * it to one length (a shorter one only for a longer install path). */
     static char csel[4200];
     const char *cv = "MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE";
     if (!user_sets(j, cv)) {
-        snprintf(csel, sizeof csel, "%s=%s", cv, j->coll_json);
+        const char *base = strrchr(j->coll_json, '/');
+        size_t dir = (size_t)(base - j->coll_json), len = strlen(j->coll_json);
+        int pad = len < MPIRUN_CSEL_PATH_LEN ? (int)(MPIRUN_CSEL_PATH_LEN - len) : 0;
+        snprintf(csel, sizeof csel, "%s=%.*s%*s%s", cv, (int)dir, j->coll_json, pad, "", base);
+        for (char *c = csel + strlen(cv) + 1 + dir; *c == ' '; c++) *c = '/';
         ours[nours++] = csel;
     }
     /* MPI_Init's hardware topology (hwloc) is a BG/L node's, not the
@@ -159,7 +167,7 @@ static int spawn_hydra(mpirun_job *j, char **ours, int nours)
     char **env = build_env(j, ours, nours);
     int argc = 0;
     while (j->o->argv[argc]) argc++;
-    char **argv = calloc((size_t)argc + 12, sizeof *argv);
+    char **argv = calloc((size_t)argc + 13, sizeof *argv);
     if (!env || !argv) {
         free(env);
         free(argv);
@@ -176,6 +184,10 @@ static int spawn_hydra(mpirun_job *j, char **ours, int nours)
     argv[k++] = "fork";
     argv[k++] = "-bind-to";
     argv[k++] = "none";
+    /* no MPIR_CVAR_CH3_INTERFACE_HOSTNAME=<host> in the ranks (CH3's; CH4
+     * only copies it to the heap, where its length would move MPICH's
+     * later buffers with the host's name) */
+    argv[k++] = "-disable-hostname-propagation";
     char *hosts = proxy_hosts(j->g.nranks);
     if (hosts) {
         argv[k++] = "-hosts";
