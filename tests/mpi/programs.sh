@@ -355,6 +355,24 @@ else
   notok "MPI_Alltoallv with and without the engine's help"
 fi
 
+# ---- MPI_Waitall over rendezvous sends and receives (BT/SP's pattern): the
+# engine records the completions of the sends a rank is not waiting for
+# (quiet completions) and the coprocessor's notices; the report is the one
+# of ranks woken per packet ----
+BGLEMU_PROXY_STATS=1 run mp-help -np 16 -shape 4x2x2 -clock none --report "$tmp/mp1.json" "$out/multipart"
+BGLEMU_PROXY=0 run mp-wake -np 16 -shape 4x2x2 -clock none --report "$tmp/mp0.json" "$out/multipart"
+wakes=$(grep -o 'for blocked processors; [0-9]* wakes' "$tmp/mp-help.out" | awk '{print $4}')
+if [ "$(cat "$tmp/mp-help.rc")" = 0 ] && [ "$(cat "$tmp/mp-wake.rc")" = 0 ] &&
+   [ "$(grep -o 'ok [0-9]* - multipart: checksum finite' "$tmp/mp-help.out" | wc -l)" = 16 ] &&
+   grep -q 'multipart: 16 ranks, .* 480 messages' "$tmp/mp-help.out" && [ -n "$wakes" ] &&
+   cmp -s <(grep -v '"job"\|"wall' "$tmp/mp1.json") <(grep -v '"job"\|"wall' "$tmp/mp0.json"); then
+  ok "multi-partition exchange, 16 ranks, 480 rendezvous messages in MPI_Waitall: $wakes wakes with the engine's help; the report is that of ranks woken per packet"
+else
+  tail -n 5 "$tmp/mp-help.out" "$tmp/mp-wake.out"
+  diff <(grep -v '"job"\|"wall' "$tmp/mp1.json") <(grep -v '"job"\|"wall' "$tmp/mp0.json") | head -5
+  notok "multi-partition exchange with and without the engine's help"
+fi
+
 # ---- a CO halo exchange: faces from three links at once keep the coprocessor
 # reading back to back; the engine reads them for it, with the same result ----
 BGLEMU_PROXY_STATS=1 run halo-help -np 27 -shape 3x3x3 -clock none --report "$tmp/halo1.json" "$out/halo"
