@@ -122,7 +122,7 @@ static unsigned rank_segs(coll_a2a_loop *L, uint32_t d, uint64_t off, size_t n)
 {
     coll_ctx *c = L->ctx;
     const coll_layout *b = &c->sblk[d];
-    return b->niov ? tsim_layout_segs(b->iov, b->niov, &c->scur[d], off, n) : 0;
+    return b->niov ? ml_layout_segs(b->iov, b->niov, &c->scur[d], off, n) : 0;
 }
 
 static const uint8_t *rank_fetch(coll_a2a_loop *L, uint32_t d, uint64_t off, size_t n, uint8_t *tmp)
@@ -130,7 +130,7 @@ static const uint8_t *rank_fetch(coll_a2a_loop *L, uint32_t d, uint64_t off, siz
     coll_ctx *c = L->ctx;
     const coll_layout *b = &c->sblk[d];
     if (!b->niov) return (const uint8_t *)b->buf + off;
-    tsim_layout_copy(b->iov, b->niov, &c->scur[d], (size_t)off, tmp, n, 1);
+    ml_layout_copy(b->iov, b->niov, &c->scur[d], (size_t)off, tmp, n, 1);
     return tmp;
 }
 
@@ -140,7 +140,7 @@ static int rank_place(coll_a2a_loop *L, uint32_t s, uint64_t off, const uint8_t 
     coll_ctx *c = L->ctx;
     const coll_layout *b = &c->rblk[s];
     if (b->niov) /* scattered straight into the receive layout */
-        *segs = tsim_layout_copy(b->iov, b->niov, &c->rcur[s], (size_t)off, (void *)(uintptr_t)data, n, 0);
+        *segs = ml_layout_copy(b->iov, b->niov, &c->rcur[s], (size_t)off, (void *)(uintptr_t)data, n, 0);
     else
         memcpy((uint8_t *)b->buf + off, data, n);
     return 0;
@@ -217,9 +217,9 @@ static int a2a_room(coll_ctx *c, int n)
     if (sb) c->sblk = sb;
     coll_layout *rb = realloc(c->rblk, (size_t)n * sizeof *rb);
     if (rb) c->rblk = rb;
-    tsim_lcur *sc = realloc(c->scur, (size_t)n * sizeof *sc);
+    ml_cursor *sc = realloc(c->scur, (size_t)n * sizeof *sc);
     if (sc) c->scur = sc;
-    tsim_lcur *rc = realloc(c->rcur, (size_t)n * sizeof *rc);
+    ml_cursor *rc = realloc(c->rcur, (size_t)n * sizeof *rc);
     if (rc) c->rcur = rc;
     if (!sb || !rb || !sc || !rc) return -1;
     c->a2a_cap = n;
@@ -249,11 +249,11 @@ static void a2a_self(coll_ctx *c, const coll_layout *s, const coll_layout *r)
     struct iovec si = {s->buf, s->len}, ri = {r->buf, r->len};
     const struct iovec *sv = s->niov ? s->iov : &si, *rv = r->niov ? r->iov : &ri;
     size_t sn = s->niov ? s->niov : 1, rn = r->niov ? r->niov : 1, k;
-    tsim_lcur scur = {0, 0}, rcur = {0, 0};
+    ml_cursor scur = {0, 0}, rcur = {0, 0};
     uint64_t pieces = 0, sa, ra;
     for (size_t done = 0; done < n; done += k, pieces++) {
-        k = tsim_layout_piece(sv, sn, &scur, done, n - done, &sa);
-        k = tsim_layout_piece(rv, rn, &rcur, done, k, &ra);
+        k = ml_layout_piece(sv, sn, &scur, done, n - done, &sa);
+        k = ml_layout_piece(rv, rn, &rcur, done, k, &ra);
         memcpy((void *)(uintptr_t)ra, (const void *)(uintptr_t)sa, k);
     }
     coll_charge_ddt(c, pieces * c->pp->seg->params.ddt_seg_cycles);
@@ -271,7 +271,7 @@ static int a2a_run(coll_ctx *c, coll_group *g)
     c->a2a_lay = 0;
     for (int i = 0; i < N; i++) {
         c->a2a_lay |= c->sblk[i].niov || c->rblk[i].niov;
-        c->scur[i] = c->rcur[i] = (tsim_lcur){0, 0};
+        c->scur[i] = c->rcur[i] = (ml_cursor){0, 0};
     }
     free(c->peers);
     /* the peers, then (layouts) each peer's segment lists: what both drivers read */

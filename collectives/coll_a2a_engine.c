@@ -19,7 +19,7 @@
  * lists, which the engine copies once per collective; the window is read
  * piece by piece from the senders' segments, each received packet written
  * piece by piece into the receive segments, and the segments counted as
- * the rank's tsim_layout_copy counts them. */
+ * the rank's ml_layout_copy counts them. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -56,7 +56,7 @@ typedef struct a2a_priv {
     coll_a2a_lay *lay;
     struct iovec *segs;
     size_t segs_cap, *soff, *roff;
-    tsim_lcur *gcur, *wcur, *rcur;
+    ml_cursor *gcur, *wcur, *rcur;
     uint16_t lay_seq, lay_gid; /* the collective whose lists segs holds */
     uint64_t lay_table;        /* its table's address; 0: none held */
 } a2a_priv;
@@ -102,11 +102,11 @@ static int grow(a2a_priv *a, int nprocs, uint32_t n)
     size_t *so = realloc(a->soff, n * sizeof *so), *ro = so ? realloc(a->roff, n * sizeof *ro) : NULL;
     if (so) a->soff = so;
     if (ro) a->roff = ro;
-    tsim_lcur *gc = realloc(a->gcur, n * sizeof *gc);
+    ml_cursor *gc = realloc(a->gcur, n * sizeof *gc);
     if (gc) a->gcur = gc;
-    tsim_lcur *wc = realloc(a->wcur, n * sizeof *wc);
+    ml_cursor *wc = realloc(a->wcur, n * sizeof *wc);
     if (wc) a->wcur = wc;
-    tsim_lcur *rc = realloc(a->rcur, n * sizeof *rc);
+    ml_cursor *rc = realloc(a->rcur, n * sizeof *rc);
     if (rc) a->rcur = rc;
     if (!p || !k || !s || !l || !so || !ro || !gc || !wc || !rc) return -1;
     a->cap = n;
@@ -120,7 +120,7 @@ static int read_lists(tsim_port *pt, a2a_priv *a, const coll_a2a_state *st)
 {
     uint32_t n = st->n;
     if (a->lay_table == st->peers && a->lay_seq == st->seq && a->lay_gid == st->gid) {
-        for (uint32_t i = 0; i < n; i++) a->gcur[i] = a->wcur[i] = a->rcur[i] = (tsim_lcur){0, 0};
+        for (uint32_t i = 0; i < n; i++) a->gcur[i] = a->wcur[i] = a->rcur[i] = (ml_cursor){0, 0};
         return 0;
     }
     a->lay_table = 0;
@@ -154,7 +154,7 @@ static int read_lists(tsim_port *pt, a2a_priv *a, const coll_a2a_state *st)
             for (uint64_t k = 0; k < cnt; k++) sum += v[k].iov_len;
             if (sum != (dir ? a->peer[i].rcount : a->peer[i].scount)) return -1;
         }
-        a->gcur[i] = a->wcur[i] = a->rcur[i] = (tsim_lcur){0, 0};
+        a->gcur[i] = a->wcur[i] = a->rcur[i] = (ml_cursor){0, 0};
     }
     a->lay_table = st->peers, a->lay_seq = st->seq, a->lay_gid = st->gid;
     return 0;
@@ -246,7 +246,7 @@ static int window(a2a_priv *a, uint32_t r)
             const struct iovec *v = a->segs + a->soff[i];
             uint64_t addr;
             for (size_t got = 0, k; got < len; got += k) {
-                k = tsim_layout_piece(v, a->lay[i].sniov, &a->wcur[i], base + got, len - got, &addr);
+                k = ml_layout_piece(v, a->lay[i].sniov, &a->wcur[i], base + got, len - got, &addr);
                 if (!k) return -1; /* cannot happen: the list's total was checked */
                 loc[cnt] = (struct iovec){a->win + (size_t)i * span + got, k};
                 rem[cnt] = (struct iovec){(void *)(uintptr_t)addr, k};
@@ -281,7 +281,7 @@ static int window(a2a_priv *a, uint32_t r)
 static unsigned eng_segs(coll_a2a_loop *L, uint32_t d, uint64_t off, size_t n)
 {
     a2a_priv *a = L->ctx; /* what the rank's gather counts */
-    return a->lay[d].sniov ? tsim_layout_segs(a->segs + a->soff[d], a->lay[d].sniov, &a->gcur[d], off, n) : 0;
+    return a->lay[d].sniov ? ml_layout_segs(a->segs + a->soff[d], a->lay[d].sniov, &a->gcur[d], off, n) : 0;
 }
 
 static const uint8_t *eng_fetch(coll_a2a_loop *L, uint32_t d, uint64_t off, size_t n, uint8_t *tmp)
@@ -303,7 +303,7 @@ static int eng_place(coll_a2a_loop *L, uint32_t s, uint64_t off, const uint8_t *
         uint64_t addr;
         unsigned k_segs = 0;
         for (size_t got = 0, k; got < n; got += k, k_segs++) {
-            k = tsim_layout_piece(v, a->lay[s].rniov, &a->rcur[s], off + got, n - got, &addr);
+            k = ml_layout_piece(v, a->lay[s].rniov, &a->rcur[s], off + got, n - got, &addr);
             if (!k || pt->ops->write(pt, addr, data + got, k) != 0) return -1;
         }
         *segs = k_segs;

@@ -256,7 +256,7 @@ static const uint8_t *rank_fetch(coll_bc_loop *L, coll_target *t, uint32_t w, si
     (void)w;
     coll_ctx *c = L->ctx;
     if (!c->nbiov) return c->buf + off;
-    *segs = tsim_layout_copy(c->biov, c->nbiov, &t->gcur, off, tmp, n, 1); /* for this target */
+    *segs = ml_layout_copy(c->biov, c->nbiov, &t->gcur, off, tmp, n, 1); /* for this target */
     return tmp;
 }
 
@@ -266,7 +266,7 @@ static int rank_place(coll_bc_loop *L, int r, uint32_t w, size_t off, const uint
     (void)w;
     coll_ctx *c = L->ctx;
     if (c->nbiov) /* scattered straight into the layout */
-        *segs = tsim_layout_copy(c->biov, c->nbiov, &c->bcur[r], off, (void *)(uintptr_t)data, n, 0);
+        *segs = ml_layout_copy(c->biov, c->nbiov, &c->bcur[r], off, (void *)(uintptr_t)data, n, 0);
     else
         memcpy(c->buf + off, data, n);
     return 0;
@@ -371,7 +371,7 @@ int coll_bcast_layout_in(coll_ctx *c, coll_group *g, const coll_layout *blk, int
     if (sum != blk->len) return -1;
     c->biov = blk->iov;
     c->nbiov = blk->niov;
-    for (int r = 0; r < 3; r++) c->bcur[r] = (tsim_lcur){0, 0};
+    for (int r = 0; r < 3; r++) c->bcur[r] = (ml_cursor){0, 0};
     int rc = bc_run(c, g, NULL, blk->len, root, routes);
     c->biov = NULL;
     c->nbiov = 0;

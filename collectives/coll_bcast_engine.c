@@ -19,7 +19,7 @@
  * before the wake. The have bitmap is read from each part's avail on,
  * kept here, and the bytes the engine set are written back at the hand-
  * back. Layouts: the segment list is read once per hand-over; gathers and
- * scatters count the segments as the rank's tsim_layout_copy does. */
+ * scatters count the segments as the rank's ml_layout_copy does. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -50,7 +50,7 @@ typedef struct bc_priv {
     uint32_t avail0[3], hi[3];  /* per part: the have bytes [avail0, hi) are the engine's to write back */
     struct iovec *segs;         /* the layout */
     size_t segs_cap;
-    tsim_lcur gcur[COLL_MAXT], scur[3], wcur[3];
+    ml_cursor gcur[COLL_MAXT], scur[3], wcur[3];
     uint8_t win[3][WIN * PAY];  /* per part: packets [w0, w0 + wn) as the rank's memory has them */
     uint32_t w0[3], wn[3];
     bc_cache cache[3];
@@ -123,7 +123,7 @@ static int window(bc_priv *a, int r, uint32_t i)
         size_t total = 0;
         uint64_t addr;
         for (size_t got = 0, k; got < n; got += k) {
-            k = tsim_layout_piece(a->segs, st->niov, &a->wcur[r], off + got, n - got, &addr);
+            k = ml_layout_piece(a->segs, st->niov, &a->wcur[r], off + got, n - got, &addr);
             if (!k) return -1; /* cannot happen: the list's total was checked */
             loc[c] = (struct iovec){a->win[r] + got, k};
             rem[c] = (struct iovec){(void *)(uintptr_t)addr, k};
@@ -150,7 +150,7 @@ static const uint8_t *eng_fetch(coll_bc_loop *L, coll_target *t, uint32_t w, siz
     int r = t->route;
     uint32_t i = w - (uint32_t)st->have_base[r];
     if (st->niov) /* what the rank's gather for this target counts */
-        *segs = tsim_layout_segs(a->segs, st->niov, &a->gcur[t - L->t], off, n);
+        *segs = ml_layout_segs(a->segs, st->niov, &a->gcur[t - L->t], off, n);
     const uint8_t *p = cache_get(&a->cache[r], i);
     if (p) return p;
     if ((!a->wn[r] || i < a->w0[r] || i >= a->w0[r] + a->wn[r]) && window(a, r, i) != 0) return NULL;
@@ -167,7 +167,7 @@ static int eng_place(coll_bc_loop *L, int r, uint32_t w, size_t off, const uint8
         uint64_t addr;
         unsigned k_segs = 0;
         for (size_t got = 0, k; got < n; got += k, k_segs++) {
-            k = tsim_layout_piece(a->segs, st->niov, &a->scur[r], off + got, n - got, &addr);
+            k = ml_layout_piece(a->segs, st->niov, &a->scur[r], off + got, n - got, &addr);
             if (!k || pt->ops->write(pt, addr, data + got, k) != 0) return -1;
         }
         *segs = k_segs;
@@ -273,9 +273,9 @@ static int bc_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, int
         a->wn[r] = 0; /* the rank may have received into the buffer since: read afresh */
         a->cache[r].lo = av;
         if (a->cache[r].cap) memset(a->cache[r].ok, 0, a->cache[r].cap);
-        a->scur[r] = a->wcur[r] = (tsim_lcur){0, 0};
+        a->scur[r] = a->wcur[r] = (ml_cursor){0, 0};
     }
-    for (int i = 0; i < COLL_MAXT; i++) a->gcur[i] = (tsim_lcur){0, 0};
+    for (int i = 0; i < COLL_MAXT; i++) a->gcur[i] = (ml_cursor){0, 0};
     coll_loop_adopted(&st->loop);
     st->pkts_sent = st->pkts_recv = 0;
     return 1;

@@ -6,7 +6,7 @@
 #include "coll.h"
 #include "coll_loop.h"
 #include "coll_tree.h"
-#include "../torus-sim/tsim_layout.h"
+#include "../messagelayer/ml.h"
 
 /* Software header of a collective packet (8 bytes, little endian):
  *   [0] type (COLL_T_*), [1..3] packet index: within the message
@@ -65,7 +65,7 @@ typedef struct coll_target {
     unsigned flags; /* TSIM_F_* */
     uint32_t cur;   /* next packet index to send */
     uint32_t charged; /* layouts: 1 + the packet whose gather was charged */
-    tsim_lcur gcur;   /* layouts: where its last gather ended */
+    ml_cursor gcur;   /* layouts: where its last gather ended */
 } coll_target;
 
 /* The packet-scheduled alltoall's loop (coll_a2a.c), written once over a
@@ -229,7 +229,7 @@ struct coll_ctx {
     size_t len;
     const struct iovec *biov; /* or a layout of nbiov segments (buf unused) */
     size_t nbiov;
-    tsim_lcur bcur[3];        /* per route's part: where its last scatter ended (the
+    ml_cursor bcur[3];        /* per route's part: where its last scatter ended (the
                                  parts' packets interleave, and one cursor sent back to
                                  the first segment at every switch made a scatter cost
                                  the host the square of the segments) */
@@ -247,7 +247,7 @@ struct coll_ctx {
     uint8_t *rbuf;            /* the p2p baselines' receive blocks */
     const size_t *rcounts, *rdispls;
     coll_layout *sblk, *rblk; /* by group rank: the blocks to send and to receive */
-    tsim_lcur *scur, *rcur;  /* layouts: where the last gather / scatter ended */
+    ml_cursor *scur, *rcur;  /* layouts: where the last gather / scatter ended */
     int a2a_cap;             /* entries of sblk, rblk, scur, rcur */
     int a2a_lay;             /* some block is a layout */
     coll_a2a_peer *peers;    /* the blocks and the schedule, as both drivers read them
@@ -294,7 +294,7 @@ struct coll_pass {
      * to every other rank after it is taken); NULL otherwise */
     const struct iovec *iov;
     size_t niov;
-    tsim_lcur cur;
+    ml_cursor cur;
     const uint32_t *segs;
 };
 

@@ -500,14 +500,14 @@ static void fill_layout(pass *ps, uint32_t w, uint8_t *pl)
 {
     size_t off = (size_t)w * TSIM_TREE_PAYLOAD;
     size_t n = ps->count - off < TSIM_TREE_PAYLOAD ? ps->count - off : TSIM_TREE_PAYLOAD;
-    tsim_layout_copy(ps->iov, ps->niov, &ps->cur, off, pl, n, 1);
+    ml_layout_copy(ps->iov, ps->niov, &ps->cur, off, pl, n, 1);
 }
 
 static void take_layout(pass *ps, uint32_t w, const uint8_t *pl)
 {
     size_t off = (size_t)w * TSIM_TREE_PAYLOAD;
     size_t n = ps->count - off < TSIM_TREE_PAYLOAD ? ps->count - off : TSIM_TREE_PAYLOAD;
-    tsim_layout_copy(ps->iov, ps->niov, &ps->cur, off, (void *)pl, n, 0);
+    ml_layout_copy(ps->iov, ps->niov, &ps->cur, off, (void *)pl, n, 0);
 }
 
 int coll_tree_bcast_layout(coll_ctx *c, const coll_layout *blk, int root)
@@ -529,10 +529,10 @@ int coll_tree_bcast_layout(coll_ctx *c, const coll_layout *blk, int root)
     if (!segs) return -1;
     for (uint32_t w = 0; w < ps.npk; w++) {
         size_t off = (size_t)w * TSIM_TREE_PAYLOAD;
-        segs[w] = tsim_layout_segs(ps.iov, ps.niov, &ps.cur, off,
+        segs[w] = ml_layout_segs(ps.iov, ps.niov, &ps.cur, off,
                                    len - off < TSIM_TREE_PAYLOAD ? len - off : TSIM_TREE_PAYLOAD);
     }
-    ps.cur = (tsim_lcur){0, 0};
+    ps.cur = (ml_cursor){0, 0};
     ps.segs = segs;
     if (c->rank == root) ps.fill = fill_layout;
     else ps.take = take_layout;

@@ -44,8 +44,26 @@ typedef enum ml_mode { ML_MODE_CO, ML_MODE_VN, ML_MODE_HEATER } ml_mode;
 typedef struct ml_ctx ml_ctx;
 typedef void (*ml_done_fn)(ml_ctx *ml, void *arg);
 
-/* Where in a layout the last packet ended (ml_layout.c, tsim_layout.c). */
-typedef tsim_lcur ml_cursor;
+/* ---- layouts: data as a list of segments (ml_layout.c) ----------------
+ * A derived datatype translated by the layer above. Every walk of one (the
+ * message layer's and the collectives' data paths, whoever drives them:
+ * the rank or the engine) goes through these, so the segment counts, which
+ * cost simulated time, are the same by construction. A cursor keeps the
+ * segment where the last piece ended (i) and the offset of the data at
+ * which it begins (base), so that walks in offset order never search. */
+typedef struct ml_cursor {
+    size_t i, base;
+} ml_cursor;
+/* The piece of the layout at data offset off, at most n bytes: its address
+ * in *addr, its length returned (0: off is past the layout's end). */
+size_t ml_layout_piece(const struct iovec *iov, size_t niov, ml_cursor *c, size_t off, size_t n,
+                       uint64_t *addr);
+/* The segments bytes [off, off + n) touch. */
+unsigned ml_layout_segs(const struct iovec *iov, size_t niov, ml_cursor *c, size_t off, size_t n);
+/* Copies n bytes at data offset off between the layout and flat (gather:
+ * into flat); returns the segments it touched (ml_layout_segs's count). */
+unsigned ml_layout_copy(const struct iovec *iov, size_t niov, ml_cursor *c, size_t off, void *flat,
+                        size_t n, int gather);
 
 /* A message being sent. Fill the public fields (or use ml_send), keep it
  * alive and unchanged until done runs. */

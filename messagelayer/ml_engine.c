@@ -39,7 +39,7 @@ typedef struct wait_priv {
     uint64_t txbuf_off[ML_HO_TX], txbuf_len[ML_HO_TX];
     struct iovec *rxiov[ML_HO_RX], *txiov[ML_HO_TX];
     size_t rxiov_cap[ML_HO_RX], txiov_cap[ML_HO_TX];
-    tsim_lcur rxcur[ML_HO_RX], txcur[ML_HO_TX], txrcur[ML_HO_TX]; /* txrcur: read-ahead */
+    ml_cursor rxcur[ML_HO_RX], txcur[ML_HO_TX], txrcur[ML_HO_TX]; /* txrcur: read-ahead */
 } wait_priv;
 
 static void wait_free(void *p)
@@ -68,7 +68,7 @@ static const uint8_t *tx_bytes(tsim_port *pt, const ml_wait_state *st, wait_priv
         int cnt = 0;
         uint64_t a;
         while (got < len && cnt < LAYOUT_READ &&
-               (k2 = tsim_layout_piece(w->txiov[k], t->niov, &w->txrcur[k], off + got, len - got, &a))) {
+               (k2 = ml_layout_piece(w->txiov[k], t->niov, &w->txrcur[k], off + got, len - got, &a))) {
             l[cnt] = (struct iovec){w->txbuf[k] + got, k2};
             r[cnt++] = (struct iovec){(void *)(uintptr_t)a, k2};
             got += k2;
@@ -88,7 +88,7 @@ static const uint8_t *tx_bytes(tsim_port *pt, const ml_wait_state *st, wait_priv
 /* A layout's segment list, copied into the engine (*v, grown as needed):
  * 0, or -1 if it can't be (the hand-off is then refused). */
 static int read_layout(tsim_port *pt, uint64_t addr, uint64_t niov, uint64_t total, struct iovec **v,
-                       size_t *cap, tsim_lcur *cur)
+                       size_t *cap, ml_cursor *cur)
 {
     if (!niov || niov > LAYOUT_MAX || !addr) return -1;
     if (*cap < niov) {
@@ -101,7 +101,7 @@ static int read_layout(tsim_port *pt, uint64_t addr, uint64_t niov, uint64_t tot
     if (pt->ops->read(pt, *v, addr, bytes, "hand-off: a layout the engine cannot read") != 0) return -1;
     uint64_t sum = 0;
     for (uint64_t i = 0; i < niov; i++) sum += (*v)[i].iov_len;
-    *cur = (tsim_lcur){0, 0};
+    *cur = (ml_cursor){0, 0};
     return sum == total ? 0 : -1;
 }
 
@@ -274,7 +274,7 @@ static void tx_push_head(ml_wait_state *st, wait_priv *w, const ml_ho_tx *t)
     w->txbuf_off[at] = w->txbuf_len[at] = 0;
     w->txiov[at] = iov;
     w->txiov_cap[at] = icap;
-    w->txcur[at] = w->txrcur[at] = (tsim_lcur){0, 0};
+    w->txcur[at] = w->txrcur[at] = (ml_cursor){0, 0};
     st->ntx = n + 1;
 }
 

@@ -339,13 +339,13 @@ void ml_vn_accept(ml_ctx *ml, uint16_t slot);
 typedef const void *(*ml_bytes_fn)(void *arg, const ml_ho_tx *t, uint64_t off, size_t n);
 /* Charges the gather of bytes [off, off + n) of a layout, once per offset
  * (t->charged); cur walks iov, the layout's segments as the driver sees them. */
-void ml_data_charge(tsim_port *pt, ml_ho_tx *t, const struct iovec *iov, tsim_lcur *cur, uint64_t off,
+void ml_data_charge(tsim_port *pt, ml_ho_tx *t, const struct iovec *iov, ml_cursor *cur, uint64_t off,
                     size_t n);
 /* One data packet of t at t->off, if its FIFO has room: 1 (t->off moved
  * on), 0 (its FIFO is full at the clock), TSIM_RUN_WAIT (the engine's
  * port can't tell yet), TSIM_RUN_FAIL (its bytes could not be read).
  * Inline: a sender waiting for room tries at every advance. */
-static inline int ml_data_send(tsim_port *pt, ml_ho_tx *t, const struct iovec *iov, tsim_lcur *cur,
+static inline int ml_data_send(tsim_port *pt, ml_ho_tx *t, const struct iovec *iov, ml_cursor *cur,
                                ml_bytes_fn bytes, void *arg)
 {
     size_t n = t->len - t->off < TSIM_PAYLOAD_MAX ? (size_t)(t->len - t->off) : TSIM_PAYLOAD_MAX;
@@ -371,7 +371,7 @@ typedef struct ml_sink {
     uint64_t buf, cap;
     const struct iovec *iov;
     uint64_t niov;
-    tsim_lcur *cur;
+    ml_cursor *cur;
 } ml_sink;
 /* Writes the bytes of a data packet at message offset off: the layout
  * segments it touched (to be charged at ddt_seg_cycles), or -1 if a write
@@ -451,10 +451,6 @@ uint16_t ml_slot_alloc(ml_ctx *ml);
  * first packet of its peer). */
 void ml_stash(ml_peer *p, const tsim_slot *s);
 void ml_send_ctl(ml_ctx *ml, int src, int fifo, uint8_t type, uint8_t b, uint16_t id, uint32_t w);
-/* ml_layout.c: copies n bytes at message offset off between a layout and
- * flat (gather: into flat); returns the segments touched. */
-unsigned ml_layout_copy(const struct iovec *iov, size_t niov, ml_cursor *c, size_t off,
-                        void *flat, size_t n, int gather);
 size_t ml_layout_bytes(const struct iovec *iov, size_t niov);
 /* Charges datatype work (also counted in the processor's ddt_cycles). */
 void ml_charge_ddt(pl_proc *pp, uint64_t cycles);

@@ -2,14 +2,13 @@
  * translated by the layer above) instead of one buffer. Packets are
  * gathered from it and scattered into it where they lie, with a cursor
  * that remembers the segment the last packet ended in, so that packets in
- * order (all but the dynamic ones) never search (the walk is
- * torus-sim/tsim_layout.c's, which the engine's data path shares). Each segment a packet
- * touches costs ddt_seg_cycles on the processor that copies it. */
+ * order (all but the dynamic ones) never search; the engine's data path
+ * walks it with the same functions. Each segment a packet touches costs
+ * ddt_seg_cycles on the processor that copies it. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ml_internal.h"
-#include "../torus-sim/tsim_layout.h"
 
 size_t ml_layout_bytes(const struct iovec *iov, size_t niov)
 {
@@ -18,10 +17,39 @@ size_t ml_layout_bytes(const struct iovec *iov, size_t niov)
     return n;
 }
 
-unsigned ml_layout_copy(const struct iovec *iov, size_t niov, ml_cursor *c, size_t off,
-                        void *flat, size_t n, int gather)
+size_t ml_layout_piece(const struct iovec *iov, size_t niov, ml_cursor *c, size_t off, size_t n,
+                       uint64_t *addr)
 {
-    return tsim_layout_copy(iov, niov, c, off, flat, n, gather);
+    if (off < c->base) *c = (ml_cursor){0, 0}; /* behind the cursor: from the start */
+    while (c->i < niov && off >= c->base + iov[c->i].iov_len) c->base += iov[c->i++].iov_len;
+    if (c->i == niov || !n) return 0;
+    size_t in = off - c->base, k = iov[c->i].iov_len - in;
+    *addr = (uint64_t)(uintptr_t)iov[c->i].iov_base + in;
+    return k < n ? k : n;
+}
+
+unsigned ml_layout_segs(const struct iovec *iov, size_t niov, ml_cursor *c, size_t off, size_t n)
+{
+    unsigned segs = 0;
+    uint64_t a;
+    for (size_t done = 0, k; done < n && (k = ml_layout_piece(iov, niov, c, off + done, n - done, &a));
+         done += k)
+        segs++;
+    return segs;
+}
+
+unsigned ml_layout_copy(const struct iovec *iov, size_t niov, ml_cursor *c, size_t off, void *flat,
+                        size_t n, int gather)
+{
+    unsigned segs = 0;
+    uint64_t a;
+    for (size_t done = 0, k; done < n && (k = ml_layout_piece(iov, niov, c, off + done, n - done, &a));
+         done += k, segs++) {
+        char *seg = (char *)(uintptr_t)a, *f = (char *)flat + done;
+        if (gather) memcpy(f, seg, k);
+        else memcpy(seg, f, k);
+    }
+    return segs;
 }
 
 /* Host staging. A packet moved between a processor and a layout costs the

@@ -120,21 +120,6 @@ typedef struct tsim_params {
 #undef TSIM_PARAM
 } tsim_params;
 
-/* ---- layouts: data as a list of segments (tsim_layout.c) ---------------
- * Shared by the message layer and the engine's data path. A cursor keeps
- * the segment where the last piece ended (i) and the offset of the data at
- * which it begins (base), so that walks in offset order never search. */
-struct iovec;
-typedef struct tsim_lcur {
-    size_t i, base;
-} tsim_lcur;
-/* The piece of the layout at data offset off, at most n bytes: its address
- * in *addr, its length returned (0: off is past the layout's end). */
-size_t tsim_layout_piece(const struct iovec *iov, size_t niov, tsim_lcur *c, size_t off, size_t n,
-                         uint64_t *addr);
-/* The segments bytes [off, off + n) touch. */
-unsigned tsim_layout_segs(const struct iovec *iov, size_t niov, tsim_lcur *c, size_t off, size_t n);
-
 void tsim_params_default(tsim_params *p);
 /* "name=value"; returns 0, or -1 with a reason in err. */
 int tsim_params_set(tsim_params *p, const char *assignment, char *err, size_t errlen);

@@ -440,13 +440,13 @@ static int split_blocks(const void *buf, MPI_Aint count, MPI_Datatype type, int 
     if (!v)
         return MPI_ERR_NO_MEM;
     *split = v;
-    tsim_lcur cur = { 0, 0 };
+    ml_cursor cur = { 0, 0 };
     size_t k = 0;
     for (int i = 0; i < n; i++) {
         size_t first = k, got, done = 0;
         uint64_t addr;
         while (done < per &&
-               (got = tsim_layout_piece(all.iov, all.niov, &cur, (size_t) i * per + done, per - done,
+               (got = ml_layout_piece(all.iov, all.niov, &cur, (size_t) i * per + done, per - done,
                                         &addr))) {
             v[k++] = (struct iovec) {(void *) (uintptr_t) addr, got};
             done += got;
