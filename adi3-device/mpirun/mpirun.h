@@ -117,9 +117,6 @@ typedef struct mpirun_job {
 /* Records moment k (MPIRUN_T_*) the first time it is reached. */
 void mpirun_mark(mpirun_job *j, int k);
 
-/* hydra's proxies for nranks ranks (each serves at most a fixed number). */
-int mpirun_proxies(int nranks);
-
 /* Starts every rank; returns 0, or -1 after printing why (the ranks started
  * so far are then torn down by mpirun_wait). */
 int mpirun_spawn(mpirun_job *j);

@@ -151,8 +151,8 @@ void mpirun_limits(const mpirun_job *j)
                    what, mib(need), mib(per), mib(seg), mib(room), cg);
 
     /* tasks: every rank a process, a CO rank's coprocessor a thread of it;
-     * mpiexec.hydra and its proxies; the engine's thread */
-    long tasks = (long)o->np * (o->cpus == 2 ? 1 : 2) + (mpi ? 1 + mpirun_proxies(o->np) : 0) + 1, mine, all;
+     * mpiexec.hydra and its proxy; the engine's thread */
+    long tasks = (long)o->np * (o->cpus == 2 ? 1 : 2) + (mpi ? 2 : 0) + 1, mine, all;
     count_tasks(getuid(), &mine, &all);
     struct rlimit rl;
     /* RLIMIT_NPROC binds every user but root (the kernel lets root's real

@@ -20,7 +20,6 @@
 extern char **environ;
 
 #define GRACE_S 2.0 /* SIGTERM, then SIGKILL after this long */
-#define MPIRUN_PROXY_RANKS 128 /* ranks a hydra proxy serves */
 #define MPIRUN_CSEL_PATH_LEN 1023 /* the collective selection file's path, padded */
 
 /* hwloc 2's plugins: I/O devices (the topology below has none) and XML
@@ -84,38 +83,6 @@ static pid_t start(const char *path, char **argv, char **env, int devnull, int q
     ssize_t w = write(2, msg, sizeof msg - 1);
     (void)w;
     _exit(127);
-}
-
-/* ranks a proxy serves (BGLEMU_PROXY_RANKS, for measurements) */
-static int proxy_ranks(void)
-{
-    const char *v = getenv("BGLEMU_PROXY_RANKS");
-    return v && atoi(v) > 0 ? atoi(v) : MPIRUN_PROXY_RANKS;
-}
-
-int mpirun_proxies(int nranks)
-{
-    int g = proxy_ranks();
-    return nranks > g ? (nranks + g - 1) / g : 1;
-}
-
-/* hydra's -hosts for nranks ranks: one "host" (a proxy, all local under
- * -launcher fork) per MPIRUN_PROXY_RANKS ranks, or NULL for one proxy.
- * A proxy serves its ranks' PMI commands, output and exits in one loop
- * that polls every descriptor it holds (3 a rank) at each event: O(ranks²)
- * for one proxy, a third of a second at 1,024 ranks and growing 4x with
- * each doubling (docs/mpirun.md, "Start and end"). */
-static char *proxy_hosts(int nranks)
-{
-    int p = mpirun_proxies(nranks), g = proxy_ranks();
-    if (p == 1) return NULL;
-    char *h = malloc((size_t)p * 32);
-    if (!h) return NULL;
-    size_t at = 0;
-    for (int i = 0; i < p; i++)
-        at += (size_t)sprintf(h + at, "%sbglemu%d:%d", i ? "," : "", i,
-                              i < p - 1 ? g : nranks - g * (p - 1));
-    return h;
 }
 
 /* the user set NAME (in mpirun's environment or with -env) */
@@ -188,11 +155,6 @@ static int spawn_hydra(mpirun_job *j, char **ours, int nours)
      * only copies it to the heap, where its length would move MPICH's
      * later buffers with the host's name) */
     argv[k++] = "-disable-hostname-propagation";
-    char *hosts = proxy_hosts(j->g.nranks);
-    if (hosts) {
-        argv[k++] = "-hosts";
-        argv[k++] = hosts;
-    }
     argv[k++] = (char *)j->path;
     for (int a = 1; a < argc; a++) argv[k++] = j->o->argv[a];
     argv[k] = NULL;
@@ -219,7 +181,6 @@ static int spawn_hydra(mpirun_job *j, char **ours, int nours)
     }
     free(env);
     free(argv);
-    free(hosts);
     return rc;
 }
 
