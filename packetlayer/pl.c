@@ -209,6 +209,7 @@ int pl_inject(pl_proc *pp, int fifo, const tsim_hwhdr *hw, const void *sw8, cons
     if (len) memcpy(s->p.payload, payload, len);
     atomic_fetch_add(&r->used, hw->chunks);
     atomic_store_explicit(&r->head, h + 1, memory_order_release);
+    pl_wrote(pp);
     if (pp->vt < pp->qinj_t) pp->qinj_t = pp->vt;
     if (fifo == TSIM_INJ_SP || tsim_node_of(&pp->seg->geom, hw->dst[0], hw->dst[1], hw->dst[2]) == pp->node)
         pp->qvoid = 1;
@@ -357,5 +358,6 @@ void pl_consume(pl_proc *pp, int f)
      * slot at this rank's next sync or block, never with another result */
     uint32_t before = atomic_fetch_sub(&r->used, s->p.hw.chunks);
     atomic_store_explicit(&r->tail, tl + 1, memory_order_release);
+    pl_wrote(pp);
     pl_kick_lazy(pp, before + TSIM_MAX_CHUNKS > r->cap ? pp->vt : UINT64_MAX);
 }

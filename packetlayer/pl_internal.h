@@ -9,4 +9,11 @@
  * engine only once it could move (pl.c). */
 void pl_kick_lazy(pl_proc *pp, uint64_t t);
 
+/* After each write the engine takes (tsim_proc.writes): one writer. */
+static inline void pl_wrote(pl_proc *pp)
+{
+    atomic_store_explicit(&pp->p->writes, atomic_load_explicit(&pp->p->writes, memory_order_relaxed) + 1,
+                          memory_order_release);
+}
+
 #endif

@@ -44,6 +44,7 @@ int pl_tree_inject(pl_proc *pp, const tsim_thdr *h, const void *payload, size_t 
     if (len) memcpy(s->payload, payload, len);
     memset(s->payload + len, 0, TSIM_TREE_PAYLOAD - len);
     atomic_store_explicit(&r->head, hd + 1, memory_order_release);
+    pl_wrote(pp);
     pp->qvoid = 1; /* the engine's promise has no reach for the tree (pl.c) */
     pl_kick_lazy(pp, pp->vt);
     return 0;
@@ -90,6 +91,7 @@ void pl_tree_consume(pl_proc *pp)
     atomic_store(&pp->p->vt, pp->vt);
     r->slot[tl % TSIM_TREE_SLOTS].m.t_done = pp->vt;
     atomic_store_explicit(&r->tail, tl + 1, memory_order_release);
+    pl_wrote(pp);
     pl_kick_lazy(pp, pp->vt); /* the down path may wait for the room */
 }
 
@@ -109,6 +111,7 @@ void pl_gi_arm(pl_proc *pp)
     atomic_store(&p->vt, pp->vt);
     p->gi_t_arm = pp->vt;
     atomic_fetch_add_explicit(&p->gi_arm, 1, memory_order_release);
+    pl_wrote(pp);
     pp->qvoid = 1; /* a barrier may fire at once: the engine's promise has no reach for it */
     pl_kick_lazy(pp, pp->vt);
 }

@@ -244,6 +244,12 @@ typedef struct tsim_proc {
     _Atomic uint32_t asleep;      /* 1 while the processor sleeps on bell in the kernel */
     _Atomic uint32_t wake_mask;   /* TSIM_WAKE_* while BLOCKED */
     _Atomic uint32_t inj_need;    /* chunks wanted when waiting for room */
+    /* bumped after every write the engine's drain takes (a packet injected,
+     * a reception slot freed, a barrier armed; the collective network's
+     * too): a running processor whose count did not move since the engine
+     * last took its writes has nothing new, and the round skips its
+     * FIFOs' pages */
+    _Atomic uint32_t writes;
     _Atomic uint64_t sync_target; /* nonzero: waiting for seg->done >= this */
     /* The engine's promise to a running processor (tsim_quiet.c): nothing
      * reaches it before `quiet` unless it injects again or the other

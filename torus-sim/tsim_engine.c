@@ -497,24 +497,44 @@ static int drain_proc(tsim_engine *e, int i, tsim_proc *p)
     return got;
 }
 
+static double now_s(void);
+
 /* Collects what the processors in look_drain did, in processor order
- * (then their tree FIFOs, tree_drain), and leaves out from then on those
- * it found BLOCKED, EXITED, ABSENT or the engine's: whatever they wrote
- * was written before that state, and is taken now. */
+ * (then their tree FIFOs, tree_drain: the processors in e->take), and
+ * leaves out from then on those it found BLOCKED, EXITED, ABSENT or the
+ * engine's: whatever they wrote was written before that state, and is
+ * taken now. A running processor whose write count has not moved since
+ * its writes were last taken has nothing new: its FIFOs are not read,
+ * but for a round every FULL_LOOK_S of host time, which reads every one's:
+ * a stray write into its own FIFOs' words (a tail moved back) counts
+ * nothing, and a rank that then computes for ever is found and named all
+ * the same (tests/bin/tp_corrupt.c). */
+#define FULL_LOOK_S 0.05
 static int drain(tsim_engine *e)
 {
     int got = 0;
+    int full = 0;
+    double now = now_s();
+    if (now >= e->full_look_at) {
+        full = 1;
+        e->full_look_at = now + FULL_LOOK_S;
+    }
     for (int w = 0; w < e->look_words; w++) {
         uint64_t done = 0;
+        e->take[w] = 0;
         for (uint64_t m = e->look_drain[w]; m; m &= m - 1) {
             int i = 64 * w + __builtin_ctzll(m);
             tsim_proc *p = &e->seg->procs[i];
             uint32_t st = atomic_load(&p->state); /* before anything it wrote is read */
+            uint32_t wr = atomic_load_explicit(&p->writes, memory_order_acquire);
+            if (st == TSIM_P_RUNNING && wr == e->ep[i].writes_seen && !full) continue;
+            e->ep[i].writes_seen = wr; /* read before the writes it counts */
             if (st != TSIM_P_RUNNING && st <= TSIM_P_ENGINE) {
                 done |= m & -m;
                 e->look_st[i] = (uint8_t)st; /* the horizon looks for a change from here */
             }
             if (st == TSIM_P_ABSENT || st == TSIM_P_ENGINE) continue;
+            e->take[w] |= m & -m;
             int g = drain_proc(e, i, p);
             if (g < 0) return got;
             got |= g;
@@ -844,7 +864,7 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
     e->rt = rt;
     e->ep = calloc((size_t)e->nprocs, sizeof *e->ep);
     e->look_words = (e->nprocs + 63) / 64;
-    e->look_drain = calloc((size_t)e->look_words * 4, sizeof(uint64_t));
+    e->look_drain = calloc((size_t)e->look_words * 5, sizeof(uint64_t));
     e->look_st = malloc((size_t)e->nprocs);
     e->freelist = NIL;
     e->trace_at = UINT64_MAX;
@@ -863,9 +883,11 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
         e->look_wake = e->look_drain + e->look_words;
         e->look_done = e->look_wake + e->look_words;
         e->look_snap = e->look_done + e->look_words;
+        e->take = e->look_snap + e->look_words;
         look_all(e); /* everyone, until looked at */
     }
     if (e->look_st) memset(e->look_st, 0xff, (size_t)e->nprocs); /* no state yet */
+    for (int i = 0; e->ep && i < e->nprocs; i++) e->ep[i].writes_seen = UINT32_MAX; /* each drained once */
     if (!e->rt || !e->ep || !e->look_drain || !e->look_st || evq_init(&e->q) != 0 ||
         tree_new(e) != 0 || tsim_matrix_new(e) != 0) {
         tsim_engine_free(e);

@@ -163,6 +163,7 @@ typedef struct eproc {
      * at these only, not at all eight per poll) */
     uint32_t rec_pending;
     uint32_t inj_seen[TSIM_NINJ]; /* injected slots already taken */
+    uint32_t writes_seen;         /* tsim_proc.writes when drain last took its writes */
     uint8_t rec_chunks[TSIM_NREC][TSIM_RING_SLOTS];
     int engine_driven; /* TSIM_P_ENGINE when the run started */
     int pid;           /* frozen at first sight (tsim_proc.eng.pid) */
@@ -245,6 +246,8 @@ struct tsim_engine {
      * RUNNING processor, and any whose state is not look_st) set both. */
     uint64_t *look_drain, *look_wake;
     uint64_t *look_done, *look_snap; /* drain's and look_check's scratch words */
+    uint64_t *take;    /* the processors drain took from this round (tree_drain's too) */
+    double full_look_at; /* host time of drain's next round over every processor's FIFOs */
     uint8_t *look_st;  /* each processor's state as the horizon last saw it */
     int look_words;
     unsigned look_rounds;

@@ -614,7 +614,7 @@ int tree_drain(tsim_engine *e)
     tree_state *ts = e->tree;
     int got = 0;
     for (int w = 0; w < e->look_words; w++) {
-        for (uint64_t m = e->look_drain[w]; m; m &= m - 1) {
+        for (uint64_t m = e->take[w]; m; m &= m - 1) { /* drain's processors of this round */
             int i = 64 * w + __builtin_ctzll(m);
             tsim_proc *p = &e->seg->procs[i];
             uint32_t st = atomic_load(&p->state);
