@@ -37,6 +37,10 @@
  * The rank checks vt <= quiet and the count (packetlayer/pl.c); either way
  * the answer it gets is the one a sync would have given, so simulated
  * results do not change — only how often the host hands over. */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "tsim_engine_priv.h"
 
 static uint32_t inj_seen(const eproc *ep)
@@ -52,6 +56,48 @@ static int may_act(const tsim_engine *e, int i, uint32_t st)
     return st == TSIM_P_RUNNING || (st == TSIM_P_BLOCKED && !e->ep[i].settled);
 }
 
+/* BGLEMU_SCAN=check: a running processor's write that its count does not
+ * show yet is one in flight, if the count moves soon after (a rank
+ * preempted between the two stores may take a time slice or two). The
+ * write is no news to the promises either way: the processor published
+ * the clock it wrote at before the write (pl.c), and the promises are
+ * bounded by the clock read before its count. */
+static int count_follows(tsim_engine *e, int i)
+{
+    for (int k = 0; k < 100000; k++) {
+        if (atomic_load_explicit(&e->seg->procs[i].writes, memory_order_acquire) != e->ep[i].writes_seen)
+            return 1;
+        sched_yield();
+    }
+    return 0;
+}
+
+/* Has processor i written anything the engine has not taken? The round's
+ * own rule (drain): a running processor's news bumps its write count, and a
+ * processor that stopped running writes nothing once drained since. Only
+ * those that may have news have their FIFO words read: at 128 processors a
+ * word each in pages of its own, reading them all cost more than the rest
+ * of a hand-off. A stray write that counts nothing is found by drain's
+ * timed round and ends the job; BGLEMU_SCAN=check reads every word and
+ * stops at a processor left out that had something. */
+static int has_news(tsim_engine *e, int i, uint32_t st)
+{
+    int maybe = st == TSIM_P_RUNNING
+                    ? atomic_load_explicit(&e->seg->procs[i].writes, memory_order_acquire) !=
+                          e->ep[i].writes_seen
+                    : (int)(e->look_drain[i >> 6] >> (i & 63) & 1);
+    if (maybe || e->look_mode == 2) {
+        int news = eng_would_take(e, i);
+        if (news && !maybe && !(st == TSIM_P_RUNNING && count_follows(e, i))) {
+            fprintf(stderr, "bglemu: BGLEMU_SCAN=check: the promises left out processor %d "
+                    "(state %u), which had something\n", i, st);
+            abort();
+        }
+        return news;
+    }
+    return 0;
+}
+
 void eng_publish_quiet(tsim_engine *e)
 {
     if (e->quiet_off) return;
@@ -61,9 +107,11 @@ void eng_publish_quiet(tsim_engine *e)
     int who = -1;
     for (int i = 0; i < e->nprocs; i++) {
         tsim_proc *p = &s->procs[i];
-        uint64_t vt = may_act(e, i, atomic_load(&p->state)) ? atomic_load(&p->vt) : UINT64_MAX;
+        uint32_t st = atomic_load(&p->state);
+        if (st == TSIM_P_ABSENT) continue;
+        uint64_t vt = may_act(e, i, st) ? atomic_load(&p->vt) : UINT64_MAX;
         /* after the clock: what it wrote before it is seen now */
-        if (eng_would_take(e, i)) vt = 0;
+        if (has_news(e, i, st)) vt = 0;
         if (vt == UINT64_MAX) continue;
         if (vt < m1) {
             m2 = m1;
