@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../torus-sim/tsim_futex.h"
+#include "../torus-sim/tsim_watch.h"
 
 #define WAIT_MS 200 /* re-check the abort flag this often while sleeping */
 
@@ -99,13 +99,17 @@ unsigned pl_inj_room(const pl_proc *pp, int f)
 }
 
 /* Waits for the engine: pauses, or on a core the ranks share, turns that
- * yield it (tsim_futex.h) or nothing, then sleeps. */
+ * yield it (tsim_futex.h) or watching it for the others (tsim_watch.h),
+ * then sleeps. */
 static void wait_bell(const pl_proc *pp, uint32_t b)
 {
     tsim_proc *p = pp->p;
     switch (atomic_load_explicit(&pp->seg->ranks_wait, memory_order_relaxed)) {
     case TSIM_WAIT_TURNS: tsim_wait_change(&p->bell, b, WAIT_MS, tsim_spins_one_core(), 1, &p->asleep); break;
-    case TSIM_WAIT_SLEEP: tsim_wait_change(&p->bell, b, WAIT_MS, 0, 0, &p->asleep); break;
+    case TSIM_WAIT_WATCH:
+        if (!tsim_watch(pp->seg, pp->index, &p->bell, b))
+            tsim_wait_change(&p->bell, b, WAIT_MS, 0, 0, &p->asleep);
+        break;
     default: tsim_wait_change(&p->bell, b, WAIT_MS, tsim_spins(), 0, &p->asleep);
     }
 }

@@ -307,8 +307,9 @@ typedef struct tsim_proc {
 
 /* How a waiting rank waits before it sleeps (host time only): spinning
  * where cores are free, in turns that yield the one core the ranks share
- * when there are few of them, not at all when many share it. */
-enum { TSIM_WAIT_SPIN, TSIM_WAIT_TURNS, TSIM_WAIT_SLEEP };
+ * when there are few of them, and when many share it one of them watches
+ * the core for the engine's wakes (tsim_watch.h) while the others sleep. */
+enum { TSIM_WAIT_SPIN, TSIM_WAIT_TURNS, TSIM_WAIT_WATCH };
 
 typedef struct tsim_seg {
     uint64_t magic;
@@ -326,10 +327,14 @@ typedef struct tsim_seg {
     _Atomic uint32_t ranks_wait;   /* how waiting ranks wait: TSIM_WAIT_* (tsim_cores.c) */
     int32_t rank_proc[TSIM_MAX_PROCS]; /* rank -> processor index */
     char mapping[256];             /* how ranks were mapped, for reports */
-    /* The one word every rank writes (tsim_kick), on a page of its own:
-     * ranks map everything above read-only. */
+    /* The words every rank writes, on a page of their own: ranks map
+     * everything above read-only. The engine trusts none of them: they
+     * decide only who makes a wake system call (tsim_watch.h). */
     struct {
         _Alignas(TSIM_PAGE) _Atomic uint32_t engine_bell; /* futex word the engine sleeps on */
+        _Atomic uint32_t watcher;  /* 1 + the processor watching the ranks' core, 0 for none */
+        _Atomic uint32_t wake_any; /* nonzero: wake_req has bits */
+        _Atomic uint64_t wake_req[TSIM_MAX_PROCS / 64]; /* sleepers the engine rang, to be woken */
     };
     tsim_proc procs[];             /* nnodes * TSIM_CPUS */
 } tsim_seg;

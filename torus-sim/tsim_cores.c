@@ -139,7 +139,7 @@ static void set_split(tsim_engine *e, int split)
      * turns that yield it pay only while the rank woken next is likely one
      * in its turns (a 4- to 64-rank halo exchange lost 3-7 % to them) */
     uint32_t how = TSIM_WAIT_SPIN;
-    if (split && c->nrank_cpus == 1) how = rank_processes(e) <= 2 ? TSIM_WAIT_TURNS : TSIM_WAIT_SLEEP;
+    if (split && c->nrank_cpus == 1) how = rank_processes(e) <= 2 ? TSIM_WAIT_TURNS : TSIM_WAIT_WATCH;
     atomic_store(&e->seg->ranks_wait, how);
 }
 
@@ -159,6 +159,8 @@ void tsim_cores_note(tsim_engine *e, int running)
     if (!c) return;
     if (running <= c->nrank_cpus) c->few++;
     else c->many++;
+    /* forced: every rank process is placed as soon as it is known */
+    if (c->mode == TSIM_CORES_SPLIT && known_pids(e) != c->npids) set_split(e, 1);
     if ((c->few + c->many) % CORES_MIN_SLEEPS) return;
     double now = mono_s();
     if (now < c->window_end) return;

@@ -14,7 +14,20 @@
 #include <time.h>
 
 #include "tsim_engine_priv.h"
-#include "tsim_futex.h"
+#include "tsim_watch.h"
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void left_to_watcher(tsim_engine *e)
+{
+    e->left++;
+    if (!e->left_at) e->left_at = now_ns();
+}
 
 /* Keys order events of one time: the engine's steps for blocked processors
  * first (what a processor sees at vt is everything before vt, and nothing
@@ -89,7 +102,7 @@ void eng_wake(tsim_engine *e, int proc, uint64_t t)
     atomic_store(&p->wake_mask, 0);
     atomic_store(&p->state, TSIM_P_RUNNING);
     atomic_fetch_add(&p->bell, 1);
-    if (atomic_load(&p->asleep)) tsim_futex_wake(&p->bell); /* not while it spins */
+    if (tsim_watch_wake(e->seg, proc)) left_to_watcher(e); /* not while it spins */
 }
 
 static int inj_room(const tsim_ring *r, uint32_t need)
@@ -655,7 +668,7 @@ static void publish_done(tsim_engine *e, uint64_t h)
         if (want && want <= h) {
             atomic_store(&p->sync_target, 0);
             atomic_fetch_add(&p->bell, 1);
-            if (atomic_load(&p->asleep)) tsim_futex_wake(&p->bell);
+            if (tsim_watch_wake(e->seg, i)) left_to_watcher(e);
         }
     }
 }
@@ -731,6 +744,23 @@ int eng_run_before(tsim_engine *e, uint64_t t, uint64_t key)
     return 1;
 }
 
+/* Wakes left to the ranks' watcher (tsim_watch.h) that it has not passed
+ * on: all of them before the engine sleeps, and any still asked for
+ * TSIM_WATCH_LATE_NS after the first (none is trusted to come). */
+static void serve_wakes(void *arg)
+{
+    tsim_engine *e = arg;
+    e->left_late += (uint64_t)tsim_watch_serve(e->seg);
+    e->left_at = 0;
+}
+
+static void serve_late_wakes(tsim_engine *e)
+{
+    if (!e->left_at) return;
+    if (!atomic_load_explicit(&e->seg->wake_any, memory_order_relaxed)) e->left_at = 0;
+    else if (now_ns() - e->left_at > TSIM_WATCH_LATE_NS) serve_wakes(e);
+}
+
 int tsim_engine_run(tsim_engine *e, tsim_result *res)
 {
     tsim_seg *s = e->seg;
@@ -746,6 +776,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
             e->aborted = 1;
             break;
         }
+        serve_late_wakes(e);
         int running, blocked;
         uint64_t h = horizon(e, &running, &blocked), h0 = h;
         int progress = look(e);
@@ -803,9 +834,10 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
             uint64_t h2 = horizon(e, &r2, &b2);
             r2 -= syncing(e); /* the ranks that want a core */
             tsim_cores_note(e, r2);
+            /* a wake the watcher has not passed on by then is the engine's */
             if (h2 == h0)
-                tsim_wait_change(&s->engine_bell, bell, 100, r2 <= e->ncpu ? tsim_engine_spins() : 0,
-                                 0, &s->engine_idle);
+                tsim_wait_change_then(&s->engine_bell, bell, 100, r2 <= e->ncpu ? tsim_engine_spins() : 0,
+                                      0, &s->engine_idle, serve_wakes, e);
             atomic_store(&s->engine_wait, 0);
         }
     }
@@ -834,8 +866,9 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
     r.wakes = e->wakes;
     if (getenv("BGLEMU_PROXY_STATS"))
         fprintf(stderr, "bglemu: engine read %llu and sent %llu packets for blocked processors; "
-                "%llu wakes\n", (unsigned long long)r.proxy_read, (unsigned long long)r.proxy_sent,
-                (unsigned long long)r.wakes);
+                "%llu wakes; %llu wake calls left to the ranks' watcher, %llu of them made by the "
+                "engine after all\n", (unsigned long long)r.proxy_read, (unsigned long long)r.proxy_sent,
+                (unsigned long long)r.wakes, (unsigned long long)e->left, (unsigned long long)e->left_late);
     r.wall_seconds = now_s() - t0;
     e->result = r;
     if (res) *res = r;

@@ -79,8 +79,9 @@ static inline int tsim_engine_spins(void)
  * needs no wake either). We set *asleep, then look at *w once more (both
  * sides store, then load). Host-time tuning only: simulated time is
  * unaffected. */
-static inline void tsim_wait_change(_Atomic uint32_t *w, uint32_t expect, int timeout_ms, int spins,
-                                    int yield, _Atomic uint32_t *asleep)
+static inline void tsim_wait_change_then(_Atomic uint32_t *w, uint32_t expect, int timeout_ms,
+                                         int spins, int yield, _Atomic uint32_t *asleep,
+                                         void (*before_sleep)(void *), void *arg)
 {
     struct timespec t0 = {0, 0}, t;
     if (yield && spins) clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -96,9 +97,16 @@ static inline void tsim_wait_change(_Atomic uint32_t *w, uint32_t expect, int ti
         clock_gettime(CLOCK_MONOTONIC, &t);
         if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > TSIM_TURNS_NS) break;
     }
+    if (before_sleep) before_sleep(arg);
     atomic_store(asleep, 1);
     if (atomic_load(w) == expect) tsim_futex_wait(w, expect, timeout_ms);
     atomic_store(asleep, 0);
+}
+
+static inline void tsim_wait_change(_Atomic uint32_t *w, uint32_t expect, int timeout_ms, int spins,
+                                    int yield, _Atomic uint32_t *asleep)
+{
+    tsim_wait_change_then(w, expect, timeout_ms, spins, yield, asleep, NULL, NULL);
 }
 
 static inline void tsim_futex_wake(_Atomic uint32_t *w)

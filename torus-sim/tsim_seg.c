@@ -197,7 +197,7 @@ int tsim_seg_where(const tsim_seg *s, uint64_t off, char *buf, size_t len)
         {offsetof(tsim_seg, rank_proc), "simulated-time horizon and job flags"},
         {offsetof(tsim_seg, mapping), "rank map"},
         {offsetof(tsim_seg, engine_bell), "mapping name"},
-        {offsetof(tsim_seg, procs), "engine bell"},
+        {offsetof(tsim_seg, procs), "engine bell and wake requests"},
     };
     if (off < offsetof(tsim_seg, procs)) {
         const char *w = "segment header";

@@ -28,7 +28,10 @@
  *  random-own SEED: ranks 0 and 1 play 20 rounds of ping-pong; in a random
  *    round rank 1 writes random bytes at random offsets of its own pages
  *    only, then plays on. Either the damage is caught and rank 1 named, or
- *    the job ends as if nothing happened (exit 0) */
+ *    the job ends as if nothing happened (exit 0)
+ *  watcher: ranks 0 and 1 play 2,000 rounds; in each rank 1 names rank 0 the
+ *    watcher of the ranks' core, which it is not. Costs host time only: the
+ *    job ends as it would have (exit 0) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,12 +96,21 @@ static void own_writes(pl_proc *pp)
     }
 }
 
-static void ping_pong(pl_proc *pp, int me, uint64_t seed)
+/* Rank 1 names rank 0 the watcher of the ranks' core (torus-sim/
+ * tsim_watch.h), which it is not: nobody passes on the wakes the engine
+ * leaves to a watcher, and nobody else can watch. */
+static void false_watcher(pl_proc *pp)
 {
-    seed_rng(seed);
-    int at = (int)(next_rand() % 20), peer = pp->seg->rank_proc[1 - me];
-    for (int round = 0; round < 20; round++) {
-        if (me == 1 && round == at) own_writes(pp);
+    atomic_store(&pp->seg->watcher, 1u + (uint32_t)pp->seg->rank_proc[0]);
+}
+
+/* Ranks 0 and 1 play `rounds` rounds; rank 1 does `damage` in round `at`
+ * (every round for at < 0). */
+static void ping_pong(pl_proc *pp, int me, int rounds, int at, void (*damage)(pl_proc *))
+{
+    int peer = pp->seg->rank_proc[1 - me];
+    for (int round = 0; round < rounds; round++) {
+        if (me == 1 && (round == at || at < 0)) damage(pp);
         if (me == 1) receive(pp, 0);
         tsim_hwhdr hw;
         pl_header(pp, &hw, peer, 64, 0);
@@ -182,7 +194,13 @@ int main(int argc, char **argv)
         return 1;
     }
     if (!strcmp(what, "random-own")) {
-        if (me < 2) ping_pong(&pp, me, argc > 3 ? strtoull(argv[3], NULL, 0) : 1);
+        seed_rng(argc > 3 ? strtoull(argv[3], NULL, 0) : 1);
+        if (me < 2) ping_pong(&pp, me, 20, (int)(next_rand() % 20), own_writes);
+        pl_close(&pp, 0);
+        return 0;
+    }
+    if (!strcmp(what, "watcher")) {
+        if (me < 2) ping_pong(&pp, me, 2000, -1, false_watcher);
         pl_close(&pp, 0);
         return 0;
     }

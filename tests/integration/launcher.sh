@@ -313,6 +313,26 @@ else
   bad "no timeout: exit $rc0 / $rc: $out0 $out"
 fi
 
+# ---- the ranks' core watched (torus-sim/tsim_watch.h) -------------------------
+# BGLEMU_CORES=split puts 4 rank processes on one core, where one waiting
+# rank watches it and passes on the engine's wakes: the same report as with
+# the ranks anywhere, and (on 2 cores or more) the wakes really went through
+# the watcher. tp_pingpong: ranks 0 and 1 play, the others wait.
+if [ "$(nproc)" -ge 2 ]; then
+  run env BGLEMU_CORES=shared mpirun -np 4 --report "$tmp/ws.json" tp_pingpong
+  rc_s=$rc
+  run env BGLEMU_CORES=split BGLEMU_PROXY_STATS=1 mpirun -np 4 --report "$tmp/wp.json" tp_pingpong
+  left=$(sed -n "s/.*; \([0-9]*\) wake calls left to the ranks' watcher.*/\1/p" <<<"$out")
+  if [ "$rc_s" -eq 0 ] && [ "$rc" -eq 0 ] && [ "${left:-0}" -gt 0 ] &&
+     diff <(grep -v '"job"\|"wall' "$tmp/ws.json") <(grep -v '"job"\|"wall' "$tmp/wp.json") >/dev/null; then
+    ok "ranks on one core: $left wake calls passed on by the watching rank, report identical to ranks anywhere"
+  else
+    bad "watched core: exit $rc_s / $rc, left '${left:-}': $(grep bglemu: <<<"$out")"
+  fi
+else
+  ok "ranks on one core: skipped, one CPU (no core of the engine's own)"
+fi
+
 # ---- deadlock ---------------------------------------------------------------
 run mpirun -np 2 -shape 2x1x1 --report "$tmp/d.json" tp_deadlock
 if [ "$rc" -eq 3 ] && grep -q 'deadlock' <<<"$out" &&

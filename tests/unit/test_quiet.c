@@ -4,7 +4,8 @@
  * poll before the engine's horizon syncs) and with promises, and must give
  * the same clocks, arrival times and event counts, while the promises did
  * spare round trips to the engine. Processors are threads on an anonymous
- * segment; the engine runs in the test's thread. */
+ * segment; the engine runs in the test's thread. The same ping-pong checks
+ * the watched core (torus-sim/tsim_watch.h): host time only, too. */
 #include <check.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -113,13 +114,16 @@ static void *proc_main(void *arg)
 }
 
 typedef struct outcome {
-    uint64_t end[NP], hash[NP], events, hops, end_time, syncs, spared;
+    uint64_t end[NP], hash[NP], events, hops, end_time, syncs, spared, left;
 } outcome;
 
-static void run(const job *j, int quiet, outcome *o)
+/* wait: how waiting processors wait (TSIM_WAIT_*, as the cores' plan would
+ * set it under mpirun) */
+static void run(const job *j, int quiet, uint32_t wait, outcome *o)
 {
     setenv("BGLEMU_QUIET", quiet ? "1" : "0", 1);
     tsim_seg *seg = um_seg(j->shape[0], j->shape[1], j->shape[2], 1, j->cpus, NULL);
+    atomic_store(&seg->ranks_wait, wait);
     proc p[NP];
     memset(p, 0, sizeof p);
     int idx[NP] = {0, j->peer, j->bystander, j->late}, n = 0;
@@ -152,6 +156,7 @@ static void run(const job *j, int quiet, outcome *o)
     o->events = res.events;
     o->hops = res.packet_hops;
     o->end_time = res.end_time;
+    o->left = e->left;
     tsim_engine_free(e);
     tsim_seg_destroy(seg);
     unsetenv("BGLEMU_QUIET");
@@ -160,8 +165,8 @@ static void run(const job *j, int quiet, outcome *o)
 static void check_same(const job *j, const char *what)
 {
     outcome a, b;
-    run(j, 0, &a);
-    run(j, 1, &b);
+    run(j, 0, TSIM_WAIT_SPIN, &a);
+    run(j, 1, TSIM_WAIT_SPIN, &b);
     for (int r = 0; r < NP; r++) {
         ck_assert_msg(a.end[r] == b.end[r], "%s: processor %d ends at %llu with promises, %llu without",
                       what, r, (unsigned long long)b.end[r], (unsigned long long)a.end[r]);
@@ -206,6 +211,27 @@ START_TEST(quiet_late_open)
 {
     job j = {{2, 1, 1}, 2, 2, -1, 1};
     check_same(&j, "the ping side opens its node's other cpu");
+}
+END_TEST
+
+/* One waiting processor watches the core for the others' wakes
+ * (torus-sim/tsim_watch.h): the same results, and wakes the engine left
+ * to it. */
+START_TEST(quiet_watched)
+{
+    job j = {{4, 2, 1}, 1, 5, 3, -1};
+    outcome a, b;
+    run(&j, 1, TSIM_WAIT_SPIN, &a);
+    run(&j, 1, TSIM_WAIT_WATCH, &b);
+    for (int r = 0; r < NP; r++) {
+        ck_assert_uint_eq(a.end[r], b.end[r]);
+        ck_assert_uint_eq(a.hash[r], b.hash[r]);
+    }
+    ck_assert_uint_eq(a.events, b.events);
+    ck_assert_uint_eq(a.left, 0);
+    ck_assert_msg(b.left > 0, "no wake was left to a watching processor");
+    printf("quiet: a watched core: end %llu cycles as without, %llu wake calls left to the watcher\n",
+           (unsigned long long)b.end_time, (unsigned long long)b.left);
 }
 END_TEST
 
@@ -314,6 +340,6 @@ Suite *quiet_suite(void)
 {
     Suite *s = suite_create("quiet");
     UM_TCASE(s, "same results", 120, quiet_rules, quiet_untaken, quiet_neighbours,
-             quiet_far_with_bystander, quiet_same_node, quiet_late_open);
+             quiet_far_with_bystander, quiet_same_node, quiet_late_open, quiet_watched);
     return s;
 }

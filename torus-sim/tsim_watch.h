@@ -1,0 +1,102 @@
+/* The ranks' core watched by one of its waiting ranks (TSIM_WAIT_WATCH).
+ *
+ * When many ranks share one core (tsim_cores.c, "split") a hand-off is
+ * serial: a rank blocks, the engine on its own core moves the simulation
+ * on and wakes the next rank. If every waiting rank sleeps in the kernel,
+ * the ranks' core halts, and the engine's wake is a system call that
+ * interrupts a halted core from another: on a virtual machine whose guest
+ * halts at once, that wake-up cost more than everything else in a hand-off
+ * (64 ranks of tests/mpi/handoff.c: 55 us a round trip, 27 us with the
+ * guest polling before it halts).
+ *
+ * So one waiting rank keeps the core: it takes the `watcher` word and,
+ * instead of sleeping, takes turns that yield the core to any runnable
+ * rank (as two ranks do in TSIM_WAIT_TURNS). The engine, waking a rank
+ * that sleeps while a watcher is there, does not make the system call: it
+ * bumps the rank's bell as always and sets the rank's bit in `wake_req`.
+ * The watcher wakes it from the ranks' own core (no interrupt from
+ * another core, no halted core), and its next turn hands the core over.
+ * Every other waiting rank sleeps at once. The watcher leaves when its
+ * own bell rings or after TSIM_TURNS_NS, and then sleeps like the others.
+ *
+ * No wake is lost: the engine sets the bit, then looks at `watcher`; a
+ * leaving watcher clears `watcher`, then takes the bits (both sides store,
+ * then load), so one of them sees the other and makes the call. A rank
+ * can write all of this page, so none of it is trusted: the bell is the
+ * wake (every sleeper looks at it before it sleeps and at least every
+ * WAIT_MS), `wake_req` only saves system calls, and the engine itself
+ * serves whatever is still asked for TSIM_WATCH_LATE_NS, or when it goes
+ * to sleep (tsim_engine.c). A false watcher costs host time, never a
+ * simulated result (tests/bin/tp_corrupt.c, `watcher`). */
+#ifndef TSIM_WATCH_H
+#define TSIM_WATCH_H
+
+#include "tsim.h"
+#include "tsim_futex.h"
+
+/* How long a wake left to the watcher may wait before the engine makes
+ * the call itself: a watcher that yields to a running rank sees the
+ * request at its next turn, within microseconds when that rank blocks. */
+#define TSIM_WATCH_LATE_NS 200000L
+
+/* Wakes every sleeper whose bit is set (the watcher, the engine): how
+ * many. */
+static inline int tsim_watch_serve(tsim_seg *s)
+{
+    if (!atomic_exchange(&s->wake_any, 0)) return 0;
+    int words = (s->geom.nnodes * TSIM_CPUS + 63) / 64, n = 0;
+    for (int w = 0; w < words; w++) {
+        uint64_t m = atomic_load_explicit(&s->wake_req[w], memory_order_relaxed)
+                         ? atomic_exchange(&s->wake_req[w], 0)
+                         : 0;
+        for (; m; m &= m - 1, n++) tsim_futex_wake(&s->procs[64 * w + __builtin_ctzll(m)].bell);
+    }
+    return n;
+}
+
+/* The engine rang processor i's bell: wakes it if it sleeps, through the
+ * watcher when there is one. 1 if the wake was left to the watcher: the
+ * caller serves it itself if it is still asked for a while later, or
+ * before it sleeps (tsim_engine.c). */
+static inline int tsim_watch_wake(tsim_seg *s, int i)
+{
+    tsim_proc *p = &s->procs[i];
+    if (!atomic_load(&p->asleep)) return 0; /* it spins, or sees the bell before it sleeps */
+    uint32_t w = atomic_load(&s->watcher);
+    if (w && w != (uint32_t)i + 1 && (unsigned)i < TSIM_MAX_PROCS) {
+        atomic_fetch_or(&s->wake_req[i / 64], 1ull << (i % 64));
+        atomic_store(&s->wake_any, 1);
+        if (atomic_load(&s->watcher)) return 1;
+        tsim_watch_serve(s); /* it left meanwhile */
+        return 0;
+    }
+    tsim_futex_wake(&p->bell);
+    return 0;
+}
+
+/* Processor self waits for its bell to leave b: as the core's watcher if
+ * nobody is, for up to TSIM_TURNS_NS. 1 if the bell rang meanwhile, 0 if
+ * the caller is to sleep. */
+static inline int tsim_watch(tsim_seg *s, int self, _Atomic uint32_t *bell, uint32_t b)
+{
+    uint32_t none = 0;
+    if (!atomic_compare_exchange_strong(&s->watcher, &none, (uint32_t)self + 1)) return 0;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rang = 0;
+    for (;;) {
+        tsim_watch_serve(s);
+        if (atomic_load_explicit(bell, memory_order_acquire) != b) {
+            rang = 1;
+            break;
+        }
+        sched_yield();
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > TSIM_TURNS_NS) break;
+    }
+    atomic_store(&s->watcher, 0);
+    tsim_watch_serve(s);
+    return rang;
+}
+
+#endif
