@@ -159,8 +159,10 @@ void tsim_cores_note(tsim_engine *e, int running)
     if (!c) return;
     if (running <= c->nrank_cpus) c->few++;
     else c->many++;
-    /* forced: every rank process is placed as soon as it is known */
-    if (c->mode == TSIM_CORES_SPLIT && known_pids(e) != c->npids) set_split(e, 1);
+    /* forced: the rank processes known are placed every few sleeps, not
+     * only once a window */
+    if (c->mode == TSIM_CORES_SPLIT && (c->few + c->many) % 8 == 0 && known_pids(e) != c->npids)
+        set_split(e, 1);
     if ((c->few + c->many) % CORES_MIN_SLEEPS) return;
     double now = mono_s();
     if (now < c->window_end) return;

@@ -16,17 +16,15 @@
 #include "tsim_engine_priv.h"
 #include "tsim_watch.h"
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+static double now_s(void);
 
-static void left_to_watcher(tsim_engine *e)
+/* A wake call the engine left to the ranks' watcher (tsim_watch.h): its
+ * own record of it, which no rank can touch. */
+static void left_to_watcher(tsim_engine *e, int i)
 {
     e->left++;
-    if (!e->left_at) e->left_at = now_ns();
+    e->left_mask[i >> 6] |= 1ull << (i & 63);
+    if (!e->left_at) e->left_at = now_s();
 }
 
 /* Keys order events of one time: the engine's steps for blocked processors
@@ -102,7 +100,7 @@ void eng_wake(tsim_engine *e, int proc, uint64_t t)
     atomic_store(&p->wake_mask, 0);
     atomic_store(&p->state, TSIM_P_RUNNING);
     atomic_fetch_add(&p->bell, 1);
-    if (tsim_watch_wake(e->seg, proc)) left_to_watcher(e); /* not while it spins */
+    if (tsim_watch_wake(e->seg, proc)) left_to_watcher(e, proc); /* not while it spins */
 }
 
 static int inj_room(const tsim_ring *r, uint32_t need)
@@ -510,7 +508,6 @@ static int drain_proc(tsim_engine *e, int i, tsim_proc *p)
     return got;
 }
 
-static double now_s(void);
 
 /* Collects what the processors in look_drain did, in processor order
  * (then their tree FIFOs, tree_drain: the processors in e->take), and
@@ -668,7 +665,7 @@ static void publish_done(tsim_engine *e, uint64_t h)
         if (want && want <= h) {
             atomic_store(&p->sync_target, 0);
             atomic_fetch_add(&p->bell, 1);
-            if (tsim_watch_wake(e->seg, i)) left_to_watcher(e);
+            if (tsim_watch_wake(e->seg, i)) left_to_watcher(e, i);
         }
     }
 }
@@ -750,15 +747,22 @@ int eng_run_before(tsim_engine *e, uint64_t t, uint64_t key)
 static void serve_wakes(void *arg)
 {
     tsim_engine *e = arg;
-    e->left_late += (uint64_t)tsim_watch_serve(e->seg);
+    for (int w = 0; e->left_at && w < e->look_words; w++) {
+        for (uint64_t m = e->left_mask[w]; m; m &= m - 1) {
+            int i = 64 * w + __builtin_ctzll(m);
+            if (tsim_watch_missed(e->seg, i)) {
+                tsim_futex_wake(&e->seg->procs[i].bell);
+                e->left_late++;
+            }
+        }
+        e->left_mask[w] = 0;
+    }
     e->left_at = 0;
 }
 
 static void serve_late_wakes(tsim_engine *e)
 {
-    if (!e->left_at) return;
-    if (!atomic_load_explicit(&e->seg->wake_any, memory_order_relaxed)) e->left_at = 0;
-    else if (now_ns() - e->left_at > TSIM_WATCH_LATE_NS) serve_wakes(e);
+    if (e->left_at && now_s() - e->left_at > TSIM_WATCH_LATE_S) serve_wakes(e);
 }
 
 int tsim_engine_run(tsim_engine *e, tsim_result *res)
@@ -841,6 +845,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
             atomic_store(&s->engine_wait, 0);
         }
     }
+    serve_wakes(e);
     if (e->deadlock) {
         report_snapshot_deadlock(e);
         atomic_store(&s->deadlock, 1);
@@ -897,7 +902,7 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
     e->rt = rt;
     e->ep = calloc((size_t)e->nprocs, sizeof *e->ep);
     e->look_words = (e->nprocs + 63) / 64;
-    e->look_drain = calloc((size_t)e->look_words * 5, sizeof(uint64_t));
+    e->look_drain = calloc((size_t)e->look_words * 6, sizeof(uint64_t));
     e->look_st = malloc((size_t)e->nprocs);
     e->freelist = NIL;
     e->trace_at = UINT64_MAX;
@@ -917,6 +922,7 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
         e->look_done = e->look_wake + e->look_words;
         e->look_snap = e->look_done + e->look_words;
         e->take = e->look_snap + e->look_words;
+        e->left_mask = e->take + e->look_words;
         look_all(e); /* everyone, until looked at */
     }
     if (e->look_st) memset(e->look_st, 0xff, (size_t)e->nprocs); /* no state yet */

@@ -207,7 +207,8 @@ struct tsim_engine {
     uint64_t events, hops, delivered, now;
     uint64_t prx_read, prx_sent, wakes;
     uint64_t woke_min; /* lowest clock a wake set this round */
-    int64_t left_at; /* host ns of the oldest wake left to the ranks' watcher, 0 for none */
+    double left_at; /* host time of the oldest wake left to the ranks' watcher, 0 for none */
+    uint64_t *left_mask; /* the processors those wakes were for (tsim_watch.h) */
     uint64_t left, left_late; /* wake calls left to the watcher; of them made by the engine */
     uint64_t h;        /* this round's horizon: processors act at or after it */
     uint64_t stop;     /* the run loop's bound for its current run of events (tsim_engine.c) */

@@ -40,6 +40,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "tsim_engine_priv.h"
 
@@ -64,11 +65,14 @@ static int may_act(const tsim_engine *e, int i, uint32_t st)
  * bounded by the clock read before its count. */
 static int count_follows(tsim_engine *e, int i)
 {
-    for (int k = 0; k < 100000; k++) {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
         if (atomic_load_explicit(&e->seg->procs[i].writes, memory_order_acquire) != e->ep[i].writes_seen)
             return 1;
         sched_yield();
-    }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while (t.tv_sec - t0.tv_sec < 2); /* a second or two: many time slices */
     return 0;
 }
 

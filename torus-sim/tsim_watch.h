@@ -24,10 +24,13 @@
  * then load), so one of them sees the other and makes the call. A rank
  * can write all of this page, so none of it is trusted: the bell is the
  * wake (every sleeper looks at it before it sleeps and at least every
- * WAIT_MS), `wake_req` only saves system calls, and the engine itself
- * serves whatever is still asked for TSIM_WATCH_LATE_NS, or when it goes
- * to sleep (tsim_engine.c). A false watcher costs host time, never a
- * simulated result (tests/bin/tp_corrupt.c, `watcher`). */
+ * WAIT_MS) and `wake_req` only saves system calls. The engine keeps its
+ * own list of the wakes it left, and TSIM_WATCH_LATE_S later, or when it
+ * goes to sleep, makes the call for each of them still asleep by the
+ * rank's own words (tsim_watch_missed). So a false watcher, or bits
+ * cleared by a stray write, cost host time, never a simulated result
+ * (tests/bin/tp_corrupt.c, `watcher`). The engine leaves wakes only while
+ * the cores' plan has the ranks watch (its own `ranks_wait`). */
 #ifndef TSIM_WATCH_H
 #define TSIM_WATCH_H
 
@@ -37,41 +40,51 @@
 /* How long a wake left to the watcher may wait before the engine makes
  * the call itself: a watcher that yields to a running rank sees the
  * request at its next turn, within microseconds when that rank blocks. */
-#define TSIM_WATCH_LATE_NS 200000L
+#define TSIM_WATCH_LATE_S 200e-6
 
-/* Wakes every sleeper whose bit is set (the watcher, the engine): how
- * many. */
+/* Wakes every sleeper whose bit is set (the watcher's side): how many. */
 static inline int tsim_watch_serve(tsim_seg *s)
 {
     if (!atomic_exchange(&s->wake_any, 0)) return 0;
-    int words = (s->geom.nnodes * TSIM_CPUS + 63) / 64, n = 0;
-    for (int w = 0; w < words; w++) {
+    int nprocs = s->geom.nnodes * TSIM_CPUS, n = 0;
+    for (int w = 0; 64 * w < nprocs; w++) {
         uint64_t m = atomic_load_explicit(&s->wake_req[w], memory_order_relaxed)
                          ? atomic_exchange(&s->wake_req[w], 0)
                          : 0;
+        if (nprocs - 64 * w < 64) m &= (1ull << (nprocs - 64 * w)) - 1; /* a stray bit past the end */
         for (; m; m &= m - 1, n++) tsim_futex_wake(&s->procs[64 * w + __builtin_ctzll(m)].bell);
     }
     return n;
 }
 
 /* The engine rang processor i's bell: wakes it if it sleeps, through the
- * watcher when there is one. 1 if the wake was left to the watcher: the
- * caller serves it itself if it is still asked for a while later, or
- * before it sleeps (tsim_engine.c). */
+ * watcher when the ranks may have one (TSIM_WAIT_WATCH, the engine's word)
+ * and there is one. 1 if the wake was left to the watcher: the engine
+ * then checks with tsim_watch_missed that it came. */
 static inline int tsim_watch_wake(tsim_seg *s, int i)
 {
     tsim_proc *p = &s->procs[i];
     if (!atomic_load(&p->asleep)) return 0; /* it spins, or sees the bell before it sleeps */
-    uint32_t w = atomic_load(&s->watcher);
-    if (w && w != (uint32_t)i + 1 && (unsigned)i < TSIM_MAX_PROCS) {
-        atomic_fetch_or(&s->wake_req[i / 64], 1ull << (i % 64));
+    if (atomic_load(&s->ranks_wait) == TSIM_WAIT_WATCH && atomic_load(&s->watcher)) {
+        uint64_t bit = 1ull << (i % 64);
+        atomic_fetch_or(&s->wake_req[i / 64], bit);
         atomic_store(&s->wake_any, 1);
         if (atomic_load(&s->watcher)) return 1;
-        tsim_watch_serve(s); /* it left meanwhile */
-        return 0;
+        atomic_fetch_and(&s->wake_req[i / 64], ~bit); /* it left meanwhile */
     }
     tsim_futex_wake(&p->bell);
     return 0;
+}
+
+/* Is processor i, woken or answered by the engine (RUNNING, no sync
+ * pending), still asleep in the kernel? Read from its own words only,
+ * which no other rank can write: whatever the shared words say, a wake
+ * the watcher has not made is found here. */
+static inline int tsim_watch_missed(const tsim_seg *s, int i)
+{
+    const tsim_proc *p = &s->procs[i];
+    return atomic_load(&p->asleep) && atomic_load(&p->state) == TSIM_P_RUNNING &&
+           !atomic_load(&p->sync_target);
 }
 
 /* Processor self waits for its bell to leave b: as the core's watcher if

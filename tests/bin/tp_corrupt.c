@@ -30,8 +30,9 @@
  *    only, then plays on. Either the damage is caught and rank 1 named, or
  *    the job ends as if nothing happened (exit 0)
  *  watcher: ranks 0 and 1 play 2,000 rounds; in each rank 1 names rank 0 the
- *    watcher of the ranks' core, which it is not. Costs host time only: the
- *    job ends as it would have (exit 0) */
+ *    watcher of the ranks' core, which it is not, and clears the wakes asked
+ *    of a watcher. Costs host time only: the job ends as it would have
+ *    (exit 0) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,11 +98,15 @@ static void own_writes(pl_proc *pp)
 }
 
 /* Rank 1 names rank 0 the watcher of the ranks' core (torus-sim/
- * tsim_watch.h), which it is not: nobody passes on the wakes the engine
- * leaves to a watcher, and nobody else can watch. */
+ * tsim_watch.h), which it is not, and clears the wakes asked of it:
+ * nobody passes on the wakes the engine leaves to a watcher, nobody else
+ * can watch, and the shared words say there is nothing to pass on. */
 static void false_watcher(pl_proc *pp)
 {
-    atomic_store(&pp->seg->watcher, 1u + (uint32_t)pp->seg->rank_proc[0]);
+    tsim_seg *s = pp->seg;
+    atomic_store(&s->watcher, 1u + (uint32_t)s->rank_proc[0]);
+    atomic_store(&s->wake_any, 0);
+    for (size_t w = 0; w < sizeof s->wake_req / sizeof *s->wake_req; w++) atomic_store(&s->wake_req[w], 0);
 }
 
 /* Ranks 0 and 1 play `rounds` rounds; rank 1 does `damage` in round `at`
