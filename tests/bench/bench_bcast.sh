@@ -19,7 +19,7 @@ row() {
     echo "  $label: the job failed"; fail=1; return; }
   t1=$(date +%s.%N)
   sim=$(sed -n 's/.*simulated time \([0-9]*\) cycles.*/\1/p' <<<"$out")
-  wakes=$(sed -n 's/.* \([0-9]*\) wakes$/\1/p' <<<"$out")
+  wakes=$(sed -n 's/.* \([0-9]*\) wakes\(;.*\)\{0,1\}$/\1/p' <<<"$out")
   rs=$(sed -n 's/.*engine read \([0-9]*\) and sent \([0-9]*\) packets.*/read \1, sent \2/p' <<<"$out")
   awk -v l="$label" -v a="$t0" -v b="$t1" -v s="$sim" -v w="$wakes" -v r="$rs" \
     'BEGIN { printf "  %-44s %6.1f s wall, %8s wakes, engine %s; %s cycles\n", l, b - a, w, r, s }'

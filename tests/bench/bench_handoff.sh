@@ -124,7 +124,7 @@ job1() {
   local pk msgs wakes loop
   pk=$(sed -n 's/.*; \([0-9]*\) packets delivered.*/\1/p' "$tmp/out" | head -1)
   msgs=$(sed -n 's/.*, \([0-9]*\) messages.*/\1/p' "$tmp/out" | head -1)
-  wakes=$(sed -n 's/.* \([0-9]*\) wakes$/\1/p' "$tmp/out" | head -1)
+  wakes=$(sed -n 's/.* \([0-9]*\) wakes\(;.*\)\{0,1\}$/\1/p' "$tmp/out" | head -1)
   loop=$(sed -n 's/.*, host \([0-9.]*\) s$/\1/p' "$tmp/out" | head -1)
   local idle
   idle=$(awk -v a="$i0" -v b="$i1" 'BEGIN { split(a, x, " "); split(b, y, " ");
