@@ -76,8 +76,19 @@ static inline void look_set(tsim_engine *e, int proc)
     e->look_wake[proc >> 6] |= b;
 }
 
+void eng_present_scan(tsim_engine *e)
+{
+    for (int i = 0; i < e->nprocs; i++)
+        if (atomic_load_explicit(&e->seg->procs[i].state, memory_order_relaxed) != TSIM_P_ABSENT) {
+            e->present[i >> 6] |= 1ull << (i & 63);
+            int mate = i ^ 1;
+            if (mate < e->nprocs) e->present[mate >> 6] |= 1ull << (mate & 63);
+        }
+}
+
 static void look_all(tsim_engine *e)
 {
+    eng_present_scan(e);
     for (int w = 0; w < e->look_words; w++) {
         int n = e->nprocs - 64 * w;
         uint64_t m = n >= 64 ? ~0ull : (1ull << n) - 1;
@@ -599,7 +610,7 @@ static uint64_t horizon(tsim_engine *e, int *running, int *blocked)
 {
     uint64_t h = UINT64_MAX;
     *running = *blocked = 0;
-    for (int i = 0; i < e->nprocs; i++) {
+    FOR_PRESENT(e, i) {
         tsim_proc *p = &e->seg->procs[i];
         uint32_t st = atomic_load(&p->state);
         /* the rounds look at every processor that runs, or that changed
@@ -633,7 +644,7 @@ static uint64_t horizon(tsim_engine *e, int *running, int *blocked)
 static int syncing(const tsim_engine *e)
 {
     int n = 0;
-    for (int i = 0; i < e->nprocs; i++) {
+    FOR_PRESENT(e, i) {
         tsim_proc *p = &e->seg->procs[i];
         if (atomic_load_explicit(&p->state, memory_order_relaxed) == TSIM_P_RUNNING)
             n += atomic_load_explicit(&p->sync_target, memory_order_relaxed) > e->published;
@@ -647,7 +658,7 @@ static int syncing(const tsim_engine *e)
 static uint64_t sleep_until(tsim_engine *e)
 {
     uint64_t t = evq_count(&e->q) ? evq_min_time(&e->q) : UINT64_MAX;
-    for (int i = 0; i < e->nprocs; i++) {
+    FOR_PRESENT(e, i) {
         uint64_t want = atomic_load(&e->seg->procs[i].sync_target);
         if (want && want - 1 < t) t = want - 1;
     }
@@ -659,7 +670,7 @@ static void publish_done(tsim_engine *e, uint64_t h)
     if (h <= atomic_load(&e->seg->done)) return;
     atomic_store(&e->seg->done, h);
     e->published = h;
-    for (int i = 0; i < e->nprocs; i++) {
+    FOR_PRESENT(e, i) {
         tsim_proc *p = &e->seg->procs[i];
         uint64_t want = atomic_load(&p->sync_target);
         if (want && want <= h) {
@@ -773,6 +784,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
     e->prog_next = t0 + s->progress_secs;
     for (int i = 0; i < e->nprocs; i++)
         e->ep[i].engine_driven = atomic_load(&s->procs[i].state) == TSIM_P_ENGINE;
+    eng_present_scan(e);
     start_sources(e);
     for (;;) {
         uint32_t bell = atomic_load(&s->engine_bell);
@@ -902,7 +914,7 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
     e->rt = rt;
     e->ep = calloc((size_t)e->nprocs, sizeof *e->ep);
     e->look_words = (e->nprocs + 63) / 64;
-    e->look_drain = calloc((size_t)e->look_words * 6, sizeof(uint64_t));
+    e->look_drain = calloc((size_t)e->look_words * 7, sizeof(uint64_t));
     e->look_st = malloc((size_t)e->nprocs);
     e->freelist = NIL;
     e->trace_at = UINT64_MAX;
@@ -923,6 +935,7 @@ tsim_engine *tsim_engine_new(tsim_seg *seg)
         e->look_snap = e->look_done + e->look_words;
         e->take = e->look_snap + e->look_words;
         e->left_mask = e->take + e->look_words;
+        e->present = e->left_mask + e->look_words;
         look_all(e); /* everyone, until looked at */
     }
     if (e->look_st) memset(e->look_st, 0xff, (size_t)e->nprocs); /* no state yet */

@@ -209,6 +209,7 @@ struct tsim_engine {
     uint64_t woke_min; /* lowest clock a wake set this round */
     double left_at; /* host time of the oldest wake left to the ranks' watcher, 0 for none */
     uint64_t *left_mask; /* the processors those wakes were for (tsim_watch.h) */
+    uint64_t *present;   /* processors the horizon and the promises look at (FOR_PRESENT) */
     uint64_t left, left_late; /* wake calls left to the watcher; of them made by the engine */
     uint64_t h;        /* this round's horizon: processors act at or after it */
     uint64_t stop;     /* the run loop's bound for its current run of events (tsim_engine.c) */
@@ -397,5 +398,18 @@ static inline uint64_t ser_cycles(const tsim_params *p, int chunks)
 {
     return ((uint64_t)chunks * TSIM_CHUNK + p->wire_overhead) * p->link_cycles_per_byte;
 }
+
+/* Every processor that is not ABSENT, and its node mate: the only one that
+ * can open later is a coprocessor, at its rank's clock (ml_coproc_start);
+ * every rank is RUNNING from before the engine starts. The loops that once
+ * went over all processors each round (the horizon, syncs, the promises)
+ * go over these, ascending, so that 2 ranks on 8x8x8 do not pay for 1,024
+ * processors at every hand-off. eng_present_scan renews the set at the
+ * start and with every look at everyone. */
+#define FOR_PRESENT(e, i)                                                      \
+    for (int w_ = 0; w_ < (e)->look_words; w_++)                               \
+        for (uint64_t m_ = (e)->present[w_]; m_; m_ &= m_ - 1)                 \
+            for (int i = 64 * w_ + __builtin_ctzll(m_), once_ = 1; once_; once_ = 0)
+void eng_present_scan(tsim_engine *e);
 
 #endif
