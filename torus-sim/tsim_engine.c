@@ -752,28 +752,41 @@ int eng_run_before(tsim_engine *e, uint64_t t, uint64_t key)
     return 1;
 }
 
-/* Wakes left to the ranks' watcher (tsim_watch.h) that it has not passed
- * on: all of them before the engine sleeps, and any still asked for
- * TSIM_WATCH_LATE_NS after the first (none is trusted to come). */
-static void serve_wakes(void *arg)
+/* Wakes left to the ranks' watcher (tsim_watch.h) that it may not have
+ * made. `all`: every rank the engine woke that its own words still show
+ * asleep, TSIM_WATCH_LATE_S after the first was left, and at the end.
+ * Otherwise (before the engine sleeps) only those whose request the
+ * watcher has not taken yet: a watcher that took one makes the call, and
+ * a rank woken so but not yet run still shows asleep; calling it again
+ * cost a tenth of the wakes a system call each. Those left out stay in
+ * the engine's own list for the late look, which no shared word can
+ * stop, and the engine sleeps at most 1 ms while any is there. */
+static void serve_left(tsim_engine *e, int all)
 {
-    tsim_engine *e = arg;
+    uint64_t keep = 0;
     for (int w = 0; e->left_at && w < e->look_words; w++) {
+        uint64_t rest = 0;
         for (uint64_t m = e->left_mask[w]; m; m &= m - 1) {
             int i = 64 * w + __builtin_ctzll(m);
-            if (tsim_watch_missed(e->seg, i)) {
-                tsim_futex_wake(&e->seg->procs[i].bell);
-                e->left_late++;
+            if (!tsim_watch_missed(e->seg, i)) continue;
+            if (!all && !(atomic_load(&e->seg->wake_req[w]) & (m & -m))) {
+                rest |= m & -m;
+                continue;
             }
+            tsim_futex_wake(&e->seg->procs[i].bell);
+            e->left_late++;
         }
-        e->left_mask[w] = 0;
+        e->left_mask[w] = rest;
+        keep |= rest;
     }
-    e->left_at = 0;
+    if (!keep) e->left_at = 0;
 }
+
+static void serve_before_sleep(void *arg) { serve_left(arg, 0); }
 
 static void serve_late_wakes(tsim_engine *e)
 {
-    if (e->left_at && now_s() - e->left_at > TSIM_WATCH_LATE_S) serve_wakes(e);
+    if (e->left_at && now_s() - e->left_at > TSIM_WATCH_LATE_S) serve_left(e, 1);
 }
 
 int tsim_engine_run(tsim_engine *e, tsim_result *res)
@@ -852,12 +865,13 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
             tsim_cores_note(e, r2);
             /* a wake the watcher has not passed on by then is the engine's */
             if (h2 == h0)
-                tsim_wait_change_then(&s->engine_bell, bell, 100, r2 <= e->ncpu ? tsim_engine_spins() : 0,
-                                      0, &s->engine_idle, serve_wakes, e);
+                tsim_wait_change_then(&s->engine_bell, bell, e->left_at ? 1 : 100,
+                                      r2 <= e->ncpu ? tsim_engine_spins() : 0, 0, &s->engine_idle,
+                                      serve_before_sleep, e);
             atomic_store(&s->engine_wait, 0);
         }
     }
-    serve_wakes(e);
+    serve_left(e, 1);
     if (e->deadlock) {
         report_snapshot_deadlock(e);
         atomic_store(&s->deadlock, 1);

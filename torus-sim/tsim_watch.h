@@ -25,9 +25,10 @@
  * can write all of this page, so none of it is trusted: the bell is the
  * wake (every sleeper looks at it before it sleeps and at least every
  * WAIT_MS) and `wake_req` only saves system calls. The engine keeps its
- * own list of the wakes it left, and TSIM_WATCH_LATE_S later, or when it
- * goes to sleep, makes the call for each of them still asleep by the
- * rank's own words (tsim_watch_missed). So a false watcher, or bits
+ * own list of the wakes it left, and TSIM_WATCH_LATE_S later makes the
+ * call for each of them still asleep by the rank's own words
+ * (tsim_watch_missed); before it sleeps, those whose request is still
+ * there (tsim_engine.c, serve_left). So a false watcher, or bits
  * cleared by a stray write, cost host time, never a simulated result
  * (tests/bin/tp_corrupt.c, `watcher`). The engine leaves wakes only while
  * the cores' plan has the ranks watch (its own `ranks_wait`). */
