@@ -16,7 +16,12 @@
 #include "tsim_engine_priv.h"
 #include "tsim_watch.h"
 
-static double now_s(void);
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 /* A wake call the engine left to the ranks' watcher (tsim_watch.h): its
  * own record of it, which no rank can touch. */
@@ -76,7 +81,7 @@ static inline void look_set(tsim_engine *e, int proc)
     e->look_wake[proc >> 6] |= b;
 }
 
-void eng_present_scan(tsim_engine *e)
+static void present_scan(tsim_engine *e)
 {
     for (int i = 0; i < e->nprocs; i++)
         if (atomic_load_explicit(&e->seg->procs[i].state, memory_order_relaxed) != TSIM_P_ABSENT) {
@@ -88,7 +93,7 @@ void eng_present_scan(tsim_engine *e)
 
 static void look_all(tsim_engine *e)
 {
-    eng_present_scan(e);
+    present_scan(e);
     for (int w = 0; w < e->look_words; w++) {
         int n = e->nprocs - 64 * w;
         uint64_t m = n >= 64 ? ~0ull : (1ull << n) - 1;
@@ -519,7 +524,6 @@ static int drain_proc(tsim_engine *e, int i, tsim_proc *p)
     return got;
 }
 
-
 /* Collects what the processors in look_drain did, in processor order
  * (then their tree FIFOs, tree_drain: the processors in e->take), and
  * leaves out from then on those it found BLOCKED, EXITED, ABSENT or the
@@ -706,12 +710,6 @@ static int look_final(tsim_engine *e)
     return 0;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Long runs say how far simulated time has got (stderr, host-timed). */
 static void report_progress(tsim_engine *e)
@@ -763,8 +761,9 @@ int eng_run_before(tsim_engine *e, uint64_t t, uint64_t key)
  * stop, and the engine sleeps at most 1 ms while any is there. */
 static void serve_left(tsim_engine *e, int all)
 {
+    if (!e->left_at) return;
     uint64_t keep = 0;
-    for (int w = 0; e->left_at && w < e->look_words; w++) {
+    for (int w = 0; w < e->look_words; w++) {
         uint64_t rest = 0;
         for (uint64_t m = e->left_mask[w]; m; m &= m - 1) {
             int i = 64 * w + __builtin_ctzll(m);
@@ -797,7 +796,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
     e->prog_next = t0 + s->progress_secs;
     for (int i = 0; i < e->nprocs; i++)
         e->ep[i].engine_driven = atomic_load(&s->procs[i].state) == TSIM_P_ENGINE;
-    eng_present_scan(e);
+    present_scan(e);
     start_sources(e);
     for (;;) {
         uint32_t bell = atomic_load(&s->engine_bell);

@@ -404,12 +404,11 @@ static inline uint64_t ser_cycles(const tsim_params *p, int chunks)
  * every rank is RUNNING from before the engine starts. The loops that once
  * went over all processors each round (the horizon, syncs, the promises)
  * go over these, ascending, so that 2 ranks on 8x8x8 do not pay for 1,024
- * processors at every hand-off. eng_present_scan renews the set at the
- * start and with every look at everyone. */
+ * processors at every hand-off. The set is renewed at the start and with
+ * every look at everyone (tsim_engine.c). */
 #define FOR_PRESENT(e, i)                                                      \
     for (int w_ = 0; w_ < (e)->look_words; w_++)                               \
         for (uint64_t m_ = (e)->present[w_]; m_; m_ &= m_ - 1)                 \
             for (int i = 64 * w_ + __builtin_ctzll(m_), once_ = 1; once_; once_ = 0)
-void eng_present_scan(tsim_engine *e);
 
 #endif
