@@ -49,16 +49,17 @@ static void co_track(ml_ctx *ml, ml_rx *rx, uint16_t id)
     }
 }
 
-/* Nothing to read: block. While it is blocked the engine may take the data
- * packets of the receptions it is in the middle of (ml_engine.c's loop,
- * flat: poll until a poll finds nothing, then block), so that a large
- * rendezvous message wakes the coprocessor at its last packet, not at every
- * one. With `start` the loop is handed over before its next poll instead
- * (co_main, after a data packet). */
+/* Nothing to read: block. While it is blocked the engine runs its loop
+ * (ml_engine.c's, flat: poll until a poll finds nothing, then block): it
+ * takes the data packets of the receptions the coprocessor is in the
+ * middle of and of those the main processor grants it meanwhile, and sends
+ * the notice of each one it completes, so that a rendezvous message wakes
+ * the coprocessor for none of its packets. With `start` the loop is handed
+ * over before its next poll instead (co_main, after a data packet). */
 static int co_idle(ml_ctx *ml, int start)
 {
     pl_proc *co = &ml->co;
-    if (!ml->proxy || !ml->co_nact) return pl_block(co, TSIM_WAKE_REC_ALL, "coprocessor idle");
+    if (!ml->proxy) return pl_block(co, TSIM_WAKE_REC_ALL, "coprocessor idle");
     return ml_coproc_handoff(ml, co, start);
 }
 
@@ -87,8 +88,7 @@ static void *co_main(void *arg)
         } else if (sw.type == T_RZV_DATA) {
             /* the slot (or a split's part) was set up by the main processor
              * before its grant */
-            ml_rx *rx = sw.id & ML_CO_PART ? &ml->co_part[sw.id & (ML_CO_PART - 1)]
-                                           : &ml->slots[sw.id];
+            ml_rx *rx = ml_co_rx(ml->slots, ml->co_part, sw.id);
             unsigned segs = ml_rx_write(&ml->co_port, rx, &ml->co_reordered, sw.w, s.p.payload,
                         rx->len - sw.w < TSIM_PAYLOAD_MAX ? rx->len - sw.w : TSIM_PAYLOAD_MAX);
             ml_charge_ddt(co, (uint64_t)segs * ml->prm->ddt_seg_cycles);

@@ -105,6 +105,20 @@ static int read_layout(tsim_port *pt, uint64_t addr, uint64_t niov, uint64_t tot
     return sum == total ? 0 : -1;
 }
 
+/* Reception i of the hand-off, checked, its layout (if any) read: 0, or
+ * -1 if it is not one the loop could have. */
+static int rx_take(tsim_port *pt, ml_wait_state *st, wait_priv *w, uint32_t i)
+{
+    const ml_ho_rx *rx = &st->rx[i];
+    if (rx->got >= rx->len || rx->len > UINT32_MAX || rx->lo >= rx->len ||
+        (rx->src != UINT32_MAX && rx->src >= (uint32_t)(pt->g->nnodes * TSIM_CPUS)))
+        return -1;
+    if (rx->niov && read_layout(pt, rx->iov, rx->niov, rx->cap, &w->rxiov[i], &w->rxiov_cap[i],
+                                &w->rxcur[i]) != 0)
+        return -1;
+    return 0;
+}
+
 /* Takes a hand-off the rank's loop could be in, every message and
  * reception checked: anything else is refused (the rank runs it). */
 static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, int start)
@@ -114,7 +128,7 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
         st->nrx > ML_HO_RX || (start && st->empties >= st->polls) ||
         (*wait & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL || st->ntx > ML_HO_TX ||
         st->nring > st->ntx || (st->nring && st->ring_pos >= st->nring) || st->nwt > ML_HO_WT ||
-        st->ngranted || st->co_owe || st->nfin)
+        st->ngranted || st->co_owe || st->nfin || (!st->flat && (st->co_slots || st->co_parts)))
         return 0;
     if (!*priv && !(*priv = calloc(1, sizeof(wait_priv)))) return 0;
     wait_priv *w = *priv;
@@ -143,15 +157,8 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
         for (uint32_t j = 0; j < i; j++)
             if (st->wt[j].t.id == t->id) return 0;
     }
-    for (uint32_t i = 0; i < st->nrx; i++) {
-        const ml_ho_rx *rx = &st->rx[i];
-        if (rx->got >= rx->len || rx->len > UINT32_MAX || rx->lo >= rx->len ||
-            (rx->src != UINT32_MAX && rx->src >= (uint32_t)nprocs))
-            return 0;
-        if (rx->niov && read_layout(pt, rx->iov, rx->niov, rx->cap, &w->rxiov[i], &w->rxiov_cap[i],
-                                    &w->rxcur[i]) != 0)
-            return 0;
-    }
+    for (uint32_t i = 0; i < st->nrx; i++)
+        if (rx_take(pt, st, w, i) != 0) return 0;
     st->inj_full = (*wait >> 8) & 0xffu;
     st->res = (ml_resume){0};
     if (!start) st->empties = st->polls;
@@ -302,6 +309,39 @@ static int take_grant(tsim_port *pt, ml_wait_state *st, wait_priv *w, int f, ml_
     return 1;
 }
 
+/* The coprocessor's loop meets the first data packet of a reception the
+ * main processor granted it after the hand-off (or into a slot whose last
+ * reception the loop completed): it is described as the coprocessor's own
+ * hand-off would describe it (ml_ho_rx_set), from the reception the main
+ * processor set up before its grant, and takes the place of the completed
+ * one of its slot, of another completed one, or a new place (so that no
+ * two have one id). NULL when it is not one (the rank takes the packet). */
+static ml_ho_rx *co_take(tsim_port *pt, ml_wait_state *st, wait_priv *w, uint16_t id)
+{
+    if (!st->flat || !st->co_slots || (id & (ML_CO_PART - 1)) >= ML_MAX_IDS) return NULL;
+    uint32_t i = 0;
+    while (i < st->nrx && st->rx[i].id != id) i++;
+    if (i == st->nrx) {
+        i = 0;
+        while (i < st->nrx && st->rx[i].got < st->rx[i].len) i++;
+    }
+    if (i == ML_HO_RX) return NULL;
+    ml_rx img;
+    uint64_t at = (uint64_t)(uintptr_t)ml_co_rx((ml_rx *)(uintptr_t)st->co_slots,
+                                                (ml_rx *)(uintptr_t)st->co_parts, id);
+    if (pt->ops->read(pt, &img, at, sizeof img, "hand-off: a reception the engine cannot read") != 0)
+        return NULL;
+    if (!img.used || img.cpu != ML_CPU_CO) return NULL;
+    ml_ho_rx old = st->rx[i];
+    ml_ho_rx_set(&st->rx[i], &img, UINT32_MAX, T_RZV_DATA, id, 0);
+    if (rx_take(pt, st, w, i) != 0) {
+        st->rx[i] = old;
+        return NULL;
+    }
+    if (i == st->nrx) st->nrx++;
+    return &st->rx[i];
+}
+
 /* The coprocessor's notice of a reception it completed (co_main's, before
  * its next poll): 1 sent (or none owed); a full FIFO hands the notice to
  * the rank (ml_coproc_handoff sends it, waiting for room). */
@@ -336,6 +376,7 @@ static int poll_once(void *ctx, ml_resume *a)
         return rc;
     }
     ml_ho_rx *rx = match(st, s, sw);
+    if (sw.type == T_RZV_DATA && st->flat && (!rx || rx->got >= rx->len)) rx = co_take(pt, st, w, sw.id);
     uint64_t off = sw.w;
     uint64_t n = rx && off <= rx->len ? ml_data_bytes(rx->lo, rx->len, off) : 0;
     /* a reception's last packet is the rank's (its completion runs there),

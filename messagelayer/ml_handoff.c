@@ -39,6 +39,13 @@ void ml_act_del(ml_ctx *ml, ml_rx *rx)
     rx->act_next = rx->act_prev = NULL;
 }
 
+void ml_ho_rx_set(ml_ho_rx *r, const ml_rx *rx, uint32_t src, uint8_t type, uint16_t id, uint32_t lo)
+{
+    *r = (ml_ho_rx){.buf = (uint64_t)(uintptr_t)rx->r.buf, .cap = rx->r.buf || rx->r.niov ? rx->r.cap : 0,
+                    .len = rx->len, .got = rx->got, .hi = rx->hi, .src = src, .type = type, .id = id,
+                    .iov = (uint64_t)(uintptr_t)rx->r.iov, .niov = rx->r.niov, .lo = lo};
+}
+
 /* m's completion may be recorded by the engine: it only completes
  * something, and not what this wait is for (ml_wait_for). */
 static uint8_t quiet(const ml_ctx *ml, const ml_msg *m)
@@ -92,22 +99,11 @@ static int describe(ml_ctx *ml, ml_wait_state *d, unsigned polls)
     d->ring_pos = (uint32_t)ml->ring_pos;
     uint32_t n = 0;
     for (ml_rx *rx = ml->act_head; rx && n < ML_HO_RX; rx = rx->act_next) {
-        ml_ho_rx *r = &d->rx[n];
-        r->buf = (uint64_t)(uintptr_t)rx->r.buf;
-        r->cap = rx->r.buf || rx->r.niov ? rx->r.cap : 0;
-        r->iov = (uint64_t)(uintptr_t)rx->r.iov;
-        r->niov = rx->r.niov;
-        r->len = rx->len;
-        r->got = rx->got;
-        r->hi = rx->hi;
         /* rendezvous and VN data name the slot, whoever sends it */
-        r->src = rx->dtype == T_RZV_DATA || rx->dtype == T_VN_DATA
-                     ? UINT32_MAX : (uint32_t)ml->map.proc[rx->src];
-        r->type = rx->dtype;
-        r->resv = 0;
-        r->id = rx->did;
-        r->lo = rx->dtype == T_RZV_DATA && rx->cpu == ML_CPU_SPLIT ? rx->co_lo : 0;
-        r->resv2 = 0;
+        ml_ho_rx_set(&d->rx[n], rx,
+                     rx->dtype == T_RZV_DATA || rx->dtype == T_VN_DATA ? UINT32_MAX
+                                                                      : (uint32_t)ml->map.proc[rx->src],
+                     rx->dtype, rx->did, rx->dtype == T_RZV_DATA && rx->cpu == ML_CPU_SPLIT ? rx->co_lo : 0);
         ml->reg_rx[n++] = rx;
     }
     d->nrx = n;
@@ -252,23 +248,24 @@ int ml_coproc_handoff(ml_ctx *ml, pl_proc *co, int start)
     d->flat = 1;
     d->batch = ML_ADVANCE_BATCH;
     d->nrx = (uint32_t)ml->co_nact;
-    for (int i = 0; i < ml->co_nact; i++) {
-        const ml_rx *rx = ml->co_act[i];
-        d->rx[i] = (ml_ho_rx){(uint64_t)(uintptr_t)rx->r.buf, rx->r.buf || rx->r.niov ? rx->r.cap : 0,
-                              rx->len, rx->got, rx->hi, UINT32_MAX, T_RZV_DATA, 0, ml->co_act_id[i],
-                              (uint64_t)(uintptr_t)rx->r.iov, rx->r.niov, 0, 0};
-    }
+    for (int i = 0; i < ml->co_nact; i++)
+        ml_ho_rx_set(&d->rx[i], ml->co_act[i], UINT32_MAX, T_RZV_DATA, ml->co_act_id[i], 0);
+    d->co_slots = (uint64_t)(uintptr_t)ml->slots;
+    d->co_parts = (uint64_t)(uintptr_t)ml->co_part;
     int rc = handoff_block(co, ML_PROG_WAIT, (uint32_t)start, TSIM_WAKE_REC_ALL, "coprocessor idle");
     if (rc != 0 || !co->p->handoff.back) return rc;
+    /* its receptions now: those the engine left incomplete, the ones it
+     * took up after the hand-off among them; one it completed is the main
+     * processor's once told (it may already hold a new reception): not to
+     * be touched */
     int k = 0;
-    for (int i = 0; i < ml->co_nact; i++) {
-        /* one the engine completed is the main processor's once told (it may
-         * already hold a new reception): not to be touched */
+    for (uint32_t i = 0; i < d->nrx; i++) {
         if (d->rx[i].got >= d->rx[i].len) continue;
-        ml->co_act[i]->got = d->rx[i].got;
-        ml->co_act[i]->hi = d->rx[i].hi;
-        ml->co_act[k] = ml->co_act[i];
-        ml->co_act_id[k++] = ml->co_act_id[i];
+        ml_rx *rx = ml_co_rx(ml->slots, ml->co_part, d->rx[i].id);
+        rx->got = d->rx[i].got;
+        rx->hi = d->rx[i].hi;
+        ml->co_act[k] = rx;
+        ml->co_act_id[k++] = d->rx[i].id;
     }
     ml->co_nact = k;
     ml->co_reordered += d->res.reordered;

@@ -199,6 +199,11 @@ typedef struct ml_wait_state {
      * whose notice to the main processor has still to go (ml_co_tell) */
     uint32_t co_owe;
     uint32_t nfin;       /* completions the engine recorded (ml_ho_tx.fin) */
+    /* the coprocessor's loop: where the main processor sets up the
+     * receptions it grants to the coprocessor (ml->slots, ml->co_part,
+     * ml_co_rx), for the engine to read one granted after the hand-off at
+     * its first data packet */
+    uint64_t co_slots, co_parts;
     ml_ho_tx tx[ML_HO_TX];
     ml_ho_rx rx[ML_HO_RX];
     ml_ho_wt wt[ML_HO_WT];
@@ -275,6 +280,15 @@ struct ml_ctx {
 enum { ML_CPU_MAIN, ML_CPU_CO, ML_CPU_SPLIT };
 #define ML_CO_PART 0x8000u /* data packet id: the coprocessor's part of a split */
 _Static_assert(ML_MAX_IDS <= ML_CO_PART, "slot ids must leave ML_CO_PART free");
+
+/* The reception the coprocessor's data packet id names: a whole message's
+ * slot, or a split's coprocessor part (id | ML_CO_PART), both set up by
+ * the main processor before its grant. The engine computes the same
+ * address in the rank from the hand-off's co_slots and co_parts. */
+static inline ml_rx *ml_co_rx(ml_rx *slots, ml_rx *parts, uint16_t id)
+{
+    return id & ML_CO_PART ? &parts[id & (ML_CO_PART - 1)] : &slots[id];
+}
 
 /* End of the coprocessor's whole lines of a split (len, head < align). */
 static inline size_t ml_split_end(size_t len, size_t head, size_t align)
@@ -531,6 +545,9 @@ int ml_block(ml_ctx *ml, const char *why);
 /* ml_handoff.c */
 /* A reception whose data packets (type, id) are still to come / is over. */
 void ml_act_add(ml_ctx *ml, ml_rx *rx, uint8_t dtype, uint16_t did);
+/* rx as a hand-off describes it (ml_ho_rx): by the rank, of its own
+ * receptions, and by the engine, of a reception it read from the rank */
+void ml_ho_rx_set(ml_ho_rx *r, const ml_rx *rx, uint32_t src, uint8_t type, uint16_t id, uint32_t lo);
 void ml_act_del(ml_ctx *ml, ml_rx *rx);
 /* The coprocessor blocks, handing the engine its receptions in progress
  * (a flat loop: polls until one finds nothing, then block; start: from its

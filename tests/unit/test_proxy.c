@@ -157,6 +157,7 @@ static void *rank_main(void *arg)
 typedef struct outcome {
     uint64_t end[NR], ddt[NR], staged;
     uint64_t link_pkts, link_busy;
+    uint64_t co_bells; /* CO mode: the coprocessors' wakes (and syncs) */
     tsim_result res;
     uint8_t *data[2];
 } outcome;
@@ -227,6 +228,10 @@ static void run(const job *j, int proxy, outcome *o)
         free(r[i].dst - j->offset);
         for (int k = 0; k < NR; k++) free(r[i].siov[k]), free(r[i].riov[k]);
     }
+    o->co_bells = 0;
+    if (j->mode == ML_MODE_CO)
+        for (int i = 0; i < j->nranks; i++)
+            o->co_bells += atomic_load(&seg->procs[seg->rank_proc[i] + 1].bell);
     tsim_engine_free(e);
     tsim_seg_destroy(seg);
     unsetenv("BGLEMU_PROXY");
@@ -323,6 +328,36 @@ JOBS_TEST(proxy_rendezvous_coproc_split_odd, check_same,
 JOBS_TEST(proxy_rendezvous_coproc_split_a2a, check_same,
           {"rendezvous, split, all to all, odd", ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 30001, 0, 3, 0, 0, 0, 1, 0, 0},
           {"the same, 4593 B, loop handed over", ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 4593, 0, 3, 1, 0, 0, 1, 0, 0})
+
+/* The coprocessor's loop stays with the engine from one reception to the
+ * next: a reception the main processor grants it while the engine runs
+ * that loop is taken up at its first data packet (the engine reads the
+ * slot the main processor set up before its grant), so the coprocessor
+ * wakes for none of the messages (without that, once for each); the
+ * same results, whole messages and splits. */
+static void check_co_asleep(const job *j)
+{
+    check_same(j);
+    outcome a, b;
+    run(j, 0, &a);
+    run(j, 1, &b);
+    int msgs = j->a2a ? NR * MSGS : j->bidir ? 2 * MSGS : MSGS;
+    /* a coprocessor that receives nothing: its first poll's sync, its stop */
+    uint64_t idle = 2 * (uint64_t)j->nranks;
+    ck_assert_msg(b.co_bells <= idle && b.co_bells < a.co_bells,
+                  "%s: coprocessors woke %llu times for %d messages with the engine's help (%llu if they "
+                  "received nothing), %llu without",
+                  j->what, (unsigned long long)b.co_bells, msgs, (unsigned long long)idle,
+                  (unsigned long long)a.co_bells);
+    printf("proxy: %-34s coprocessor wakes %llu -> %llu for %d messages\n", j->what,
+           (unsigned long long)a.co_bells, (unsigned long long)b.co_bells, msgs);
+    for (int i = 0; i < 2; i++) free(a.data[i]), free(b.data[i]);
+}
+
+JOBS_TEST(proxy_coproc_asleep, check_co_asleep,
+          {"coprocessor: 1300 B, one after another", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 1300, 0, 0, 0, 0, 0, 0, 4, 0},
+          {"coprocessor: 2800 B, split, both ways", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 2800, 1, 16, 1, 0, 0, 0, 4, 0},
+          {"coprocessor: 4593 B, split, all to all", ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 4593, 0, 3, 1, 0, 0, 1, 0, 0})
 
 /* Senders that wait for their grants in the MPI netmod's loop (four empty
  * advances, then block): the engine takes each grant as the rank's
@@ -455,7 +490,7 @@ Suite *proxy_suite(void)
     UM_TCASE(s, "same results", 120, proxy_rendezvous_heater, proxy_rendezvous_coproc, proxy_quiet_completions, proxy_quiet_split,
              proxy_rendezvous_coproc_split, proxy_rendezvous_coproc_split_odd,
              proxy_rendezvous_coproc_split_a2a, proxy_eager, proxy_sender_polls, proxy_rendezvous_grant,
-             proxy_adaptive, proxy_bidirectional, proxy_vn_fallback, proxy_delegated_loop,
+             proxy_coproc_asleep, proxy_adaptive, proxy_bidirectional, proxy_vn_fallback, proxy_delegated_loop,
              proxy_several_going_out, proxy_several_peers, proxy_refused, proxy_layouts,
              proxy_layouts_staged);
     return s;
