@@ -67,6 +67,7 @@ int pl_open(pl_proc *pp, tsim_seg *seg, int index, uint64_t vt)
 
 void pl_close(pl_proc *pp, int exit_code)
 {
+    tsim_watch_leave(pp->seg, pp->index);
     pl_publish(pp);
     pp->p->exit_code = exit_code;
     atomic_store(&pp->p->state, TSIM_P_EXITED);
@@ -104,7 +105,9 @@ unsigned pl_inj_room(const pl_proc *pp, int f)
 static void wait_bell(const pl_proc *pp, uint32_t b)
 {
     tsim_proc *p = pp->p;
-    switch (atomic_load_explicit(&pp->seg->ranks_wait, memory_order_relaxed)) {
+    int how = (int)atomic_load_explicit(&pp->seg->ranks_wait, memory_order_relaxed);
+    if (how != TSIM_WAIT_WATCH) tsim_watch_leave(pp->seg, pp->index);
+    switch (how) {
     case TSIM_WAIT_TURNS: tsim_wait_change(&p->bell, b, WAIT_MS, tsim_spins_one_core(), 1, &p->asleep); break;
     case TSIM_WAIT_WATCH:
         if (!tsim_watch(pp->seg, pp->index, &p->bell, b))

@@ -15,10 +15,13 @@
  * for the ranks a waiting rank does not pause (it would hold the only core
  * its peer can run on): in a job of two ranks it yields the core turn by
  * turn for a while, then sleeps (tsim_futex.h); with more it sleeps at
- * once. As soon as ranks run side by side (more running
- * ranks than cores beside the engine, at more than a fifth of its sleeps),
- * every core is theirs again ("shared"): a job that computes in parallel
- * must not lose a core to an engine that mostly sleeps.
+ * once. As soon as ranks run side by side (the engine asleep with more
+ * running ranks than cores beside it for over half a window), every core
+ * is theirs again ("shared"): a job that computes in parallel must not
+ * lose a core to an engine that mostly sleeps. The engine's idle time
+ * decides, not the running ranks it counts at its sleeps: a job that wakes
+ * a crowd of ranks at once (NPB CG after each exchange) counts many at
+ * its sleeps while its core is still the critical path.
  *
  * BGLEMU_CORES=auto (default), shared (never split: ranks anywhere) or split
  * (always). mpirun enables the plan (tsim_engine_plan_cores); engines that
@@ -40,6 +43,9 @@ struct tsim_cores {
     int nrank_cpus;
     cpu_set_t all, ranks;
     unsigned few, many;    /* the engine's sleeps this window, by running ranks */
+    double slept_many;     /* this window's time the engine waited while more ranks ran than
+                              the cores beside it */
+    double sleep_at;       /* the engine's wait began (0: with few ranks running) */
     int npids;             /* processes placed at the last change */
     double window_end;
 };
@@ -153,26 +159,48 @@ void tsim_cores_start(tsim_engine *e)
     sched_setaffinity(0, sizeof one, &one); /* this thread: the engine */
 }
 
+/* The window's verdict, at `now`: split while the engine's core is the
+ * critical path, shared when ranks have more work than their cores. */
+static void cores_decide(tsim_engine *e, double now)
+{
+    struct tsim_cores *c = e->cores;
+    double len = now - (c->window_end - CORES_WINDOW_S);
+    int want = c->mode == TSIM_CORES_SPLIT ? 1
+             : c->split ? c->slept_many * 2 <= len      /* the engine's core idle under half the time */
+                        : c->many * 20 <= c->few + c->many; /* split when ranks almost never overlap */
+    /* a rank that attached since was started with every core */
+    if (want != c->split || (want && known_pids(e) != c->npids)) set_split(e, want);
+    c->few = c->many = 0;
+    c->slept_many = 0;
+    c->window_end = now + CORES_WINDOW_S;
+}
+
+void tsim_cores_woke(tsim_engine *e)
+{
+    struct tsim_cores *c = e->cores;
+    if (!c || !c->sleep_at) return;
+    double now = mono_s();
+    c->slept_many += now - c->sleep_at;
+    c->sleep_at = 0;
+    /* ranks computing side by side leave the engine asleep for long
+     * stretches, few sleeps a window: the verdict need not wait for them */
+    if (c->split && now >= c->window_end && c->slept_many * 2 > now - (c->window_end - CORES_WINDOW_S))
+        cores_decide(e, now);
+}
+
 void tsim_cores_note(tsim_engine *e, int running)
 {
     struct tsim_cores *c = e->cores;
     if (!c) return;
     if (running <= c->nrank_cpus) c->few++;
-    else c->many++;
+    else c->many++, c->sleep_at = mono_s();
     /* forced: the rank processes known are placed every few sleeps, not
      * only once a window */
     if (c->mode == TSIM_CORES_SPLIT && (c->few + c->many) % 8 == 0 && known_pids(e) != c->npids)
         set_split(e, 1);
     if ((c->few + c->many) % CORES_MIN_SLEEPS) return;
-    double now = mono_s();
-    if (now < c->window_end) return;
-    int want = c->mode == TSIM_CORES_SPLIT ? 1
-             : c->split ? c->many * 5 <= c->few + c->many   /* stay while ranks rarely overlap */
-                        : c->many * 20 <= c->few + c->many; /* split when they almost never do */
-    /* a rank that attached since was started with every core */
-    if (want != c->split || (want && known_pids(e) != c->npids)) set_split(e, want);
-    c->few = c->many = 0;
-    c->window_end = now + CORES_WINDOW_S;
+    double now = c->sleep_at ? c->sleep_at : mono_s();
+    if (now >= c->window_end) cores_decide(e, now);
 }
 
 void tsim_cores_free(tsim_engine *e)

@@ -867,6 +867,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
                 tsim_wait_change_then(&s->engine_bell, bell, e->left_at ? 1 : 100,
                                       r2 <= e->ncpu ? tsim_engine_spins() : 0, 0, &s->engine_idle,
                                       serve_before_sleep, e);
+            tsim_cores_woke(e);
             atomic_store(&s->engine_wait, 0);
         }
     }

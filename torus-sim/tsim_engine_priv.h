@@ -262,6 +262,7 @@ struct tsim_engine {
 /* tsim_cores.c: the host's cores for the engine and the ranks. */
 void tsim_cores_start(tsim_engine *e);
 void tsim_cores_note(tsim_engine *e, int running);
+void tsim_cores_woke(tsim_engine *e);
 void tsim_cores_free(tsim_engine *e);
 
 /* tsim_net.c: the routers and links. */

@@ -16,8 +16,9 @@
  * bumps the rank's bell as always and sets the rank's bit in `wake_req`.
  * The watcher wakes it from the ranks' own core (no interrupt from
  * another core, no halted core), and its next turn hands the core over.
- * Every other waiting rank sleeps at once. The watcher leaves when its
- * own bell rings or after TSIM_TURNS_NS, and then sleeps like the others.
+ * Every other waiting rank sleeps at once. The watcher keeps the watch
+ * while it runs after its own bell rang (tsim_watch), gives it up after
+ * TSIM_TURNS_NS of turns, and then sleeps like the others.
  *
  * No wake is lost: the engine sets the bit, then looks at `watcher`; a
  * leaving watcher clears `watcher`, then takes the bits (both sides store,
@@ -88,29 +89,40 @@ static inline int tsim_watch_missed(const tsim_seg *s, int i)
            !atomic_load(&p->sync_target);
 }
 
+/* Processor self gives up the watch if it has it (it leaves the ranks'
+ * core, or waits in another way): no wake is left to it after this. */
+static inline void tsim_watch_leave(tsim_seg *s, int self)
+{
+    uint32_t me = (uint32_t)self + 1;
+    if (atomic_load_explicit(&s->watcher, memory_order_relaxed) != me ||
+        !atomic_compare_exchange_strong(&s->watcher, &me, 0))
+        return;
+    tsim_watch_serve(s);
+}
+
 /* Processor self waits for its bell to leave b: as the core's watcher if
- * nobody is, for up to TSIM_TURNS_NS. 1 if the bell rang meanwhile, 0 if
- * the caller is to sleep. */
+ * nobody is (or it still is), for up to TSIM_TURNS_NS. 1 if the bell rang
+ * meanwhile, 0 if the caller is to sleep. A watcher whose own bell rang
+ * keeps the watch while it runs: the engine's wakes meanwhile wait for its
+ * next wait, where it makes them, and the core goes from it to the rank
+ * woken in one switch, without a system call from the engine's core or a
+ * woken rank preempting it. It holds them up only while it runs, at most
+ * TSIM_WATCH_LATE_S before the engine makes them itself. */
 static inline int tsim_watch(tsim_seg *s, int self, _Atomic uint32_t *bell, uint32_t b)
 {
-    uint32_t none = 0;
-    if (!atomic_compare_exchange_strong(&s->watcher, &none, (uint32_t)self + 1)) return 0;
+    uint32_t none = 0, me = (uint32_t)self + 1;
+    if (atomic_load(&s->watcher) != me && !atomic_compare_exchange_strong(&s->watcher, &none, me)) return 0;
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rang = 0;
     for (;;) {
         tsim_watch_serve(s);
-        if (atomic_load_explicit(bell, memory_order_acquire) != b) {
-            rang = 1;
-            break;
-        }
+        if (atomic_load_explicit(bell, memory_order_acquire) != b) return 1;
         sched_yield();
         clock_gettime(CLOCK_MONOTONIC, &t);
         if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > TSIM_TURNS_NS) break;
     }
-    atomic_store(&s->watcher, 0);
-    tsim_watch_serve(s);
-    return rang;
+    tsim_watch_leave(s, self);
+    return 0;
 }
 
 #endif
