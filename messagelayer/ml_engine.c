@@ -137,7 +137,7 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
         const ml_ho_tx *t = &st->tx[k];
         if (!t->live) continue;
         if (t->fifo >= TSIM_NINJ || t->dst >= (uint32_t)nprocs || t->off >= t->len ||
-            t->len > UINT32_MAX || t->group >= TSIM_CPUS || t->quiet > (k >= st->nring) || t->fin ||
+            t->len > t->whole || t->group >= TSIM_CPUS || t->quiet > (k >= st->nring) || t->fin ||
             (t->flags & ~(TSIM_F_DYNAMIC | TSIM_F_HP)) != 0)
             return 0;
         if (t->niov && read_layout(pt, t->iov, t->niov, t->len, &w->txiov[k], &w->txiov_cap[k],
@@ -150,7 +150,7 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
     for (uint32_t i = 0; i < st->nwt; i++) {
         const ml_ho_tx *t = &st->wt[i].t;
         if (st->wt[i].granted || t->fifo >= TSIM_NINJ || t->dst >= (uint32_t)nprocs || t->off ||
-            !t->len || t->len > UINT32_MAX || t->group >= TSIM_CPUS || t->niov || t->charged ||
+            !t->len || t->len != t->whole || t->group >= TSIM_CPUS || t->niov || t->charged ||
             t->quiet > 1 || t->fin ||
             t->type != T_RZV_DATA || t->id >= ML_MAX_IDS || (t->flags & ~(TSIM_F_DYNAMIC | TSIM_F_HP)) != 0)
             return 0;
@@ -218,8 +218,13 @@ static int send_round(void *ctx, ml_resume *a)
             /* the ring's peers from ring_pos on, then the data list */
             uint32_t k = a->round_pos < st->nring ? (st->ring_pos + a->round_pos) % st->nring : a->round_pos;
             ml_ho_tx *t = &st->tx[k];
+            /* a split's next part: where the rank's own description of the
+             * message would now be */
+            if (t->live && t->off >= t->len && t->off < t->whole &&
+                ml_rzv_next_part(t, pt->prm->ml_coproc_align) != 0)
+                return back(st);
             if (!t->live || t->off >= t->len) continue;
-            if (t->len - t->off <= TSIM_PAYLOAD_MAX && !t->quiet) { /* the last packet */
+            if (t->len == t->whole && t->len - t->off <= TSIM_PAYLOAD_MAX && !t->quiet) { /* the last packet */
                 if (tsim_port_room(pt, t->fifo, tsim_chunks(t->len - t->off)) == 1) return back(st);
                 if (!pt->ops->settled(pt)) return TSIM_RUN_WAIT; /* its gather is the rank's if room comes */
             }
@@ -233,7 +238,7 @@ static int send_round(void *ctx, ml_resume *a)
             a->pkts_sent++;
             a->moved++;
             a->round_sent++;
-            if (t->off >= t->len) { /* a quiet one's: its completion recorded (ml_msg_finished) */
+            if (t->off >= t->whole) { /* a quiet one's: its completion recorded (ml_msg_finished) */
                 tsim_port_charge(pt, pt->prm->ml_callback_cycles);
                 t->fin = (uint8_t)++st->nfin;
             }
@@ -296,9 +301,7 @@ static int take_grant(tsim_port *pt, ml_wait_state *st, wait_priv *w, int f, ml_
         if (!st->wt[i].granted && st->wt[i].t.id == sw.id) g = &st->wt[i];
     if (!g || st->ntx >= ML_HO_TX || sw.w >= ML_MAX_IDS) return back(st);
     ml_ho_tx t = g->t;
-    uint64_t len = t.len;
     if (ml_rzv_grant(&t, (uint16_t)sw.w, sw.b, pt->prm->ml_coproc_align) != 0) return back(st);
-    if (t.len != len) t.quiet = 0; /* its first part's end is not the message's */
     pt->ops->consume(pt, f);
     tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
     tsim_port_charge(pt, pt->prm->ml_rzv_cycles);

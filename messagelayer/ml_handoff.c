@@ -91,8 +91,8 @@ static int describe(ml_ctx *ml, ml_wait_state *d, unsigned polls)
         ml_msg *m = ml->reg_tx[k];
         if (m) ml_proto_of(m->proto)->wire(ml, m, &d->tx[k]); /* what the rank would send next */
         else memset(&d->tx[k], 0, sizeof d->tx[k]);
-        /* the data list's, sent to its end (a split's first part is not) */
-        d->tx[k].quiet = m && k >= ml->nring && d->tx[k].len == m->len && quiet(ml, m);
+        /* the data list's, sent to its end (a split's parts included) */
+        d->tx[k].quiet = m && k >= ml->nring && quiet(ml, m);
     }
     d->ntx = (uint32_t)ntx;
     d->nring = (uint32_t)ml->nring;

@@ -165,6 +165,8 @@ typedef struct ml_ho_tx {
     uint8_t live;    /* 0: a ring peer whose message waits (it sends nothing) */
     uint8_t quiet;   /* data list: its completion may be recorded (ml_wait_for) */
     uint8_t fin;     /* the engine's answer: sent in full and completed, in this order (1, 2, ...) */
+    uint8_t b;       /* rendezvous: the grant's b (a split's parts: ml_rzv_next_part) */
+    uint32_t whole;  /* the message's length: len ends the part being sent (a split's) */
 } ml_ho_tx;
 
 /* A rendezvous send waiting for its grant (its scout has gone; a flat
@@ -344,6 +346,10 @@ void ml_rzv_waiting(const ml_ctx *ml, const ml_msg *m, ml_ho_tx *t);
  * sender (ml_engine.c) both use it. 0, or -1 for a b the message can't
  * have (the engine then leaves the grant to the rank). */
 int ml_rzv_grant(ml_ho_tx *t, uint16_t slot, uint8_t b, size_t align);
+/* t has sent its part of a split to its end: the next part, as the
+ * rank's description of the message at that offset would be. 0, or -1 if
+ * t holds none. */
+int ml_rzv_next_part(ml_ho_tx *t, size_t align);
 /* Message id's grant (slot, b) arrived: its data joins the data list. */
 void ml_rzv_granted(ml_ctx *ml, uint16_t id, uint16_t slot, uint8_t b);
 void ml_vn_accept(ml_ctx *ml, uint16_t slot);

@@ -36,8 +36,18 @@ int ml_rzv_grant(ml_ho_tx *t, uint16_t slot, uint8_t b, size_t align)
     int co = 0;
     t->len = ml_part_end(b, t->len, align, t->off, &co);
     t->id = (uint16_t)(b >= ML_CPU_SPLIT && co ? slot | ML_CO_PART : slot);
+    t->b = b;
     if (co) t->group = 1;
     return 0;
+}
+
+int ml_rzv_next_part(ml_ho_tx *t, size_t align)
+{
+    if (t->type != T_RZV_DATA || t->b < ML_CPU_SPLIT || t->off < t->len || t->off >= t->whole) return -1;
+    /* what ml_rzv_waiting and ml_rzv_grant make of the message at off */
+    t->len = t->whole;
+    t->group = (uint8_t)(t->dst % TSIM_CPUS);
+    return ml_rzv_grant(t, (uint16_t)(t->id & (ML_CO_PART - 1)), t->b, align);
 }
 
 /* The data packets of m from m->off, after the grant (m->seq is the

@@ -157,6 +157,7 @@ void ml_wire_of(const ml_ctx *ml, const ml_msg *m, ml_ho_tx *t, uint8_t type, ui
 {
     *t = (ml_ho_tx){.buf = (uint64_t)(uintptr_t)(m->niov ? (const void *)m->stage : m->buf),
                     .len = m->len,
+                    .whole = (uint32_t)m->len,
                     .off = m->off,
                     .iov = (uint64_t)(uintptr_t)m->iov,
                     .niov = m->niov,

@@ -228,7 +228,7 @@ enum tsim_pstate {
  * before it blocks, copied and checked by the engine while it is blocked;
  * the engine's answer (the state as it left it) goes back in the same
  * block before the wake. The engine never reads the state's bytes itself. */
-#define TSIM_HANDOFF_BYTES 3584
+#define TSIM_HANDOFF_BYTES 4096
 typedef struct tsim_handoff {
     _Atomic uint32_t gen;     /* bumped for every hand-off (0: none given) */
     uint32_t prog;            /* tsim_prog.id; 0: nothing to hand over */

@@ -267,7 +267,7 @@ int main(int argc, char **argv)
         d->polls = 1;
         d->batch = 1;
         d->ntx = 1;
-        d->tx[0] = (ml_ho_tx){.buf = 16, .len = 4096, .dst = (uint32_t)pp.seg->rank_proc[0],
+        d->tx[0] = (ml_ho_tx){.buf = 16, .len = 4096, .whole = 4096, .dst = (uint32_t)pp.seg->rank_proc[0],
                               .type = 7, .id = 1, .live = 1};
         p->handoff.prog = ML_PROG_WAIT;
         p->handoff.start = 1;

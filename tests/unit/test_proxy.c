@@ -386,11 +386,13 @@ JOBS_TEST(proxy_quiet_completions, check_quiet,
           {"quiet: rendezvous to three peers", ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 2800, 0, 16, 0, 0, 1, 0, 4, J_QUIET},
           {"quiet: both ways, 30001 B", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 30001, 1, 0, 1, 1, 0, 0, 4, J_QUIET})
 
-/* Split receptions: a message's data goes in two parts (the receiver's
- * whole lines, then its partial ones), and only the end of the last is
- * the message's: the first part's last packet must not complete it (it
- * did, and the job deadlocked). */
-JOBS_TEST(proxy_quiet_split, check_same,
+/* Split receptions: a message's data goes in parts (the receiver's
+ * partial head line, its whole lines, its partial tail line), and only
+ * the end of the last is the message's: a part's last packet must not
+ * complete it (it did, and the job deadlocked). The engine goes on from
+ * one part to the next itself (ml_rzv_next_part) and records the
+ * message's completion when it is quiet: fewer wakes than without. */
+JOBS_TEST(proxy_quiet_split, check_quiet,
           {"quiet: split, both ways", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 30001, 1, 16, 1, 1, 0, 0, 4, J_QUIET})
 
 JOBS_TEST(proxy_sender_polls, check_same,
