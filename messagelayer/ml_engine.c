@@ -321,7 +321,7 @@ static int take_grant(tsim_port *pt, ml_wait_state *st, wait_priv *w, int f, ml_
  * two have one id). NULL when it is not one (the rank takes the packet). */
 static ml_ho_rx *co_take(tsim_port *pt, ml_wait_state *st, wait_priv *w, uint16_t id)
 {
-    if (!st->flat || !st->co_slots || (id & (ML_CO_PART - 1)) >= ML_MAX_IDS) return NULL;
+    if (!st->co_slots || (id & (ML_CO_PART - 1)) >= ML_MAX_IDS) return NULL; /* only a flat loop's */
     uint32_t i = 0;
     while (i < st->nrx && st->rx[i].id != id) i++;
     if (i == st->nrx) {

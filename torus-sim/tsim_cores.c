@@ -184,8 +184,7 @@ void tsim_cores_woke(tsim_engine *e)
     c->sleep_at = 0;
     /* ranks computing side by side leave the engine asleep for long
      * stretches, few sleeps a window: the verdict need not wait for them */
-    if (c->split && now >= c->window_end && c->slept_many * 2 > now - (c->window_end - CORES_WINDOW_S))
-        cores_decide(e, now);
+    if (c->split && now >= c->window_end) cores_decide(e, now);
 }
 
 void tsim_cores_note(tsim_engine *e, int running)

@@ -772,6 +772,8 @@ static void serve_left(tsim_engine *e, int all)
                 rest |= m & -m;
                 continue;
             }
+            /* a watcher that comes to its request later need not repeat the call */
+            atomic_fetch_and(&e->seg->wake_req[w], ~(m & -m));
             tsim_futex_wake(&e->seg->procs[i].bell);
             e->left_late++;
         }
