@@ -111,16 +111,19 @@ typedef struct ml_recv {
     size_t niov;
     ml_done_fn done;
     void *arg;
+    /* what done completes, when that is all it does (as ml_msg's): the
+     * completion may run later, in a wait that is not for it */
+    const void *completes;
     /* rendezvous and VN only: set defer to 1 to answer later (e.g. when a
      * matching receive is posted): the sender waits, and ml_accept(token,
      * ...) sends the grant (rendezvous) or copies the data from the sender's
      * buffer (VN). The other fields are ignored then. */
-    int defer;
-    /* given to the upcall (read-only): the message's protocol, and the
-     * token ml_accept needs */
-    ml_proto proto;
+    uint8_t defer;
+    /* given to the upcall (read-only): the message's protocol (ml_proto),
+     * and the token ml_accept needs */
+    uint8_t proto;
     unsigned token;
-} ml_recv;
+} ml_recv; /* 64 bytes, as before completes: two regress jobs follow libmpi's heap layout (docs/simulated-time.md) */
 
 /* Called, in per-pair send order, when a message from rank src arrives. */
 typedef void (*ml_upcall_fn)(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t len,

@@ -128,7 +128,7 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
         st->nrx > ML_HO_RX || (start && st->empties >= st->polls) ||
         (*wait & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL || st->ntx > ML_HO_TX ||
         st->nring > st->ntx || (st->nring && st->ring_pos >= st->nring) || st->nwt > ML_HO_WT ||
-        st->ngranted || st->co_owe || st->nfin || (!st->flat && (st->co_slots || st->co_parts)))
+        st->ngranted || st->co_owe || st->nfin || st->nco_fin)
         return 0;
     if (!*priv && !(*priv = calloc(1, sizeof(wait_priv)))) return 0;
     wait_priv *w = *priv;
@@ -158,7 +158,7 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
             if (st->wt[j].t.id == t->id) return 0;
     }
     for (uint32_t i = 0; i < st->nrx; i++)
-        if (rx_take(pt, st, w, i) != 0) return 0;
+        if (st->rx[i].fin || st->rx[i].quiet > 1 || rx_take(pt, st, w, i) != 0) return 0;
     st->inj_full = (*wait >> 8) & 0xffu;
     st->res = (ml_resume){0};
     if (!start) st->empties = st->polls;
@@ -321,7 +321,7 @@ static int take_grant(tsim_port *pt, ml_wait_state *st, wait_priv *w, int f, ml_
  * two have one id). NULL when it is not one (the rank takes the packet). */
 static ml_ho_rx *co_take(tsim_port *pt, ml_wait_state *st, wait_priv *w, uint16_t id)
 {
-    if (!st->co_slots || (id & (ML_CO_PART - 1)) >= ML_MAX_IDS) return NULL; /* only a flat loop's */
+    if (!st->co_slots || (id & (ML_CO_PART - 1)) >= ML_MAX_IDS) return NULL;
     uint32_t i = 0;
     while (i < st->nrx && st->rx[i].id != id) i++;
     if (i == st->nrx) {
@@ -356,6 +356,33 @@ static int co_notice(tsim_port *pt, ml_wait_state *st)
     return rc == 0 ? back(st) : rc;
 }
 
+/* The coprocessor's notice of a reception it completed, to the main
+ * processor's loop (ml_rzv.c's T_CO_RZV_DONE, as the rank dispatches it):
+ * where that completion may be recorded (ml_wait_for), read, dispatched,
+ * ml_callback_cycles, and recorded: 1. TSIM_RUN_BACK for any other (a
+ * split's part, the wait's own request: the rank takes it). */
+static int co_done(tsim_port *pt, ml_wait_state *st, int f, ml_sw sw)
+{
+    if (st->flat || !st->co_slots || !st->wait_for || (sw.id & ML_CO_PART) || sw.id >= ML_MAX_IDS ||
+        st->nco_fin >= ML_HO_COFIN)
+        return back(st);
+    for (uint32_t i = 0; i < st->nco_fin; i++)
+        if (st->co_fin[i] == sw.id) return back(st);
+    ml_rx img;
+    uint64_t at = (uint64_t)(uintptr_t)ml_co_rx((ml_rx *)(uintptr_t)st->co_slots,
+                                                (ml_rx *)(uintptr_t)st->co_parts, sw.id);
+    if (pt->ops->read(pt, &img, at, sizeof img, "hand-off: a reception the engine cannot read") != 0 ||
+        !img.used || img.cpu != ML_CPU_CO || !img.r.completes ||
+        (uint64_t)(uintptr_t)img.r.completes == st->wait_for)
+        return back(st);
+    pt->ops->consume(pt, f);
+    tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
+    tsim_port_charge(pt, pt->prm->ml_callback_cycles);
+    st->co_fin[st->nco_fin] = sw.id;
+    st->co_fin_n[st->nco_fin++] = (uint16_t)++st->nfin;
+    return 1;
+}
+
 /* One poll: 1 a packet was read, 0 none was visible (charged), or
  * TSIM_RUN_WAIT / TSIM_RUN_BACK. A data packet of a reception it knows
  * that does not complete it is the engine's, and a grant for a send it
@@ -373,8 +400,8 @@ static int poll_once(void *ctx, ml_resume *a)
     if (f < 0) return 0;
     const tsim_slot *s = pt->ops->peek(pt, f);
     ml_sw sw = ml_sw_of(s);
-    if (sw.type == T_GRANT) {
-        rc = take_grant(pt, st, w, f, sw);
+    if (sw.type == T_GRANT || sw.type == T_CO_RZV_DONE) {
+        rc = sw.type == T_GRANT ? take_grant(pt, st, w, f, sw) : co_done(pt, st, f, sw);
         if (rc == 1) a->pkts_recv++;
         return rc;
     }
@@ -383,10 +410,11 @@ static int poll_once(void *ctx, ml_resume *a)
     uint64_t off = sw.w;
     uint64_t n = rx && off <= rx->len ? ml_data_bytes(rx->lo, rx->len, off) : 0;
     /* a reception's last packet is the rank's (its completion runs there),
-     * but for the coprocessor, which only tells the main processor; one it
-     * completed is over (its slot may already carry the next reception) */
+     * unless its completion may be recorded, and but for the coprocessor,
+     * which only tells the main processor; one it completed is over (its
+     * slot may already carry the next reception) */
     int last = rx && off <= rx->len && rx->got + n >= rx->len;
-    if (!rx || off > rx->len || rx->got >= rx->len || (last && !st->flat)) return back(st);
+    if (!rx || off > rx->len || rx->got >= rx->len || (last && !st->flat && !rx->quiet)) return back(st);
     /* the bytes first: a write that fails leaves the packet to the rank
      * (the pieces written are rewritten by it) */
     size_t i = (size_t)(rx - st->rx);
@@ -400,7 +428,11 @@ static int poll_once(void *ctx, ml_resume *a)
     ml_data_seen(&rx->hi, &a->reordered, off);
     rx->got += n;
     a->pkts_recv++;
-    if (last) st->co_owe = 1u + rx->id; /* sent before the next poll, at this clock */
+    if (last && st->flat) st->co_owe = 1u + rx->id; /* sent before the next poll, at this clock */
+    else if (last) { /* ml_rx_complete's charge; the rank runs the rest (ml_rx_finish) */
+        tsim_port_charge(pt, pt->prm->ml_callback_cycles);
+        rx->fin = ++st->nfin;
+    }
     return 1;
 }
 

@@ -46,11 +46,21 @@ void ml_ho_rx_set(ml_ho_rx *r, const ml_rx *rx, uint32_t src, uint8_t type, uint
                     .iov = (uint64_t)(uintptr_t)rx->r.iov, .niov = rx->r.niov, .lo = lo};
 }
 
-/* m's completion may be recorded by the engine: it only completes
- * something, and not what this wait is for (ml_wait_for). */
-static uint8_t quiet(const ml_ctx *ml, const ml_msg *m)
+/* A completion the engine may record: it only completes something
+ * (ml_msg.completes, ml_recv.completes), and not what this wait is for
+ * (ml_wait_for). */
+static uint8_t quiet(const ml_ctx *ml, const void *completes)
 {
-    return m->completes && ml->wait_for && m->completes != ml->wait_for;
+    return completes && ml->wait_for && completes != ml->wait_for;
+}
+
+/* A reception's, where ml_rx_complete is all the rank does at its last
+ * packet: not an adaptive eager one's (also unlinked and freed), nor a
+ * split's (its two parts), nor the VN fallback's. */
+static uint8_t rx_quiet(const ml_ctx *ml, const ml_rx *rx)
+{
+    return quiet(ml, rx->r.completes) &&
+           (rx->dtype == T_EAGER_DATA || (rx->dtype == T_RZV_DATA && rx->cpu == ML_CPU_MAIN));
 }
 
 void ml_wait_for(ml_ctx *ml, const void *what) { ml->wait_for = what; }
@@ -92,7 +102,7 @@ static int describe(ml_ctx *ml, ml_wait_state *d, unsigned polls)
         if (m) ml_proto_of(m->proto)->wire(ml, m, &d->tx[k]); /* what the rank would send next */
         else memset(&d->tx[k], 0, sizeof d->tx[k]);
         /* the data list's, sent to its end (a split's parts included) */
-        d->tx[k].quiet = m && k >= ml->nring && quiet(ml, m);
+        d->tx[k].quiet = m && k >= ml->nring && quiet(ml, m->completes);
     }
     d->ntx = (uint32_t)ntx;
     d->nring = (uint32_t)ml->nring;
@@ -104,9 +114,17 @@ static int describe(ml_ctx *ml, ml_wait_state *d, unsigned polls)
                      rx->dtype == T_RZV_DATA || rx->dtype == T_VN_DATA ? UINT32_MAX
                                                                       : (uint32_t)ml->map.proc[rx->src],
                      rx->dtype, rx->did, rx->dtype == T_RZV_DATA && rx->cpu == ML_CPU_SPLIT ? rx->co_lo : 0);
+        d->rx[n].quiet = rx_quiet(ml, rx);
         ml->reg_rx[n++] = rx;
     }
     d->nrx = n;
+    /* the coprocessor's receptions, whose completion notices the engine
+     * may take where it reads them quiet (ml_engine.c's co_done) */
+    if (ml->mode == ML_MODE_CO && ml->wait_for) {
+        d->co_slots = (uint64_t)(uintptr_t)ml->slots;
+        d->co_parts = (uint64_t)(uintptr_t)ml->co_part;
+        d->wait_for = (uint64_t)(uintptr_t)ml->wait_for;
+    }
     /* the rendezvous sends whose grants the engine may take: the last
      * scouts sent, while they still wait (a layout's are left to the rank) */
     uint32_t nw = 0;
@@ -119,7 +137,7 @@ static int describe(ml_ctx *ml, ml_wait_state *d, unsigned polls)
         if (j < nw) continue;
         d->wt[nw] = (ml_ho_wt){.granted = 0};
         ml_rzv_waiting(ml, m, &d->wt[nw].t);
-        d->wt[nw].t.quiet = quiet(ml, m);
+        d->wt[nw].t.quiet = quiet(ml, m->completes);
         ml->reg_wt[nw++] = m;
     }
     d->nwt = nw;
@@ -168,7 +186,7 @@ static void apply(ml_ctx *ml, const ml_wait_state *d)
      * order: off the list (a send round resumed mid-way counts one place
      * less for each before its position), their callbacks run now */
     uint32_t pos = d->res.round_pos;
-    for (uint32_t n = 1; n <= d->nfin; n++)
+    for (uint32_t n = 1; n <= d->nfin; n++) {
         for (int k = 0; k < ntx; k++) {
             if (d->tx[k].fin != n || !ml->reg_tx[k]) continue;
             ml_msg *m = ml->reg_tx[k], **pm = &ml->data_head;
@@ -177,6 +195,12 @@ static void apply(ml_ctx *ml, const ml_wait_state *d)
             if ((uint32_t)k < pos) ml->resume.round_pos--;
             ml_msg_done(ml, m);
         }
+        /* the receptions it completed, charged there: the rest is ours */
+        for (uint32_t i = 0; i < d->nrx; i++)
+            if (d->rx[i].fin == n) ml_rx_finish(ml, ml->reg_rx[i]);
+        for (uint32_t i = 0; i < d->nco_fin; i++)
+            if (d->co_fin_n[i] == n) ml_rx_finish(ml, &ml->slots[d->co_fin[i]]);
+    }
 }
 
 /* Blocks pp with its hand-off block naming prog (start: the loop runs at

@@ -127,6 +127,7 @@ typedef struct ml_peer {
 #define ML_HO_RX 32
 #define ML_HO_TX 8
 #define ML_HO_WT 8
+#define ML_HO_COFIN 16
 #define ML_PROG_WAIT 1
 
 /* Data packets whose software header is {type, *, id, offset} from
@@ -142,10 +143,11 @@ typedef struct ml_ho_rx {
     uint64_t buf, cap, len, got, hi;
     uint32_t src;
     uint8_t type;
-    uint8_t resv;
+    uint8_t quiet;   /* its completion may be recorded (ml_wait_for) */
     uint16_t id;
     uint64_t iov, niov;
-    uint32_t lo, resv2;
+    uint32_t lo;
+    uint32_t fin;    /* the engine's answer: received in full and completed, in ml_ho_tx.fin's order */
 } ml_ho_rx;
 
 /* One message's remaining packets: bytes [off, len) of buf, at most
@@ -200,11 +202,18 @@ typedef struct ml_wait_state {
     /* the coprocessor's loop (flat): 1 + the id of a reception it completed
      * whose notice to the main processor has still to go (ml_co_tell) */
     uint32_t co_owe;
-    uint32_t nfin;       /* completions the engine recorded (ml_ho_tx.fin) */
-    /* the coprocessor's loop: where the main processor sets up the
-     * receptions it grants to the coprocessor (ml->slots, ml->co_part,
-     * ml_co_rx), for the engine to read one granted after the hand-off at
-     * its first data packet */
+    uint32_t nfin;       /* completions the engine recorded (ml_ho_tx.fin, ml_ho_rx.fin, co_fin) */
+    /* the main processor's loop: the coprocessor's completion notices the
+     * engine took, for receptions whose completion may be recorded (read
+     * from ml->slots, co_slots, against the wait's own request, wait_for):
+     * slot ids, and their places among the completions */
+    uint32_t nco_fin;
+    uint16_t co_fin[ML_HO_COFIN], co_fin_n[ML_HO_COFIN];
+    uint64_t wait_for;
+    /* where the main processor sets up the receptions it grants to the
+     * coprocessor (ml->slots, ml->co_part, ml_co_rx): the coprocessor's
+     * loop reads one granted after the hand-off at its first data packet,
+     * the main processor's one the coprocessor completed at its notice */
     uint64_t co_slots, co_parts;
     ml_ho_tx tx[ML_HO_TX];
     ml_ho_rx rx[ML_HO_RX];
@@ -462,7 +471,12 @@ unsigned ml_rx_write(tsim_port *pt, ml_rx *rx, uint64_t *reordered, uint64_t off
 /* The same on this rank, charged. */
 void ml_rx_data(ml_ctx *ml, ml_rx *rx, uint64_t off, const void *data, size_t n);
 void ml_rx_set_cap(ml_ctx *ml, ml_rx *rx);
+/* A reception's completion: ml_callback_cycles, then ml_rx_finish. */
 void ml_rx_complete(ml_ctx *ml, ml_rx *rx);
+/* Its host side: off the active list, a staged layout scattered, the slot
+ * freed, the callback run (alone where the engine charged the completion
+ * and recorded it: ml_wait_state.nfin). */
+void ml_rx_finish(ml_ctx *ml, ml_rx *rx);
 /* A message arrives: the user's upcall says where it goes (rx). */
 void ml_upcall(ml_ctx *ml, int src, const uint8_t *hdr, size_t hl, size_t len, ml_rx *rx, ml_proto proto,
                unsigned token);

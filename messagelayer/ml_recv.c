@@ -81,6 +81,12 @@ void ml_rx_set_cap(ml_ctx *ml, ml_rx *rx)
 
 void ml_rx_complete(ml_ctx *ml, ml_rx *rx)
 {
+    ml_charge(ml, ml->prm->ml_callback_cycles);
+    ml_rx_finish(ml, rx);
+}
+
+void ml_rx_finish(ml_ctx *ml, ml_rx *rx)
+{
     ml_act_del(ml, rx);
     if (rx->r.niov && rx->r.buf) {
         ml_stage_scatter(rx->r.iov, rx->r.niov, rx->r.buf, rx->len < rx->r.cap ? rx->len : rx->r.cap);
@@ -89,7 +95,6 @@ void ml_rx_complete(ml_ctx *ml, ml_rx *rx)
     }
     ml_recv r = rx->r;
     rx->used = 0;
-    ml_charge(ml, ml->prm->ml_callback_cycles);
     if (r.done) r.done(ml, r.arg);
 }
 
@@ -98,7 +103,7 @@ void ml_upcall(ml_ctx *ml, int src, const uint8_t *hdr, size_t hl, size_t len, m
 {
     ml_act_del(ml, rx);
     memset(rx, 0, sizeof *rx);
-    rx->r.proto = proto;
+    rx->r.proto = (uint8_t)proto;
     rx->r.token = token;
     uint64_t t0 = pl_now(ml->pp);
     ml_charge(ml, ml->prm->ml_callback_cycles);
@@ -144,6 +149,7 @@ static int accept(ml_ctx *ml, unsigned token, const ml_recv *where)
     rx->r.niov = where->niov;
     rx->r.done = where->done;
     rx->r.arg = where->arg;
+    rx->r.completes = where->completes;
     rx->r.defer = 0;
     rx->cur = (ml_cursor){0, 0};
     ml_rx_set_cap(ml, rx);

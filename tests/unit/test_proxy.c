@@ -19,8 +19,12 @@
  * (BGLEMU_VN_NOCOPY); J_IDLE, the engine need not read or send a packet;
  * J_QUIET, a sender of several messages at once waits for each in turn,
  * as MPI_Waitall does, saying which (ml_wait_for), its messages' callbacks
- * only marking them complete (ml_msg.completes). */
-enum { J_LAYOUT = 1, J_NOCOPY = 2, J_IDLE = 4, J_QUIET = 8 };
+ * only marking them complete (ml_msg.completes); J_QUIET_RX, a receiver
+ * waits for its messages one at a time, the last first (MPI_Waitall on
+ * receives posted in another order than they complete), saying which, its
+ * receptions' callbacks only marking them complete (ml_recv.completes);
+ * J_RX_WAITALL, the same loop without saying which. */
+enum { J_LAYOUT = 1, J_NOCOPY = 2, J_IDLE = 4, J_QUIET = 8, J_QUIET_RX = 16, J_RX_WAITALL = 32 };
 typedef struct job {
     const char *what;
     ml_mode mode;
@@ -59,6 +63,7 @@ typedef struct rank {
     ml_ctx *ml;
     int me;
     uint8_t *src, *dst;
+    volatile int rfin[NR]; /* J_QUIET_RX, J_RX_WAITALL: message k received (by header) */
     struct iovec *siov[NR], *riov[NR]; /* riov by header (a2a: the sender) */
     size_t sn[NR], rn[NR];
     volatile int got, sent;
@@ -66,6 +71,12 @@ typedef struct rank {
 } rank;
 
 static void on_done(ml_ctx *ml, void *arg)
+{
+    (void)ml;
+    (*(volatile int *)arg)++;
+}
+
+static void on_rx_k(ml_ctx *ml, void *arg)
 {
     (void)ml;
     (*(volatile int *)arg)++;
@@ -88,6 +99,11 @@ static void on_up(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t le
     }
     out->done = on_done;
     out->arg = (void *)&r->got;
+    if (r->j->flags & (J_QUIET_RX | J_RX_WAITALL)) {
+        out->done = on_rx_k;
+        out->arg = (void *)&r->rfin[k];
+        if (r->j->flags & J_QUIET_RX) out->completes = (const void *)&r->rfin[k];
+    }
 }
 
 static void *rank_main(void *arg)
@@ -135,18 +151,27 @@ static void *rank_main(void *arg)
         }
         ml_wait_for(r->ml, NULL);
     }
-    /* the MPI netmod's loop: four empty advances in a row, then block */
-    int empty = 0;
-    while (recvs && r->got < want) {
-        if (j->delegate && ml_wait_delegate(r->ml, "test: receive", 4, (unsigned)empty) < 0) break;
-        if (ml_advance(r->ml)) {
+    /* the MPI netmod's loop: four empty advances in a row, then block;
+     * J_QUIET_RX, J_RX_WAITALL: one message at a time, the middle one
+     * first (whichever end the messages complete from, one completes
+     * while it waits for another) */
+    int empty = 0, each = (j->flags & (J_QUIET_RX | J_RX_WAITALL)) != 0;
+    for (int i = 0; recvs && i < (each ? want : 1); i++) {
+        int w = i == 0 ? want / 2 : i <= want / 2 ? i - 1 : i;
+        if (j->flags & J_QUIET_RX) ml_wait_for(r->ml, (const void *)&r->rfin[w]);
+        while (each ? !r->rfin[w] : r->got < want) {
+            if (j->delegate && ml_wait_delegate(r->ml, "test: receive", 4, (unsigned)empty) < 0) break;
+            if (ml_advance(r->ml)) {
+                empty = 0;
+                continue;
+            }
+            if (++empty < 4) continue;
             empty = 0;
-            continue;
+            if (ml_wait_idle(r->ml, "test: receive", 4) != 0) break;
         }
-        if (++empty < 4) continue;
-        empty = 0;
-        if (ml_wait_idle(r->ml, "test: receive", 4) != 0) break;
+        r->got += each ? r->rfin[w] : 0;
     }
+    ml_wait_for(r->ml, NULL);
     r->end = pl_now(&r->pp);
     r->staged = ml_get_stats(r->ml)->staged;
     ml_finalize(r->ml);
@@ -281,6 +306,7 @@ static void check_quiet(const job *j)
     check_same(j);
     job plain = *j;
     plain.flags &= ~(unsigned)J_QUIET;
+    if (j->flags & J_QUIET_RX) plain.flags = (plain.flags & ~(unsigned)J_QUIET_RX) | J_RX_WAITALL;
     outcome q, p;
     run(j, 1, &q);
     run(&plain, 1, &p);
@@ -395,6 +421,16 @@ JOBS_TEST(proxy_quiet_completions, check_quiet,
 JOBS_TEST(proxy_quiet_split, check_quiet,
           {"quiet: split, both ways", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 30001, 1, 16, 1, 1, 0, 0, 4, J_QUIET})
 
+/* A receiver of several messages that waits for each in turn, the middle
+ * one first (MPI_Waitall): another completes while it waits for that one,
+ * and the engine records their completions — at the coprocessor's notice
+ * (CO mode: its receptions), at their last packet (the main processor's:
+ * rendezvous without a coprocessor, eager data). */
+JOBS_TEST(proxy_quiet_receptions, check_quiet,
+          {"quiet rx: coprocessor receives", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 2800, 0, 0, 1, 1, 0, 0, 4, J_QUIET_RX},
+          {"quiet rx: rendezvous, main", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 30000, 0, 16, 1, 1, 0, 0, 4, J_QUIET_RX},
+          {"quiet rx: eager, main", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 1, 1, 0, 0, 4, J_QUIET_RX})
+
 JOBS_TEST(proxy_sender_polls, check_same,
           {"rendezvous, sender polls 4", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 4, 0},
           {"rendezvous, sender polls 16", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 16, 0},
@@ -490,6 +526,7 @@ Suite *proxy_suite(void)
 {
     Suite *s = suite_create("proxy");
     UM_TCASE(s, "same results", 120, proxy_rendezvous_heater, proxy_rendezvous_coproc, proxy_quiet_completions, proxy_quiet_split,
+             proxy_quiet_receptions,
              proxy_rendezvous_coproc_split, proxy_rendezvous_coproc_split_odd,
              proxy_rendezvous_coproc_split_a2a, proxy_eager, proxy_sender_polls, proxy_rendezvous_grant,
              proxy_coproc_asleep, proxy_adaptive, proxy_bidirectional, proxy_vn_fallback, proxy_delegated_loop,

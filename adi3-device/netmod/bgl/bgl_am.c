@@ -260,7 +260,7 @@ static void scatter_done(ml_ctx * ml, void *arg)
     complete_recv(rreq);
 }
 
-static void land(MPIR_Request * rreq, size_t len, ml_recv * out);
+static void land(MPIR_Request * rreq, size_t len, ml_recv * out, int pt2pt);
 
 /* A message's first packet (or rendezvous scout) arrived, in per-pair send
  * order: MPIDIG matches it and says where its len bytes go. */
@@ -308,7 +308,7 @@ static void upcall(ml_ctx * ml, int src, const void *hdr, size_t hdrlen, size_t 
         out->defer = 1;
         return;
     }
-    land(rreq, len, out);
+    land(rreq, len, out, handler_id == MPIDIG_SEND);
 }
 
 /* Where the len bytes for rreq go: straight into a contiguous receive
@@ -320,7 +320,7 @@ static void upcall(ml_ctx * ml, int src, const void *hdr, size_t hdrlen, size_t 
  * message shorter than its receive buffer (MPICH's recursive-doubling
  * allgather posts such receives) summed uninitialised lengths and failed
  * as "truncated; 34 bytes received but buffer size is 40". */
-static void land(MPIR_Request * rreq, size_t len, ml_recv * out)
+static void land(MPIR_Request * rreq, size_t len, ml_recv * out, int pt2pt)
 {
     int is_contig = 0, is_gpu;
     void *p;
@@ -347,6 +347,13 @@ static void land(MPIR_Request * rreq, size_t len, ml_recv * out)
         out->cap = (size_t) sz;
         out->done = recv_done;
         out->arg = rreq;
+        /* A point-to-point message that matched a posted receive, not a
+         * synchronous send's: its completion only completes rreq (no
+         * unpack to charge, no ack to send: recv_target_cmpl_cb), so it
+         * may run later, in a wait for another request. */
+        int st = MPIDIG_REQUEST(rreq, req->status);
+        if (pt2pt && !(st & (MPIDIG_REQ_UNEXPECTED | MPIDIG_REQ_PEER_SSEND | MPIDIG_REQ_RTS)))
+            out->completes = rreq;
         return;
     }
     if (typed_noncontig && mode != MPIDI_BGL_DT_PACK && bytes > 0) {
@@ -387,7 +394,7 @@ static int rndv_matched(MPIR_Request * rreq)
     *pd = d->next;
     ml_recv r = { 0 };
     MPIDI_BGL_clock_enter();
-    land(rreq, d->len, &r);
+    land(rreq, d->len, &r, 0);
     int rc = r.niov ? ml_accept_iov(g->ml, d->token, r.iov, r.niov, r.done, r.arg)
         : ml_accept(g->ml, d->token, r.buf, r.cap, r.done, r.arg);
     MPIR_Assert(rc == 0);
