@@ -356,18 +356,46 @@ static int co_notice(tsim_port *pt, ml_wait_state *st)
     return rc == 0 ? back(st) : rc;
 }
 
-/* The coprocessor's notice of a reception it completed, to the main
- * processor's loop (ml_rzv.c's T_CO_RZV_DONE, as the rank dispatches it):
- * where that completion may be recorded (ml_wait_for), read, dispatched,
- * ml_callback_cycles, and recorded: 1. TSIM_RUN_BACK for any other (a
- * split's part, the wait's own request: the rank takes it). */
+/* The coprocessor's part of a split reception is in (T_CO_RZV_DONE with
+ * ML_CO_PART, as ml_rzv.c takes it): the main processor's reception, as
+ * handed over (lo its head), counts the coprocessor's bytes, and is
+ * complete if its own part is in: then only where its completion may be
+ * recorded. The part is recorded (co_fin, place 0: the rank frees it). */
+static int co_part_done(tsim_port *pt, ml_wait_state *st, int f, uint16_t id)
+{
+    ml_ho_rx *rx = NULL;
+    for (uint32_t i = 0; i < st->nrx && !rx; i++)
+        if (st->rx[i].type == T_RZV_DATA && st->rx[i].id == id && st->rx[i].lo) rx = &st->rx[i];
+    if (!rx || rx->got >= rx->len) return back(st);
+    uint64_t co = ml_split_end(rx->len, rx->lo, pt->prm->ml_coproc_align) - rx->lo;
+    int done = rx->got + co >= rx->len;
+    if (rx->got + co > rx->len || (done && !rx->quiet)) return back(st);
+    pt->ops->consume(pt, f);
+    tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
+    rx->got += co;
+    st->co_fin[st->nco_fin] = (uint16_t)(id | ML_CO_PART);
+    st->co_fin_n[st->nco_fin++] = 0;
+    if (done) { /* ml_rx_complete's charge; the rank runs the rest */
+        tsim_port_charge(pt, pt->prm->ml_callback_cycles);
+        rx->fin = ++st->nfin;
+    }
+    return 1;
+}
+
+/* The coprocessor's notice to the main processor's loop (ml_rzv.c's
+ * T_CO_RZV_DONE, as the rank dispatches it): a split's part (above), or a
+ * reception it completed whose completion may be recorded (ml_wait_for):
+ * read from the rank's slots, dispatched, ml_callback_cycles, recorded: 1.
+ * TSIM_RUN_BACK for any other (the wait's own request: the rank takes
+ * it). */
 static int co_done(tsim_port *pt, ml_wait_state *st, int f, ml_sw sw)
 {
-    if (st->flat || !st->co_slots || !st->wait_for || (sw.id & ML_CO_PART) || sw.id >= ML_MAX_IDS ||
-        st->nco_fin >= ML_HO_COFIN)
-        return back(st);
+    uint16_t id = sw.id & (ML_CO_PART - 1);
+    if (st->flat || id >= ML_MAX_IDS || st->nco_fin >= ML_HO_COFIN) return back(st);
     for (uint32_t i = 0; i < st->nco_fin; i++)
         if (st->co_fin[i] == sw.id) return back(st);
+    if (sw.id & ML_CO_PART) return co_part_done(pt, st, f, id);
+    if (!st->co_slots || !st->wait_for) return back(st);
     ml_rx img;
     uint64_t at = (uint64_t)(uintptr_t)ml_co_rx((ml_rx *)(uintptr_t)st->co_slots,
                                                 (ml_rx *)(uintptr_t)st->co_parts, sw.id);

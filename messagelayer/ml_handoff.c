@@ -55,12 +55,11 @@ static uint8_t quiet(const ml_ctx *ml, const void *completes)
 }
 
 /* A reception's, where ml_rx_complete is all the rank does at its last
- * packet: not an adaptive eager one's (also unlinked and freed), nor a
- * split's (its two parts), nor the VN fallback's. */
+ * packet or at the coprocessor's notice of its part of a split: not an
+ * adaptive eager one's (also unlinked and freed), nor the VN fallback's. */
 static uint8_t rx_quiet(const ml_ctx *ml, const ml_rx *rx)
 {
-    return quiet(ml, rx->r.completes) &&
-           (rx->dtype == T_EAGER_DATA || (rx->dtype == T_RZV_DATA && rx->cpu == ML_CPU_MAIN));
+    return quiet(ml, rx->r.completes) && (rx->dtype == T_EAGER_DATA || rx->dtype == T_RZV_DATA);
 }
 
 void ml_wait_for(ml_ctx *ml, const void *what) { ml->wait_for = what; }
@@ -185,6 +184,9 @@ static void apply(ml_ctx *ml, const ml_wait_state *d)
     /* the messages it sent in full and completed (data list only), in its
      * order: off the list (a send round resumed mid-way counts one place
      * less for each before its position), their callbacks run now */
+    /* the coprocessor's parts of splits the engine counted are free again */
+    for (uint32_t i = 0; i < d->nco_fin; i++)
+        if (d->co_fin[i] & ML_CO_PART) ml->co_part[d->co_fin[i] & (ML_CO_PART - 1)].used = 0;
     uint32_t pos = d->res.round_pos;
     for (uint32_t n = 1; n <= d->nfin; n++) {
         for (int k = 0; k < ntx; k++) {

@@ -203,10 +203,11 @@ typedef struct ml_wait_state {
      * whose notice to the main processor has still to go (ml_co_tell) */
     uint32_t co_owe;
     uint32_t nfin;       /* completions the engine recorded (ml_ho_tx.fin, ml_ho_rx.fin, co_fin) */
-    /* the main processor's loop: the coprocessor's completion notices the
-     * engine took, for receptions whose completion may be recorded (read
-     * from ml->slots, co_slots, against the wait's own request, wait_for):
-     * slot ids, and their places among the completions */
+    /* the main processor's loop: the coprocessor's notices the engine
+     * took: of receptions whose completion may be recorded (read from
+     * ml->slots, co_slots, against the wait's own request, wait_for), slot
+     * ids and their places among the completions; of a split's part
+     * (id | ML_CO_PART, place 0), counted in its reception's got */
     uint32_t nco_fin;
     uint16_t co_fin[ML_HO_COFIN], co_fin_n[ML_HO_COFIN];
     uint64_t wait_for;

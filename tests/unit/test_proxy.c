@@ -306,7 +306,8 @@ static void check_quiet(const job *j)
     check_same(j);
     job plain = *j;
     plain.flags &= ~(unsigned)J_QUIET;
-    if (j->flags & J_QUIET_RX) plain.flags = (plain.flags & ~(unsigned)J_QUIET_RX) | J_RX_WAITALL;
+    if (j->flags & J_QUIET_RX) /* the receptions' part alone */
+        plain.flags = (j->flags & ~(unsigned)J_QUIET_RX) | J_RX_WAITALL;
     outcome q, p;
     run(j, 1, &q);
     run(&plain, 1, &p);
@@ -428,6 +429,7 @@ JOBS_TEST(proxy_quiet_split, check_quiet,
  * rendezvous without a coprocessor, eager data). */
 JOBS_TEST(proxy_quiet_receptions, check_quiet,
           {"quiet rx: coprocessor receives", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 2800, 0, 0, 1, 1, 0, 0, 4, J_QUIET_RX},
+          {"quiet rx: split, both ways (BT)", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 30001, 1, 16, 1, 1, 0, 0, 4, J_QUIET | J_QUIET_RX},
           {"quiet rx: rendezvous, main", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 30000, 0, 16, 1, 1, 0, 0, 4, J_QUIET_RX},
           {"quiet rx: eager, main", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 1, 1, 0, 0, 4, J_QUIET_RX})
 
