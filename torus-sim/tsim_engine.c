@@ -701,13 +701,16 @@ static int look(tsim_engine *e)
 }
 
 /* The last look before the engine ends or reports a deadlock, at every
- * processor: drain, and if it took nothing, wake_if_ready (woke_min). */
+ * processor: drain, and if it took nothing, wake_if_ready (woke_min). 1 if
+ * the engine has work after all: something drained, or the first step of
+ * a loop adopted now (a processor that handed its loop over as it blocked,
+ * after the round's own look) is queued. */
 static int look_final(tsim_engine *e)
 {
     look_all(e);
     if (drain(e)) return 1;
     wake_ready(e);
-    return 0;
+    return evq_count(&e->q) > 0;
 }
 
 
