@@ -175,6 +175,15 @@ static int back(ml_wait_state *st)
     return TSIM_RUN_BACK;
 }
 
+/* A completion the engine records for the rank (ml_wait_for): the
+ * callback's charge (ml_msg_finished's, ml_rx_complete's) here, the rest
+ * the rank's when it wakes, in the order of these places (1, 2, ...). */
+static uint32_t record(tsim_port *pt, ml_wait_state *st)
+{
+    tsim_port_charge(pt, pt->prm->ml_callback_cycles);
+    return ++st->nfin;
+}
+
 /* The engine reads a message's bytes ahead from the rank's memory. */
 typedef struct engine_src {
     tsim_port *pt;
@@ -238,10 +247,7 @@ static int send_round(void *ctx, ml_resume *a)
             a->pkts_sent++;
             a->moved++;
             a->round_sent++;
-            if (t->off >= t->whole) { /* a quiet one's: its completion recorded (ml_msg_finished) */
-                tsim_port_charge(pt, pt->prm->ml_callback_cycles);
-                t->fin = (uint8_t)++st->nfin;
-            }
+            if (t->off >= t->whole) t->fin = (uint8_t)record(pt, st); /* a quiet one's */
         }
         int again = a->round_sent > 0;
         a->round_pos = a->round_sent = 0;
@@ -375,17 +381,14 @@ static int co_part_done(tsim_port *pt, ml_wait_state *st, int f, uint16_t id)
     rx->got += co;
     st->co_fin[st->nco_fin] = (uint16_t)(id | ML_CO_PART);
     st->co_fin_n[st->nco_fin++] = 0;
-    if (done) { /* ml_rx_complete's charge; the rank runs the rest */
-        tsim_port_charge(pt, pt->prm->ml_callback_cycles);
-        rx->fin = ++st->nfin;
-    }
+    if (done) rx->fin = record(pt, st);
     return 1;
 }
 
 /* The coprocessor's notice to the main processor's loop (ml_rzv.c's
  * T_CO_RZV_DONE, as the rank dispatches it): a split's part (above), or a
  * reception it completed whose completion may be recorded (ml_wait_for):
- * read from the rank's slots, dispatched, ml_callback_cycles, recorded: 1.
+ * read from the rank's slots, dispatched, recorded: 1.
  * TSIM_RUN_BACK for any other (the wait's own request: the rank takes
  * it). */
 static int co_done(tsim_port *pt, ml_wait_state *st, int f, ml_sw sw)
@@ -405,9 +408,8 @@ static int co_done(tsim_port *pt, ml_wait_state *st, int f, ml_sw sw)
         return back(st);
     pt->ops->consume(pt, f);
     tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
-    tsim_port_charge(pt, pt->prm->ml_callback_cycles);
     st->co_fin[st->nco_fin] = sw.id;
-    st->co_fin_n[st->nco_fin++] = (uint16_t)++st->nfin;
+    st->co_fin_n[st->nco_fin++] = (uint16_t)record(pt, st);
     return 1;
 }
 
@@ -437,10 +439,10 @@ static int poll_once(void *ctx, ml_resume *a)
     if (sw.type == T_RZV_DATA && st->flat && (!rx || rx->got >= rx->len)) rx = co_take(pt, st, w, sw.id);
     uint64_t off = sw.w;
     uint64_t n = rx && off <= rx->len ? ml_data_bytes(rx->lo, rx->len, off) : 0;
-    /* a reception's last packet is the rank's (its completion runs there),
-     * unless its completion may be recorded, and but for the coprocessor,
-     * which only tells the main processor; one it completed is over (its
-     * slot may already carry the next reception) */
+    /* a reception's last packet is the rank's (its completion runs there)
+     * unless the completion may be recorded; the coprocessor only tells the
+     * main processor. A reception it completed is over (its slot may
+     * already carry the next one). */
     int last = rx && off <= rx->len && rx->got + n >= rx->len;
     if (!rx || off > rx->len || rx->got >= rx->len || (last && !st->flat && !rx->quiet)) return back(st);
     /* the bytes first: a write that fails leaves the packet to the rank
@@ -457,10 +459,7 @@ static int poll_once(void *ctx, ml_resume *a)
     rx->got += n;
     a->pkts_recv++;
     if (last && st->flat) st->co_owe = 1u + rx->id; /* sent before the next poll, at this clock */
-    else if (last) { /* ml_rx_complete's charge; the rank runs the rest (ml_rx_finish) */
-        tsim_port_charge(pt, pt->prm->ml_callback_cycles);
-        rx->fin = ++st->nfin;
-    }
+    else if (last) rx->fin = record(pt, st);
     return 1;
 }
 

@@ -181,12 +181,12 @@ static void apply(ml_ctx *ml, const ml_wait_state *d)
         }
     ml->ring_pos = (int)d->ring_pos;
     ml_resume_apply(ml, &d->res);
-    /* the messages it sent in full and completed (data list only), in its
-     * order: off the list (a send round resumed mid-way counts one place
-     * less for each before its position), their callbacks run now */
     /* the coprocessor's parts of splits the engine counted are free again */
     for (uint32_t i = 0; i < d->nco_fin; i++)
         if (d->co_fin[i] & ML_CO_PART) ml->co_part[d->co_fin[i] & (ML_CO_PART - 1)].used = 0;
+    /* the messages it sent in full and completed (data list only), in its
+     * order: off the list (a send round resumed mid-way counts one place
+     * less for each before its position), their callbacks run now */
     uint32_t pos = d->res.round_pos;
     for (uint32_t n = 1; n <= d->nfin; n++) {
         for (int k = 0; k < ntx; k++) {
