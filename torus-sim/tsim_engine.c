@@ -524,6 +524,12 @@ static int drain_proc(tsim_engine *e, int i, tsim_proc *p)
     return got;
 }
 
+int eng_take_proc(tsim_engine *e, int proc)
+{
+    if (drain_proc(e, proc, &e->seg->procs[proc]) < 0) return -1;
+    return tree_take_proc(e, proc) < 0 ? -1 : 0;
+}
+
 /* Collects what the processors in look_drain did, in processor order
  * (then their tree FIFOs, tree_drain: the processors in e->take), and
  * leaves out from then on those it found BLOCKED, EXITED, ABSENT or the

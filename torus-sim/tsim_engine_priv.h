@@ -299,8 +299,6 @@ int prx_wr_flush(tsim_engine *e, int proc);
 /* Is something in wait (TSIM_WAKE_*) there for proc's blocked loop? */
 int prx_ready(tsim_engine *e, int proc, uint32_t wait);
 /* tsim_tree.c: the processor's tree FIFOs as the engine sees them */
-/* Has the engine taken everything the processor wrote into them? */
-int tree_prx_synced(const tsim_engine *e, int proc);
 /* Free slots in its injection FIFO. */
 unsigned tree_inj_room(const tsim_engine *e, int proc);
 /* What pl_tree_inject does at clock t (the caller checked the room). */
@@ -317,6 +315,10 @@ void eng_publish_quiet(tsim_engine *e);
 /* Has processor proc written anything the engine has not taken yet
  * (injections, freed reception slots, its tree FIFOs and barrier words)? */
 int eng_would_take(tsim_engine *e, int proc);
+/* Takes everything processor proc wrote so far (its FIFOs, the tree's):
+ * what the next round's drain would take, with the same keys, now. 0, or
+ * -1 after a violation. */
+int eng_take_proc(tsim_engine *e, int proc);
 /* Processes, in order, every queued event before (t, key) within the
  * current run of events (t below its stop), as the run loop would before
  * an EV_PROXY of that time and key: 1 if none remains (now is then t, as
@@ -333,6 +335,9 @@ void tree_free(tsim_engine *e);
 /* Collects what the processors in look_drain wrote into their tree FIFOs
  * and barrier words (1 if anything); 0 also after a violation. */
 int tree_drain(tsim_engine *e);
+/* Takes what processor proc wrote into its tree FIFOs now (1 if anything,
+ * -1 after a violation): tree_drain's take of one processor. */
+int tree_take_proc(tsim_engine *e, int proc);
 /* Has processor proc written anything tree_drain would take? */
 int tree_would_take(const tsim_engine *e, int proc);
 void tree_event(tsim_engine *e, const ev *v);

@@ -73,9 +73,14 @@ static int adopt(tsim_engine *e, int proc)
     const tsim_prog *prog = tsim_prog_find(p->handoff.prog);
     int start = p->handoff.start != 0;
     uint32_t mask = atomic_load(&p->wake_mask);
-    int pid = e->ep[proc].pid; /* frozen at first sight: never whoever it names now */
-    if (!prog || pid <= 0 || (pid == e->self_pid && e->seg->name[0]) ||
-        atomic_load(&p->inj_need) != TSIM_MAX_CHUNKS || !tree_prx_synced(e, proc))
+    /* What it wrote before it blocked, taken now if the rounds have not yet
+     * (with its pid, frozen at first sight: never whoever it names later):
+     * the program then writes behind it, and whether a loop is taken never
+     * hangs on how far the rounds got on the host. */
+    if (!prog || eng_take_proc(e, proc) != 0) return 0;
+    int pid = e->ep[proc].pid;
+    if (pid <= 0 || (pid == e->self_pid && e->seg->name[0]) ||
+        atomic_load(&p->inj_need) != TSIM_MAX_CHUNKS)
         return 0;
     if (!x->state && !(x->state = malloc(TSIM_HANDOFF_BYTES))) return 0;
     memcpy(x->state, (const void *)p->handoff.state, prog->state_size);

@@ -609,51 +609,62 @@ static int gi_drain(tsim_engine *e, int i)
     return 1;
 }
 
-int tree_drain(tsim_engine *e)
+/* Takes what processor i wrote into its tree FIFOs since the last take:
+ * 1 if anything, -1 after eng_violation(). Every event it queues has its
+ * processor's key (eng_proc_key), so a take out of the rounds' order (a
+ * loop adopted, tsim_handoff.c) queues the same events. */
+int tree_take_proc(tsim_engine *e, int i)
 {
     tree_state *ts = e->tree;
+    tsim_proc *p = &e->seg->procs[i];
+    int got = 0;
+    uint32_t h = atomic_load_explicit(&p->tinj.head, memory_order_acquire);
+    if (h - ts->inj_tail[i] > e->prm.tree_fifo_packets) {
+        eng_violation(e, i, "tree injection FIFO: head %u is %u packets past the engine's tail %u "
+                      "(the FIFO holds %llu)", h, h - ts->inj_tail[i], ts->inj_tail[i],
+                      (unsigned long long)e->prm.tree_fifo_packets);
+        return -1;
+    }
+    for (; ts->inj_seen[i] != h; ts->inj_seen[i]++) {
+        uint32_t seq = ts->inj_seen[i];
+        const tsim_tslot *s = &p->tinj.slot[seq % TSIM_TREE_SLOTS];
+        if (tpkt_ok(e, i, seq, s) != 0) return -1;
+        tree_take(e, i, seq, &s->h, s->payload, s->m.t_inject);
+        got = 1;
+    }
+    uint32_t tl = atomic_load_explicit(&p->trec.tail, memory_order_acquire);
+    if (tl - ts->rec_seen[i] > ts->rec_head[i] - ts->rec_seen[i]) {
+        eng_violation(e, i, "tree reception FIFO: tail %u moved past the %u packets delivered", tl,
+                      ts->rec_head[i]);
+        return -1;
+    }
+    for (; ts->rec_seen[i] != tl; ts->rec_seen[i]++) {
+        uint32_t seq = ts->rec_seen[i];
+        uint64_t td = p->trec.slot[seq % TSIM_TREE_SLOTS].m.t_done;
+        if (td < e->published) {
+            eng_violation(e, i, "tree reception FIFO: slot %u freed at %llu cycles, before the %llu "
+                          "already simulated", seq % TSIM_TREE_SLOTS, (unsigned long long)td,
+                          (unsigned long long)e->published);
+            return -1;
+        }
+        ev_push_key(e, td, eng_proc_key(i, 17, seq), EV_TREE_REC_FREE, i, 0, 0);
+        got = 1;
+    }
+    return got;
+}
+
+int tree_drain(tsim_engine *e)
+{
     int got = 0;
     for (int w = 0; w < e->look_words; w++) {
         for (uint64_t m = e->take[w]; m; m &= m - 1) { /* drain's processors of this round */
             int i = 64 * w + __builtin_ctzll(m);
-            tsim_proc *p = &e->seg->procs[i];
-            uint32_t st = atomic_load(&p->state);
+            uint32_t st = atomic_load(&e->seg->procs[i].state);
             if (st == TSIM_P_ABSENT || st == TSIM_P_ENGINE) continue;
-            uint32_t h = atomic_load_explicit(&p->tinj.head, memory_order_acquire);
-            if (h - ts->inj_tail[i] > e->prm.tree_fifo_packets) {
-                eng_violation(e, i, "tree injection FIFO: head %u is %u packets past the engine's tail %u "
-                              "(the FIFO holds %llu)", h, h - ts->inj_tail[i], ts->inj_tail[i],
-                              (unsigned long long)e->prm.tree_fifo_packets);
-                return 0;
-            }
-            for (; ts->inj_seen[i] != h; ts->inj_seen[i]++) {
-                uint32_t seq = ts->inj_seen[i];
-                const tsim_tslot *s = &p->tinj.slot[seq % TSIM_TREE_SLOTS];
-                if (tpkt_ok(e, i, seq, s) != 0) return 0;
-                tree_take(e, i, seq, &s->h, s->payload, s->m.t_inject);
-                got = 1;
-            }
-            uint32_t tl = atomic_load_explicit(&p->trec.tail, memory_order_acquire);
-            if (tl - ts->rec_seen[i] > ts->rec_head[i] - ts->rec_seen[i]) {
-                eng_violation(e, i, "tree reception FIFO: tail %u moved past the %u packets delivered", tl,
-                              ts->rec_head[i]);
-                return 0;
-            }
-            for (; ts->rec_seen[i] != tl; ts->rec_seen[i]++) {
-                uint32_t seq = ts->rec_seen[i];
-                uint64_t td = p->trec.slot[seq % TSIM_TREE_SLOTS].m.t_done;
-                if (td < e->published) {
-                    eng_violation(e, i, "tree reception FIFO: slot %u freed at %llu cycles, before the %llu "
-                                  "already simulated", seq % TSIM_TREE_SLOTS, (unsigned long long)td,
-                                  (unsigned long long)e->published);
-                    return 0;
-                }
-                ev_push_key(e, td, eng_proc_key(i, 17, seq), EV_TREE_REC_FREE, i, 0, 0);
-                got = 1;
-            }
-            int g = gi_drain(e, i);
-            if (g < 0) return 0;
-            got |= g;
+            int g = tree_take_proc(e, i);
+            int gi = g < 0 ? -1 : gi_drain(e, i);
+            if (gi < 0) return 0;
+            got |= g | gi;
         }
     }
     return got;
@@ -684,15 +695,6 @@ int tree_ready(tsim_engine *e, int proc, uint32_t mask)
  * (tsim_port.c) What the processor's own pl_tree_inject and
  * pl_tree_consume would write, turned at once into the events tree_drain
  * would have made of them, with the same keys. */
-int tree_prx_synced(const tsim_engine *e, int proc)
-{
-    const tree_state *ts = e->tree;
-    const tsim_proc *p = &e->seg->procs[proc];
-    return atomic_load(&p->tinj.head) == ts->inj_seen[proc] &&
-           atomic_load(&p->trec.tail) == ts->rec_seen[proc] &&
-           ts->rec_head[proc] - ts->rec_seen[proc] <= TSIM_TREE_SLOTS;
-}
-
 unsigned tree_inj_room(const tsim_engine *e, int proc)
 {
     const tree_state *ts = e->tree;
