@@ -122,7 +122,7 @@ int pl_sync(pl_proc *pp)
     tsim_seg *s = pp->seg;
     pl_publish(pp);
     if (atomic_load(&s->done) >= pp->vt) return 0;
-    pp->syncs++;
+    atomic_store_explicit(&pp->p->syncs, ++pp->syncs, memory_order_relaxed);
     atomic_store(&pp->p->sync_target, pp->vt);
     kick(pp);
     for (;;) {
@@ -177,11 +177,16 @@ static int quiet_to_vt(pl_proc *pp, int for_poll)
 
 /* Room for `chunks` in injection FIFO f at vt. A full answer is only
  * trusted once the engine has caught up with vt. */
+static void spared(pl_proc *pp)
+{
+    atomic_store_explicit(&pp->p->syncs_spared, ++pp->syncs_spared, memory_order_relaxed);
+}
+
 int pl_inj_has_room(pl_proc *pp, int f, unsigned chunks)
 {
     if (pl_inj_room(pp, f) >= chunks) return 1;
     if (atomic_load(&pp->seg->done) < pp->vt) {
-        if (quiet_to_vt(pp, 0)) pp->syncs_spared++;
+        if (quiet_to_vt(pp, 0)) spared(pp);
         else pl_sync(pp);
     }
     if (pl_inj_room(pp, f) >= chunks) return 1;
@@ -320,9 +325,9 @@ int pl_poll(pl_proc *pp, unsigned mask)
         /* Every delivery earlier than done is visible, so an earliest
          * candidate below done (and below vt) is final. */
         if (best >= 0 && best_t < pp->vt && best_t < done) return intact(pp, best);
-        int spared = done < pp->vt && attempt == 0 && quiet_to_vt(pp, 1);
-        pp->syncs_spared += (uint64_t)spared;
-        if (done >= pp->vt || attempt > 0 || spared) {
+        int promised = done < pp->vt && attempt == 0 && quiet_to_vt(pp, 1);
+        if (promised) spared(pp);
+        if (done >= pp->vt || attempt > 0 || promised) {
             if (best >= 0 && best_t < pp->vt) return intact(pp, best);
             /* a packet delivered to a running processor arrives before its
              * clock (the horizon never passes it), to a blocked one before

@@ -276,6 +276,9 @@ typedef struct tsim_proc {
     uint64_t fate_ns;             /* when */
     char fate_why[120];           /* TSIM_FATE_CORRUPT: what was damaged */
     _Atomic uint64_t pkts_injected, pkts_received, bytes_injected, bytes_received;
+    /* round trips to the engine (pl_sync) and polls a promise answered
+     * instead (tsim_quiet.c), counted by the processor: host statistics */
+    _Atomic uint64_t syncs, syncs_spared;
     _Atomic uint64_t msgs_sent[TSIM_NSW_KINDS]; /* messages per kind, counted by the
                                                    software above (the message layer's
                                                    protocols), for reports */

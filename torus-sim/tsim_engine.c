@@ -906,11 +906,19 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
     r.proxy_read = e->prx_read;
     r.proxy_sent = e->prx_sent;
     r.wakes = e->wakes;
-    if (getenv("BGLEMU_PROXY_STATS"))
+    if (getenv("BGLEMU_PROXY_STATS")) {
         fprintf(stderr, "bglemu: engine read %llu and sent %llu packets for blocked processors; "
                 "%llu wakes; %llu wake calls left to the ranks' watcher, %llu of them made by the "
                 "engine after all\n", (unsigned long long)r.proxy_read, (unsigned long long)r.proxy_sent,
                 (unsigned long long)r.wakes, (unsigned long long)e->left, (unsigned long long)e->left_late);
+        uint64_t syncs = 0, spared = 0; /* the processors' own counts: statistics only */
+        for (int i = 0; i < e->nprocs; i++) {
+            syncs += atomic_load_explicit(&s->procs[i].syncs, memory_order_relaxed);
+            spared += atomic_load_explicit(&s->procs[i].syncs_spared, memory_order_relaxed);
+        }
+        fprintf(stderr, "bglemu: the processors synced %llu times with the engine; its promises spared "
+                "%llu more\n", (unsigned long long)syncs, (unsigned long long)spared);
+    }
     r.wall_seconds = now_s() - t0;
     e->result = r;
     if (res) *res = r;

@@ -5,7 +5,8 @@
 # rendezvous messages, scout and grant handed back and forth), 64 ranks on
 # 4x4x4, -clock none. Per job: wall s, packets, host us per packet, context
 # switches per packet (mpirun and everything it started, /usr/bin/time),
-# the engine's wakes per MPI message (BGLEMU_PROXY_STATS), and the host CPU
+# the engine's wakes and the ranks' syncs (pl_sync: a poll that waits for
+# the engine to reach its clock) per MPI message (BGLEMU_PROXY_STATS), and the host CPU
 # broken down from `perf record` samples of the job's process tree:
 #   app      the program's own code (the floor)
 #   mpich    libmpi outside the netmod, message, packet layer and torus-sim
@@ -101,7 +102,7 @@ EOF
 sysidle() { awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
 
 # job NAME PROG ARGS...: one run -> $tmp/NAME.line:
-#   wall usr sys csw packets msgs wakes loop_s sysidle% app mpich ml wait libc engine futex yield vmcopy sched kother init launch
+#   wall usr sys csw packets msgs wakes loop_s sysidle% app mpich ml wait libc engine futex yield vmcopy sched kother init launch syncs
 job1() {
   local name=$1 prog=$2; shift 2
   local cmd=(mpirun -np 64 -shape 4x4x4 -clock none "$out/$prog" "$@")
@@ -121,11 +122,12 @@ job1() {
     [ "$have_perf" = 0 ] || cp "$tmp/perf.data" "$BENCH_HANDOFF_KEEP/$name.perf.data"
   fi
   read -r wall usr sys inv vol <"$tmp/time"
-  local pk msgs wakes loop
+  local pk msgs wakes loop syncs
   pk=$(sed -n 's/.*; \([0-9]*\) packets delivered.*/\1/p' "$tmp/out" | head -1)
   msgs=$(sed -n 's/.*, \([0-9]*\) messages.*/\1/p' "$tmp/out" | head -1)
   wakes=$(sed -n 's/.* \([0-9]*\) wakes\(;.*\)\{0,1\}$/\1/p' "$tmp/out" | head -1)
   loop=$(sed -n 's/.*, host \([0-9.]*\) s$/\1/p' "$tmp/out" | head -1)
+  syncs=$(sed -n 's/.* synced \([0-9]*\) times.*/\1/p' "$tmp/out" | head -1)
   local idle
   idle=$(awk -v a="$i0" -v b="$i1" 'BEGIN { split(a, x, " "); split(b, y, " ");
     d = y[2] - x[2]; printf("%.0f", d > 0 ? 100 * (y[1] - x[1]) / d : 0) }')
@@ -137,7 +139,7 @@ job1() {
     br=$(awk -v l="$br" -v u="$usr" -v s="$sys" 'BEGIN { n = split(l, f, " "); tot = f[n] > 0 ? f[n] : 1
       for (i = 1; i < n; i++) printf "%.3f ", f[i] * (u + s) / tot }')
   fi
-  echo "$wall $usr $sys $((inv + vol)) ${pk:-0} ${msgs:-0} ${wakes:-0} ${loop:-0} $idle $br" >>"$tmp/$name.runs"
+  echo "$wall $usr $sys $((inv + vol)) ${pk:-0} ${msgs:-0} ${wakes:-0} ${loop:-0} $idle $br ${syncs:-0}" >>"$tmp/$name.runs"
 }
 
 row() {
@@ -148,12 +150,12 @@ row() {
   sort -n "$tmp/$name.runs" | awk -v m=$(( (RUNS + 1) / 2 )) 'NR == m' >"$tmp/$name.line"
   awk -v n="$name" -v c="$cores" '{
     wall = $1; cpu = $2 + $3; pk = $5 > 0 ? $5 : 1; msgs = $6 > 0 ? $6 : 1; cap = wall * c
-    printf "  %-10s %6.1f %8d %7d %8.1f %6.2f %6.2f %7.1f %5.1f %4d%%\n", n, wall, $5, $6, wall * 1e6 / pk, $4 / pk,
-           $7 / msgs, cpu * 1e6 / pk, 100 * (cap - cpu) / cap, $9 }' "$tmp/$name.line"
+    printf "  %-10s %6.1f %8d %7d %8.1f %6.2f %6.2f %6.2f %7.1f %5.1f %4d%%\n", n, wall, $5, $6, wall * 1e6 / pk, $4 / pk,
+           $7 / msgs, $NF / msgs, cpu * 1e6 / pk, 100 * (cap - cpu) / cap, $9 }' "$tmp/$name.line"
 }
 
 echo "  64 ranks on 4x4x4 (CO), -clock none, $cores host cores; median of $RUNS run(s); host figures vary with load."
-echo "  job          wall  packets    msgs  us/pkt csw/pkt wake/msg cpu-us/pkt idle% sysidle"
+echo "  job          wall  packets    msgs  us/pkt csw/pkt wake/msg sync/msg cpu-us/pkt idle% sysidle"
 row wavefront wavefront || exit 1
 row multipart multipart || exit 1
 if [ "$have_perf" = 1 ]; then
