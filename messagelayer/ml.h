@@ -162,6 +162,14 @@ int ml_send(ml_ctx *ml, ml_msg *m);
 /* Makes progress: injects queued packets, dispatches arrived ones.
  * Returns the number of packets moved. */
 int ml_advance(ml_ctx *ml);
+/* The same in a wait the engine just gave back (ml_wait_delegate returned
+ * 0) for a request still incomplete (ml_wait_for): at a poll only a sync
+ * could answer it stops instead, the advance's cursor kept
+ * (ml_advance_stopped), for the next ml_wait_delegate to hand the rest of
+ * it to the engine, or for the next ml_advance to finish. */
+int ml_advance_then_hand(ml_ctx *ml);
+/* 1 while an advance ml_advance_then_hand stopped is not over. */
+int ml_advance_stopped(const ml_ctx *ml);
 /* Advances until *flag becomes nonzero, blocking in simulated time while
  * nothing can move. Returns -1 if the job aborts. */
 int ml_wait(ml_ctx *ml, volatile int *flag);
@@ -189,9 +197,10 @@ int ml_wait_idle(ml_ctx *ml, const char *why, unsigned polls);
 /* The same loop, handed to the engine before its next advance (it has done
  * `empties` empty advances in a row): the processor blocks at once and the
  * engine runs the loop — its advances, empty polls and blocking included —
- * until this rank's code must run. Returns 0 after that (the next
- * ml_advance goes on where the engine stopped), 1 if the loop could not be
- * handed over (advance as usual), -1 if the job aborts. */
+ * until this rank's code must run; an advance ml_advance_then_hand
+ * stopped goes on there first. Returns 0 after that (the next ml_advance
+ * goes on where the engine stopped), 1 if the loop could not be handed
+ * over or the engine refused it (advance as usual), -1 if the job aborts. */
 int ml_wait_delegate(ml_ctx *ml, const char *why, unsigned polls, unsigned empties);
 /* What the next waits are for (an ml_msg's `completes`), or NULL (not
  * known: any completion may end them). While such a wait is handed to
@@ -216,8 +225,11 @@ void ml_wait_for(ml_ctx *ml, const void *what);
  * ml_resume says), 0 if it did not (the loop's next iteration), -1 if the
  * job aborts. */
 /* An advance's phases: its head send round, its polls, its tail send
- * round, over. */
-enum { ML_RESUME_NONE, ML_RESUME_ADVANCE, ML_RESUME_POLL, ML_RESUME_TAIL, ML_RESUME_DONE };
+ * round, over; ML_RESUME_OVER, handed back: the engine ran the rank's
+ * advance to its end, in which it completed what the rank waits for (the
+ * rank's next ml_advance returns what it moved, ml_wait_for). */
+enum { ML_RESUME_NONE, ML_RESUME_ADVANCE, ML_RESUME_POLL, ML_RESUME_TAIL, ML_RESUME_DONE, ML_RESUME_OVER,
+       ML_RESUME_STOPPED /* the rank's: at a poll, as ml_advance_then_hand left it */ };
 typedef struct ml_resume {
     uint32_t point;          /* ML_RESUME_*: the advance's head send round, its polls, its tail one */
     uint32_t moved;          /* packets the resumed advance has moved already */

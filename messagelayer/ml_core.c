@@ -108,11 +108,8 @@ static int rank_send_round(void *ctx, ml_resume *a)
 
 /* The rank's poll: whatever comes is dispatched (handlers may re-enter
  * ml_advance: the packet is copied first). */
-static int rank_take(void *ctx, ml_resume *a)
+static int take(ml_ctx *ml, int f)
 {
-    (void)a;
-    ml_ctx *ml = ctx;
-    int f = pl_poll(ml->pp, TSIM_WAKE_REC_ALL);
     if (f < 0) return 0;
     tsim_slot s = *pl_peek(ml->pp, f);
     pl_consume(ml->pp, f);
@@ -120,20 +117,48 @@ static int rank_take(void *ctx, ml_resume *a)
     return 1;
 }
 
-static const ml_adv_ops rank_ops = {NULL, rank_send_round, rank_take};
+static int rank_take(void *ctx, ml_resume *a)
+{
+    (void)a;
+    return take(ctx, pl_poll(((ml_ctx *)ctx)->pp, TSIM_WAKE_REC_ALL));
+}
 
-int ml_advance(ml_ctx *ml)
+/* ml_advance_then_hand's: a poll only a sync could answer stops the
+ * advance (TSIM_RUN_WAIT: the observation is not final yet), uncharged. */
+static int rank_take_or_stop(void *ctx, ml_resume *a)
+{
+    (void)a;
+    int f = pl_poll_nosync(((ml_ctx *)ctx)->pp, TSIM_WAKE_REC_ALL);
+    return f == PL_POLL_SYNC ? TSIM_RUN_WAIT : take(ctx, f);
+}
+
+static const ml_adv_ops rank_ops = {NULL, rank_send_round, rank_take};
+static const ml_adv_ops rank_ops_stop = {NULL, rank_send_round, rank_take_or_stop};
+
+static int advance(ml_ctx *ml, const ml_adv_ops *ops)
 {
     /* after the engine ran this loop (ml_engine.c), the advance it stopped
      * in goes on from its cursor */
     ml_resume a = ml->resume;
     ml->resume.point = ML_RESUME_NONE;
+    if (a.point == ML_RESUME_OVER) return (int)a.moved; /* the engine ran it to its end */
+    if (a.point == ML_RESUME_STOPPED) a.point = ML_RESUME_POLL;
     if (a.point == ML_RESUME_NONE || a.point == ML_RESUME_DONE) ml_adv_begin(&a);
     ml->depth++;
-    ml_adv_step(&a, &rank_ops, ml, ML_ADVANCE_BATCH);
+    int rc = ml_adv_step(&a, ops, ml, ML_ADVANCE_BATCH);
     ml->depth--;
+    if (rc == TSIM_RUN_WAIT) { /* stopped at a poll (a handler's nested advance never is) */
+        ml->resume = a;
+        ml->resume.point = ML_RESUME_STOPPED;
+    }
     return (int)a.moved;
 }
+
+int ml_advance(ml_ctx *ml) { return advance(ml, &rank_ops); }
+
+int ml_advance_then_hand(ml_ctx *ml) { return advance(ml, ml->depth ? &rank_ops : &rank_ops_stop); }
+
+int ml_advance_stopped(const ml_ctx *ml) { return ml->resume.point == ML_RESUME_STOPPED; }
 
 void ml_wait_note(const ml_ctx *ml, const char *why, char *buf, size_t len)
 {

@@ -128,7 +128,7 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
         st->nrx > ML_HO_RX || (start && st->empties >= st->polls) ||
         (*wait & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL || st->ntx > ML_HO_TX ||
         st->nring > st->ntx || (st->nring && st->ring_pos >= st->nring) || st->nwt > ML_HO_WT ||
-        st->ngranted || st->co_owe || st->nfin || st->nco_fin)
+        st->ngranted || st->co_owe || st->nfin || st->nco_fin || st->wait_done)
         return 0;
     if (!*priv && !(*priv = calloc(1, sizeof(wait_priv)))) return 0;
     wait_priv *w = *priv;
@@ -137,7 +137,7 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
         const ml_ho_tx *t = &st->tx[k];
         if (!t->live) continue;
         if (t->fifo >= TSIM_NINJ || t->dst >= (uint32_t)nprocs || t->off >= t->len ||
-            t->len > t->whole || t->group >= TSIM_CPUS || t->quiet > (k >= st->nring) || t->fin ||
+            t->len > t->whole || t->group >= TSIM_CPUS || t->quiet > 2 * (k >= st->nring) || t->fin ||
             (t->flags & ~(TSIM_F_DYNAMIC | TSIM_F_HP)) != 0)
             return 0;
         if (t->niov && read_layout(pt, t->iov, t->niov, t->len, &w->txiov[k], &w->txiov_cap[k],
@@ -151,19 +151,31 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
         const ml_ho_tx *t = &st->wt[i].t;
         if (st->wt[i].granted || t->fifo >= TSIM_NINJ || t->dst >= (uint32_t)nprocs || t->off ||
             !t->len || t->len != t->whole || t->group >= TSIM_CPUS || t->niov || t->charged ||
-            t->quiet > 1 || t->fin ||
+            t->quiet > 2 || t->fin ||
             t->type != T_RZV_DATA || t->id >= ML_MAX_IDS || (t->flags & ~(TSIM_F_DYNAMIC | TSIM_F_HP)) != 0)
             return 0;
         for (uint32_t j = 0; j < i; j++)
             if (st->wt[j].t.id == t->id) return 0;
     }
     for (uint32_t i = 0; i < st->nrx; i++)
-        if (st->rx[i].fin || st->rx[i].quiet > 1 || rx_take(pt, st, w, i) != 0) return 0;
+        if (st->rx[i].fin || st->rx[i].quiet > 2 || rx_take(pt, st, w, i) != 0) return 0;
+    /* handed over at its start: before an advance, or at a poll of one
+     * (ml_advance_then_hand: what it moved and read so far) */
+    ml_resume at = st->res;
+    if (at.point != ML_RESUME_NONE &&
+        (!start || at.point != ML_RESUME_POLL || at.consumed > st->batch || at.moved < at.consumed))
+        return 0;
     st->inj_full = (*wait >> 8) & 0xffu;
     st->res = (ml_resume){0};
     if (!start) st->empties = st->polls;
     st->blocked = !start;
     if (start) ml_adv_begin(&st->res);
+    if (at.point == ML_RESUME_POLL) {
+        st->res.point = ML_RESUME_POLL;
+        st->res.moved = at.moved;
+        st->res.consumed = at.consumed;
+        st->res.fresh = 0;
+    }
     return 1;
 }
 
@@ -177,10 +189,12 @@ static int back(ml_wait_state *st)
 
 /* A completion the engine records for the rank (ml_wait_for): the
  * callback's charge (ml_msg_finished's, ml_rx_complete's) here, the rest
- * the rank's when it wakes, in the order of these places (1, 2, ...). */
-static uint32_t record(tsim_port *pt, ml_wait_state *st)
+ * the rank's when it wakes, in the order of these places (1, 2, ...).
+ * The wait's own (quiet 2) ends the loop with its advance (wait_step). */
+static uint32_t record(tsim_port *pt, ml_wait_state *st, uint8_t quiet)
 {
     tsim_port_charge(pt, pt->prm->ml_callback_cycles);
+    if (quiet == 2) st->wait_done = 1;
     return ++st->nfin;
 }
 
@@ -247,7 +261,7 @@ static int send_round(void *ctx, ml_resume *a)
             a->pkts_sent++;
             a->moved++;
             a->round_sent++;
-            if (t->off >= t->whole) t->fin = (uint8_t)record(pt, st); /* a quiet one's */
+            if (t->off >= t->whole) t->fin = (uint8_t)record(pt, st, t->quiet); /* a quiet one's */
         }
         int again = a->round_sent > 0;
         a->round_pos = a->round_sent = 0;
@@ -381,16 +395,15 @@ static int co_part_done(tsim_port *pt, ml_wait_state *st, int f, uint16_t id)
     rx->got += co;
     st->co_fin[st->nco_fin] = (uint16_t)(id | ML_CO_PART);
     st->co_fin_n[st->nco_fin++] = 0;
-    if (done) rx->fin = record(pt, st);
+    if (done) rx->fin = record(pt, st, rx->quiet);
     return 1;
 }
 
 /* The coprocessor's notice to the main processor's loop (ml_rzv.c's
  * T_CO_RZV_DONE, as the rank dispatches it): a split's part (above), or a
- * reception it completed whose completion may be recorded (ml_wait_for):
- * read from the rank's slots, dispatched, recorded: 1.
- * TSIM_RUN_BACK for any other (the wait's own request: the rank takes
- * it). */
+ * reception it completed whose completion may be recorded (ml_wait_for,
+ * the wait's own included): read from the rank's slots, dispatched,
+ * recorded: 1. TSIM_RUN_BACK for any other. */
 static int co_done(tsim_port *pt, ml_wait_state *st, int f, ml_sw sw)
 {
     uint16_t id = sw.id & (ML_CO_PART - 1);
@@ -403,13 +416,13 @@ static int co_done(tsim_port *pt, ml_wait_state *st, int f, ml_sw sw)
     uint64_t at = (uint64_t)(uintptr_t)ml_co_rx((ml_rx *)(uintptr_t)st->co_slots,
                                                 (ml_rx *)(uintptr_t)st->co_parts, sw.id);
     if (pt->ops->read(pt, &img, at, sizeof img, "hand-off: a reception the engine cannot read") != 0 ||
-        !img.used || img.cpu != ML_CPU_CO || !img.r.completes ||
-        (uint64_t)(uintptr_t)img.r.completes == st->wait_for)
+        !img.used || img.cpu != ML_CPU_CO || !img.r.completes)
         return back(st);
     pt->ops->consume(pt, f);
     tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
     st->co_fin[st->nco_fin] = sw.id;
-    st->co_fin_n[st->nco_fin++] = (uint16_t)record(pt, st);
+    st->co_fin_n[st->nco_fin++] =
+        (uint16_t)record(pt, st, (uint64_t)(uintptr_t)img.r.completes == st->wait_for ? 2 : 1);
     return 1;
 }
 
@@ -459,7 +472,7 @@ static int poll_once(void *ctx, ml_resume *a)
     rx->got += n;
     a->pkts_recv++;
     if (last && st->flat) st->co_owe = 1u + rx->id; /* sent before the next poll, at this clock */
-    else if (last) rx->fin = record(pt, st);
+    else if (last) rx->fin = record(pt, st, rx->quiet);
     return 1;
 }
 
@@ -500,6 +513,10 @@ static int wait_step(tsim_port *pt, void *state, void *priv, uint32_t *wait)
     for (;;) {
         int rc = ml_adv_step(a, &engine_ops, &c, st->batch);
         if (rc) return rc;
+        if (st->wait_done) { /* the rank's wait is over with this advance */
+            a->point = ML_RESUME_OVER;
+            return back(st);
+        }
         if (a->moved && !(st->flat && a->empty)) { /* an advance that moved: the next one */
             st->empties = 0;
             ml_adv_begin(a);

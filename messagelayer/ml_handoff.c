@@ -47,11 +47,12 @@ void ml_ho_rx_set(ml_ho_rx *r, const ml_rx *rx, uint32_t src, uint8_t type, uint
 }
 
 /* A completion the engine may record: it only completes something
- * (ml_msg.completes, ml_recv.completes), and not what this wait is for
- * (ml_wait_for). */
+ * (ml_msg.completes, ml_recv.completes), in a wait that says what it is
+ * for (ml_wait_for): 2 for that, which ends the wait, 1 for another. */
 static uint8_t quiet(const ml_ctx *ml, const void *completes)
 {
-    return completes && ml->wait_for && completes != ml->wait_for;
+    if (!completes || !ml->wait_for) return 0;
+    return completes == ml->wait_for ? 2 : 1;
 }
 
 /* A reception's, where ml_rx_complete is all the rank does at its last
@@ -59,7 +60,7 @@ static uint8_t quiet(const ml_ctx *ml, const void *completes)
  * adaptive eager one's (also unlinked and freed), nor the VN fallback's. */
 static uint8_t rx_quiet(const ml_ctx *ml, const ml_rx *rx)
 {
-    return quiet(ml, rx->r.completes) && (rx->dtype == T_EAGER_DATA || rx->dtype == T_RZV_DATA);
+    return rx->dtype == T_EAGER_DATA || rx->dtype == T_RZV_DATA ? quiet(ml, rx->r.completes) : 0;
 }
 
 void ml_wait_for(ml_ctx *ml, const void *what) { ml->wait_for = what; }
@@ -101,7 +102,7 @@ static int describe(ml_ctx *ml, ml_wait_state *d, unsigned polls)
         if (m) ml_proto_of(m->proto)->wire(ml, m, &d->tx[k]); /* what the rank would send next */
         else memset(&d->tx[k], 0, sizeof d->tx[k]);
         /* the data list's, sent to its end (a split's parts included) */
-        d->tx[k].quiet = m && k >= ml->nring && quiet(ml, m->completes);
+        d->tx[k].quiet = m && k >= ml->nring ? quiet(ml, m->completes) : 0;
     }
     d->ntx = (uint32_t)ntx;
     d->nring = (uint32_t)ml->nring;
@@ -231,13 +232,20 @@ int ml_wait_idle(ml_ctx *ml, const char *why, unsigned polls)
     ml_wait_note(ml, why, buf, sizeof buf);
     int rc = handoff_block(ml->pp, ML_PROG_WAIT, 0, TSIM_WAKE_REC_ALL | ml->inj_full, buf);
     if (rc == 0 && ml->pp->p->handoff.back) apply(ml, d);
+    /* the advance the engine ended was the next progress call's (the rank
+     * wakes, returns, and MPI calls progress again while its request is
+     * incomplete): with the request complete, that call is not made */
+    if (ml->resume.point == ML_RESUME_OVER) ml->resume.point = ML_RESUME_NONE;
     return rc;
 }
 
 int ml_wait_delegate(ml_ctx *ml, const char *why, unsigned polls, unsigned empties)
 {
     ml_wait_state *d = wait_state(ml->pp);
-    if (!polls || empties >= polls || !ml->proxy || ml->resume.point) return 1;
+    /* an advance stopped at a poll (ml_advance_then_hand) goes on in the engine */
+    ml_resume stopped = ml->resume;
+    int cont = stopped.point == ML_RESUME_STOPPED;
+    if (!polls || empties >= polls || !ml->proxy || (ml->resume.point && !cont)) return 1;
     /* a packet already here is most likely the software's: no point */
     for (int f = 0; f < TSIM_NREC; f++)
         if (atomic_load_explicit(&ml->pp->p->rec[f].head, memory_order_acquire) !=
@@ -245,10 +253,18 @@ int ml_wait_delegate(ml_ctx *ml, const char *why, unsigned polls, unsigned empti
             return 1;
     if (!describe(ml, d, polls)) return 1;
     d->empties = empties;
+    if (cont) {
+        d->res = (ml_resume){.point = ML_RESUME_POLL, .moved = stopped.moved, .consumed = stopped.consumed};
+        ml->resume.point = ML_RESUME_NONE;
+    }
     char buf[112];
     ml_wait_note(ml, why, buf, sizeof buf);
     if (handoff_block(ml->pp, ML_PROG_WAIT, 1, TSIM_WAKE_REC_ALL | ml->inj_full, buf) != 0) return -1;
-    if (ml->pp->p->handoff.back) apply(ml, d);
+    if (!ml->pp->p->handoff.back) { /* refused: the rank's own advance goes on */
+        if (cont) ml->resume = stopped;
+        return 1;
+    }
+    apply(ml, d);
     return 0;
 }
 

@@ -143,7 +143,7 @@ typedef struct ml_ho_rx {
     uint64_t buf, cap, len, got, hi;
     uint32_t src;
     uint8_t type;
-    uint8_t quiet;   /* its completion may be recorded (ml_wait_for) */
+    uint8_t quiet;   /* its completion may be recorded (ml_wait_for): 1, 2 the wait's own */
     uint16_t id;
     uint64_t iov, niov;
     uint32_t lo;
@@ -165,7 +165,7 @@ typedef struct ml_ho_tx {
     uint8_t type;
     uint16_t id;
     uint8_t live;    /* 0: a ring peer whose message waits (it sends nothing) */
-    uint8_t quiet;   /* data list: its completion may be recorded (ml_wait_for) */
+    uint8_t quiet;   /* data list: its completion may be recorded (ml_wait_for): 1, 2 the wait's own */
     uint8_t fin;     /* the engine's answer: sent in full and completed, in this order (1, 2, ...) */
     uint8_t b;       /* rendezvous: the grant's b (a split's parts: ml_rzv_next_part) */
     uint32_t whole;  /* the message's length: len ends the part being sent (a split's) */
@@ -203,6 +203,8 @@ typedef struct ml_wait_state {
      * whose notice to the main processor has still to go (ml_co_tell) */
     uint32_t co_owe;
     uint32_t nfin;       /* completions the engine recorded (ml_ho_tx.fin, ml_ho_rx.fin, co_fin) */
+    uint32_t wait_done;  /* one of them was the wait's own (quiet 2): the advance
+                            ends the engine's loop (ML_RESUME_OVER) */
     /* the main processor's loop: the coprocessor's notices the engine
      * took: of receptions whose completion may be recorded (read from
      * ml->slots, co_slots, against the wait's own request, wait_for), slot

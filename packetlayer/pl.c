@@ -249,7 +249,16 @@ static int block_on(pl_proc *pp, unsigned mask, unsigned need, const char *why)
         wait_bell(pp, b);
         b = atomic_load(&p->bell);
     }
-    if (pl_tracing()) pl_trace_put(pp, PLT_BLOCK, !(mask & 0xffu), t0, atomic_load(&p->vt), -1, 0, 0, 0);
+    if (pl_tracing()) {
+        /* the wait as the loop's own driver would show it: a loop the
+         * engine ran waited from where it first blocked there (or not at
+         * all); one it refused at its start did not wait */
+        const tsim_handoff *h = &p->handoff;
+        uint64_t t1 = atomic_load(&p->vt);
+        if (h->prog && h->back) t0 = h->blocked_at;
+        else if (h->prog && h->start && t1 == t0) t0 = UINT64_MAX;
+        if (t0 <= t1) pl_trace_put(pp, PLT_BLOCK, !(mask & 0xffu), t0, t1, -1, 0, 0, 0);
+    }
     pp->vt = atomic_load(&p->vt);
     p->waiting_on[0] = 0;
     return 0;
@@ -303,7 +312,9 @@ static int intact(pl_proc *pp, int f)
     return f;
 }
 
-int pl_poll(pl_proc *pp, unsigned mask)
+/* pl_poll, which syncs when it must; with may_sync 0 it returns
+ * PL_POLL_SYNC there instead, nothing charged. */
+static int poll_rec(pl_proc *pp, unsigned mask, int may_sync)
 {
     tsim_seg *s = pp->seg;
     for (int attempt = 0;; attempt++) {
@@ -341,9 +352,14 @@ int pl_poll(pl_proc *pp, unsigned mask)
             pp->vt += s->params.poll_cycles;
             return -1;
         }
+        if (!may_sync) return PL_POLL_SYNC;
         if (pl_sync(pp) != 0) return -1;
     }
 }
+
+int pl_poll(pl_proc *pp, unsigned mask) { return poll_rec(pp, mask, 1); }
+
+int pl_poll_nosync(pl_proc *pp, unsigned mask) { return poll_rec(pp, mask, 0); }
 
 const tsim_slot *pl_peek(const pl_proc *pp, int f)
 {

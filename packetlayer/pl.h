@@ -84,6 +84,11 @@ void pl_inject_wait(pl_proc *pp, int fifo, const tsim_hwhdr *hw, const void *sw8
  * and moves vt to the arrival time, or -1 if none arrived before vt. The
  * packet stays in the FIFO until pl_consume. */
 int pl_poll(pl_proc *pp, unsigned mask);
+/* pl_poll, but where only a sync could answer (the engine is behind vt and
+ * promised nothing) PL_POLL_SYNC, nothing charged: the caller may hand the
+ * poll to the engine instead (messagelayer/ml_core.c). */
+#define PL_POLL_SYNC (-2)
+int pl_poll_nosync(pl_proc *pp, unsigned mask);
 /* Header, metadata and payload of the head packet of FIFO f (after poll). */
 const tsim_slot *pl_peek(const pl_proc *pp, int f);
 /* Copies len payload bytes starting at offset into dst (any alignment). */

@@ -234,6 +234,10 @@ typedef struct tsim_handoff {
     uint32_t prog;            /* tsim_prog.id; 0: nothing to hand over */
     uint32_t start;           /* 1: the loop runs now, at vt; 0: it blocks first */
     uint32_t back;            /* the answer: 1 the engine ran it and handed back, 0 it did not */
+    /* with back: the clock at which the loop first blocked while the engine
+     * ran it, UINT64_MAX if it never did (the processor's trace shows its
+     * wait from there, as it would had it run the loop itself) */
+    uint64_t blocked_at;
     _Alignas(16) uint8_t state[TSIM_HANDOFF_BYTES];
 } tsim_handoff;
 

@@ -143,6 +143,7 @@ typedef struct prx_state {
     int armed;         /* an EV_PROXY is queued */
     uint32_t wait;     /* TSIM_WAKE_* the blocked loop waits for */
     uint64_t vt;       /* the processor's clock while the engine runs it */
+    uint64_t blocked_at; /* when its loop first blocked here (UINT64_MAX: not yet) */
     const struct tsim_prog *prog;
     void *priv[TSIM_PROGS]; /* each program's data for this processor, kept */
     uint8_t *state;    /* the engine's copy of the state (TSIM_HANDOFF_BYTES) */

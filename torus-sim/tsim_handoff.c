@@ -94,6 +94,7 @@ static int adopt(tsim_engine *e, int proc)
     x->prog = prog;
     x->on = 1;
     x->blocked = !start;
+    x->blocked_at = start ? UINT64_MAX : x->vt;
     if (start) prx_arm(e, proc, x->vt);
     return 1;
 }
@@ -154,6 +155,7 @@ static void hand_back(tsim_engine *e, int proc)
     tsim_proc *p = &e->seg->procs[proc];
     prx_wr_flush(e, proc);
     memcpy((void *)p->handoff.state, x->state, x->prog->state_size);
+    p->handoff.blocked_at = x->blocked_at;
     p->handoff.back = 1;
     x->on = 0;
     atomic_store(&p->vt, x->vt);
@@ -183,6 +185,7 @@ void prx_step(tsim_engine *e, int proc)
         }
         /* blocked until something in wait happens; it may be there already */
         x->blocked = 1;
+        if (x->blocked_at == UINT64_MAX) x->blocked_at = x->vt;
         atomic_store(&e->seg->procs[proc].vt, x->vt);
         if (!prx_ready(e, proc, x->wait)) return;
         x->blocked = 0;

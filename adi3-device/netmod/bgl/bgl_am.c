@@ -478,6 +478,7 @@ static int progress(MPIDI_BGL_global_t * g, int blocking)
      * a request completes, which only a callback does: the engine runs the
      * loop (messagelayer/ml_engine.c) and wakes this rank where its own code
      * must run; the advance below then goes on from there. */
+    int handed = 0;
     if (blocking && expecting_network(g)) {
         /* ...unless MPICH's progress hooks still have local steps (a
          * nonblocking collective's schedule): only this rank can run them.
@@ -490,11 +491,28 @@ static int progress(MPIDI_BGL_global_t * g, int blocking)
             MPIDI_BGL_clock_leave();
             return mpi_errno;
         }
-        if (ml_wait_delegate(g->ml, "MPI: waiting in progress for a message",
-                             MPIDI_BGL_SPIN_POLLS, (unsigned) g->empty_polls) < 0)
+        handed = ml_wait_delegate(g->ml, "MPI: waiting in progress for a message",
+                                  MPIDI_BGL_SPIN_POLLS, (unsigned) g->empty_polls);
+        if (handed < 0)
             MPIDI_BGL_job_aborted("progress");
+        handed = handed == 0;
     }
-    if (ml_advance(g->ml) > 0) {
+    /* Given back by the engine with the request still incomplete, the
+     * advance stops at a poll only a sync could answer: MPI calls progress
+     * again at once, and the engine takes the rest of the advance with the
+     * loop (ml_wait_delegate) instead of a round trip to it per poll. A
+     * request complete by then ends the advance here, as it would have. */
+    int moved = handed && waited_for() ? ml_advance_then_hand(g->ml) : ml_advance(g->ml);
+    if (ml_advance_stopped(g->ml)) {
+        if (waited_for()) {
+            if (moved > 0)
+                g->empty_polls = 0;
+            MPIDI_BGL_clock_leave();
+            return MPI_SUCCESS;
+        }
+        moved = ml_advance(g->ml);
+    }
+    if (moved > 0) {
         g->empty_polls = 0;
     } else if (++g->empty_polls <
                (expecting_network(g) ? MPIDI_BGL_SPIN_POLLS : MPIDI_BGL_SPIN_POLLS_IDLE)) {
