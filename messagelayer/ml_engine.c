@@ -166,16 +166,10 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
         (!start || at.point != ML_RESUME_POLL || at.consumed > st->batch || at.moved < at.consumed))
         return 0;
     st->inj_full = (*wait >> 8) & 0xffu;
-    st->res = (ml_resume){0};
+    st->res = (ml_resume){.point = at.point, .moved = at.moved, .consumed = at.consumed};
     if (!start) st->empties = st->polls;
     st->blocked = !start;
-    if (start) ml_adv_begin(&st->res);
-    if (at.point == ML_RESUME_POLL) {
-        st->res.point = ML_RESUME_POLL;
-        st->res.moved = at.moved;
-        st->res.consumed = at.consumed;
-        st->res.fresh = 0;
-    }
+    if (start && at.point == ML_RESUME_NONE) ml_adv_begin(&st->res);
     return 1;
 }
 

@@ -175,13 +175,14 @@ static int quiet_to_vt(pl_proc *pp, int for_poll)
     return pp->vt <= pp->qinj_t + reach;
 }
 
-/* Room for `chunks` in injection FIFO f at vt. A full answer is only
- * trusted once the engine has caught up with vt. */
+/* A sync a promise spared, counted where the engine prints it. */
 static void spared(pl_proc *pp)
 {
     atomic_store_explicit(&pp->p->syncs_spared, ++pp->syncs_spared, memory_order_relaxed);
 }
 
+/* Room for `chunks` in injection FIFO f at vt. A full answer is only
+ * trusted once the engine has caught up with vt. */
 int pl_inj_has_room(pl_proc *pp, int f, unsigned chunks)
 {
     if (pl_inj_room(pp, f) >= chunks) return 1;

@@ -491,11 +491,11 @@ static int progress(MPIDI_BGL_global_t * g, int blocking)
             MPIDI_BGL_clock_leave();
             return mpi_errno;
         }
-        handed = ml_wait_delegate(g->ml, "MPI: waiting in progress for a message",
+        int rc = ml_wait_delegate(g->ml, "MPI: waiting in progress for a message",
                                   MPIDI_BGL_SPIN_POLLS, (unsigned) g->empty_polls);
-        if (handed < 0)
+        if (rc < 0)
             MPIDI_BGL_job_aborted("progress");
-        handed = handed == 0;
+        handed = rc == 0;
     }
     /* Given back by the engine with the request still incomplete, the
      * advance stops at a poll only a sync could answer: MPI calls progress
