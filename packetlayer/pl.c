@@ -101,8 +101,9 @@ unsigned pl_inj_room(const pl_proc *pp, int f)
 
 /* Waits for the engine: pauses, or on a core the ranks share, turns that
  * yield it (tsim_futex.h) or watching it for the others (tsim_watch.h),
- * then sleeps. */
-static void wait_bell(const pl_proc *pp, uint32_t b)
+ * then sleeps. `below`: a sync's clock (the watcher hands the core only
+ * to a rank behind it), UINT64_MAX for a block. */
+static void wait_bell(const pl_proc *pp, uint32_t b, uint64_t below)
 {
     tsim_proc *p = pp->p;
     int how = (int)atomic_load_explicit(&pp->seg->ranks_wait, memory_order_relaxed);
@@ -110,7 +111,7 @@ static void wait_bell(const pl_proc *pp, uint32_t b)
     switch (how) {
     case TSIM_WAIT_TURNS: tsim_wait_change(&p->bell, b, WAIT_MS, tsim_spins_one_core(), 1, &p->asleep); break;
     case TSIM_WAIT_WATCH:
-        if (!tsim_watch(pp->seg, pp->index, &p->bell, b))
+        if (!tsim_watch(pp->seg, pp->index, &p->bell, b, below))
             tsim_wait_change(&p->bell, b, WAIT_MS, 0, 0, &p->asleep);
         break;
     default: tsim_wait_change(&p->bell, b, WAIT_MS, tsim_spins(), 0, &p->asleep);
@@ -129,7 +130,7 @@ int pl_sync(pl_proc *pp)
         uint32_t b = atomic_load(&pp->p->bell);
         if (atomic_load(&s->done) >= pp->vt) break;
         if (pl_aborting(pp)) return -1;
-        wait_bell(pp, b);
+        wait_bell(pp, b, pp->vt);
     }
     atomic_store(&pp->p->sync_target, 0);
     return 0;
@@ -247,7 +248,7 @@ static int block_on(pl_proc *pp, unsigned mask, unsigned need, const char *why)
     kick(pp);
     while (atomic_load(&p->state) == TSIM_P_BLOCKED) {
         if (pl_aborting(pp)) return -1;
-        wait_bell(pp, b);
+        wait_bell(pp, b, UINT64_MAX);
         b = atomic_load(&p->bell);
     }
     if (pl_tracing()) {

@@ -644,20 +644,23 @@ static uint64_t horizon(tsim_engine *e, int *running, int *blocked)
     return h;
 }
 
-/* Running processors that wait in a sync (pl_sync) for a clock the engine
- * has not reached. They need no core until it does: for the engine's spin
- * and the cores' plan (tsim_cores.c) they are not running ranks. In VN mode
- * a node mate's round trip leaves the two ranks running in turn, one always
- * syncing while the other computes; counted as running, the engine slept
- * through every hand-off and the ranks never shared a core. Host time only:
- * a rank that lies here costs only host time. */
+/* Running processors that need no core now: those that wait in a sync
+ * (pl_sync) for a clock the engine has not reached, and those asleep in
+ * the kernel, woken by the engine but not yet by the ranks' watcher, which
+ * wakes them one at a time in clock order (tsim_watch.h). For the engine's
+ * spin and the cores' plan (tsim_cores.c) they are not running ranks. In
+ * VN mode a node mate's round trip leaves the two ranks running in turn,
+ * one always syncing while the other computes; counted as running, the
+ * engine slept through every hand-off and the ranks never shared a core.
+ * Host time only: a rank that lies here costs only host time. */
 static int syncing(const tsim_engine *e)
 {
     int n = 0;
     FOR_PRESENT(e, i) {
         tsim_proc *p = &e->seg->procs[i];
         if (atomic_load_explicit(&p->state, memory_order_relaxed) == TSIM_P_RUNNING)
-            n += atomic_load_explicit(&p->sync_target, memory_order_relaxed) > e->published;
+            n += atomic_load_explicit(&p->sync_target, memory_order_relaxed) > e->published ||
+                 atomic_load_explicit(&p->asleep, memory_order_relaxed);
     }
     return n;
 }
@@ -792,11 +795,30 @@ static void serve_left(tsim_engine *e, int all)
     if (!keep) e->left_at = 0;
 }
 
-static void serve_before_sleep(void *arg) { serve_left(arg, 0); }
+/* The watcher at work: its beat moved within TSIM_WATCH_LATE_S. The
+ * wakes it has not made yet are then its own (it makes them in clock
+ * order, one at a time), not the engine's. */
+static int watcher_busy(tsim_engine *e, double now)
+{
+    uint32_t beat = atomic_load_explicit(&e->seg->watch_beat, memory_order_relaxed);
+    if (beat != e->beat_seen) {
+        e->beat_seen = beat;
+        e->beat_at = now;
+    }
+    return atomic_load(&e->seg->watcher) && now - e->beat_at <= TSIM_WATCH_LATE_S;
+}
+
+static void serve_before_sleep(void *arg)
+{
+    tsim_engine *e = arg;
+    if (e->left_at && !watcher_busy(e, now_s())) serve_left(e, 0);
+}
 
 static void serve_late_wakes(tsim_engine *e)
 {
-    if (e->left_at && now_s() - e->left_at > TSIM_WATCH_LATE_S) serve_left(e, 1);
+    if (!e->left_at) return;
+    double now = now_s();
+    if (now - e->left_at > TSIM_WATCH_LATE_S && !watcher_busy(e, now)) serve_left(e, 1);
 }
 
 int tsim_engine_run(tsim_engine *e, tsim_result *res)

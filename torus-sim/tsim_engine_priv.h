@@ -212,6 +212,8 @@ struct tsim_engine {
     uint64_t *left_mask; /* the processors those wakes were for (tsim_watch.h) */
     uint64_t *present;   /* processors the horizon and the promises look at (FOR_PRESENT) */
     uint64_t left, left_late; /* wake calls left to the watcher; of them made by the engine */
+    uint32_t beat_seen;       /* the watcher's beat (tsim_seg.watch_beat) when it last moved, */
+    double beat_at;           /* at this host time */
     uint64_t h;        /* this round's horizon: processors act at or after it */
     uint64_t stop;     /* the run loop's bound for its current run of events (tsim_engine.c) */
     /* A blocked processor's step waiting, outside the queue, while the

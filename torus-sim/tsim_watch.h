@@ -15,10 +15,21 @@
  * that sleeps while a watcher is there, does not make the system call: it
  * bumps the rank's bell as always and sets the rank's bit in `wake_req`.
  * The watcher wakes it from the ranks' own core (no interrupt from
- * another core, no halted core), and its next turn hands the core over.
+ * another core, no halted core) and hands it the core and the watch.
  * Every other waiting rank sleeps at once. The watcher keeps the watch
  * while it runs after its own bell rang (tsim_watch), gives it up after
  * TSIM_TURNS_NS of turns, and then sleeps like the others.
+ *
+ * The core goes in clock order: of the sleepers rung, the watcher wakes
+ * only the one with the lowest clock, and passes it the watch. The
+ * engine's horizon is the lowest clock of the running processors, so a
+ * rank whose sync waits (pl_sync) waits for the ranks behind it: woken
+ * all at once, they took the core in the kernel's order, and each that
+ * ran ahead of a lower one synced and slept again (NPB MG class A on 64
+ * ranks: at 60 % of the syncs over 16 running ranks were behind). A
+ * watcher whose sync waits passes the watch only to a rank behind it; one
+ * that blocks, to the lowest. A rank passed the watch runs, and at its
+ * own wait passes it on: one process switch a hand-off, in clock order.
  *
  * No wake is lost: the engine sets the bit, then looks at `watcher`; a
  * leaving watcher clears `watcher`, then takes the bits (both sides store,
@@ -32,7 +43,11 @@
  * there (tsim_engine.c, serve_left). So a false watcher, or bits
  * cleared by a stray write, cost host time, never a simulated result
  * (tests/bin/tp_corrupt.c, `watcher`). The engine leaves wakes only while
- * the cores' plan has the ranks watch (its own `ranks_wait`). */
+ * the cores' plan has the ranks watch (its own `ranks_wait`). A watcher
+ * working through the rung sleepers one by one leaves the others' bits
+ * set for a while: it bumps `watch_beat` at every turn and pass, and the
+ * engine makes the calls itself only once the beat stopped for
+ * TSIM_WATCH_LATE_S. */
 #ifndef TSIM_WATCH_H
 #define TSIM_WATCH_H
 
@@ -59,6 +74,36 @@ static inline int tsim_watch_serve(tsim_seg *s)
     return n;
 }
 
+/* The rung sleeper with the lowest clock below `below` (the watcher's
+ * side), its request taken: its index, or -1. */
+static inline int tsim_watch_pick(tsim_seg *s, uint64_t below)
+{
+    if (!atomic_load_explicit(&s->wake_any, memory_order_acquire)) return -1;
+    int nprocs = s->geom.nnodes * TSIM_CPUS, best = -1;
+    uint64_t best_vt = below;
+    for (int w = 0; 64 * w < nprocs; w++) {
+        uint64_t m = atomic_load_explicit(&s->wake_req[w], memory_order_relaxed);
+        if (nprocs - 64 * w < 64) m &= (1ull << (nprocs - 64 * w)) - 1; /* a stray bit past the end */
+        for (; m; m &= m - 1) {
+            int i = 64 * w + __builtin_ctzll(m);
+            uint64_t vt = atomic_load_explicit(&s->procs[i].vt, memory_order_relaxed);
+            if (vt < best_vt) best_vt = vt, best = i;
+        }
+    }
+    if (best < 0) return -1;
+    uint64_t bit = 1ull << (best % 64);
+    /* the engine's late call may have taken it meanwhile */
+    return atomic_fetch_and(&s->wake_req[best / 64], ~bit) & bit ? best : -1;
+}
+
+/* The watcher self hands the core and the watch to processor `to`. */
+static inline void tsim_watch_pass(tsim_seg *s, int to)
+{
+    atomic_store(&s->watcher, (uint32_t)to + 1);
+    atomic_fetch_add_explicit(&s->watch_beat, 1, memory_order_relaxed);
+    tsim_futex_wake(&s->procs[to].bell);
+}
+
 /* The engine rang processor i's bell: wakes it if it sleeps, through the
  * watcher when the ranks may have one (TSIM_WAIT_WATCH, the engine's word)
  * and there is one. 1 if the wake was left to the watcher: the engine
@@ -67,12 +112,19 @@ static inline int tsim_watch_wake(tsim_seg *s, int i)
 {
     tsim_proc *p = &s->procs[i];
     if (!atomic_load(&p->asleep)) return 0; /* it spins, or sees the bell before it sleeps */
-    if (atomic_load(&s->ranks_wait) == TSIM_WAIT_WATCH && atomic_load(&s->watcher)) {
-        uint64_t bit = 1ull << (i % 64);
-        atomic_fetch_or(&s->wake_req[i / 64], bit);
-        atomic_store(&s->wake_any, 1);
-        if (atomic_load(&s->watcher)) return 1;
-        atomic_fetch_and(&s->wake_req[i / 64], ~bit); /* it left meanwhile */
+    if (atomic_load(&s->ranks_wait) == TSIM_WAIT_WATCH) {
+        uint32_t none = 0;
+        if (atomic_load(&s->watcher)) {
+            uint64_t bit = 1ull << (i % 64);
+            atomic_fetch_or(&s->wake_req[i / 64], bit);
+            atomic_store(&s->wake_any, 1);
+            if (atomic_load(&s->watcher)) return 1;
+            atomic_fetch_and(&s->wake_req[i / 64], ~bit); /* it left meanwhile */
+        } else {
+            /* nobody watches: the rank woken now does, so that the wakes
+             * after it wait for its turn and go in clock order */
+            atomic_compare_exchange_strong(&s->watcher, &none, (uint32_t)i + 1);
+        }
     }
     tsim_futex_wake(&p->bell);
     return 0;
@@ -104,24 +156,34 @@ static inline void tsim_watch_leave(tsim_seg *s, int self)
  * nobody is (or it still is), for up to TSIM_TURNS_NS. 1 if the bell rang
  * meanwhile, 0 if the caller is to sleep. A watcher whose own bell rang
  * keeps the watch while it runs: the engine's wakes meanwhile wait for its
- * next wait, where it makes them, and the core goes from it to the rank
- * woken in one switch, without a system call from the engine's core or a
- * woken rank preempting it. It holds them up only while it runs, at most
- * TSIM_WATCH_LATE_S before the engine makes them itself. */
-static inline int tsim_watch(tsim_seg *s, int self, _Atomic uint32_t *bell, uint32_t b)
+ * next wait, and the core goes from it to the rank woken in one switch,
+ * without a system call from the engine's core or a woken rank preempting
+ * it. It holds them up only while it runs, at most TSIM_WATCH_LATE_S
+ * before the engine makes them itself. It hands the core to a rung
+ * sleeper whose clock is below `below` (its own, when it waits for a
+ * sync; UINT64_MAX when it blocks), the lowest first, and then sleeps;
+ * at the end of its turns, to the lowest of any. */
+static inline int tsim_watch(tsim_seg *s, int self, _Atomic uint32_t *bell, uint32_t b, uint64_t below)
 {
     uint32_t none = 0, me = (uint32_t)self + 1;
     if (atomic_load(&s->watcher) != me && !atomic_compare_exchange_strong(&s->watcher, &none, me)) return 0;
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
-        tsim_watch_serve(s);
         if (atomic_load_explicit(bell, memory_order_acquire) != b) return 1;
+        int to = tsim_watch_pick(s, below);
+        if (to >= 0) {
+            tsim_watch_pass(s, to);
+            return 0;
+        }
         sched_yield();
+        atomic_fetch_add_explicit(&s->watch_beat, 1, memory_order_relaxed);
         clock_gettime(CLOCK_MONOTONIC, &t);
         if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > TSIM_TURNS_NS) break;
     }
-    tsim_watch_leave(s, self);
+    int to = tsim_watch_pick(s, UINT64_MAX);
+    if (to >= 0) tsim_watch_pass(s, to);
+    else tsim_watch_leave(s, self);
     return 0;
 }
 
