@@ -342,7 +342,7 @@ typedef struct tsim_seg {
         _Atomic uint32_t watcher;  /* 1 + the processor watching the ranks' core, 0 for none */
         _Atomic uint32_t wake_any; /* nonzero: wake_req has bits */
         _Atomic uint64_t wake_req[TSIM_MAX_PROCS / 64]; /* sleepers the engine rang, to be woken */
-        _Atomic uint32_t watch_beat; /* bumped by the watcher as it turns and passes the watch */
+        _Atomic uint32_t watch_beat; /* the watcher's host clock as it waits (tsim_watch.h) */
     };
     tsim_proc procs[];             /* nnodes * TSIM_CPUS */
 } tsim_seg;

@@ -616,10 +616,28 @@ static inline __attribute__((always_inline)) void process(tsim_engine *e, const 
 }
 
 /* ---- the loop -------------------------------------------------------- */
-static uint64_t horizon(tsim_engine *e, int *running, int *blocked)
+/* What one look at every present processor finds. */
+typedef struct {
+    int running, blocked;
+    int idle; /* running, but needing no core now (see horizon) */
+} scan_t;
+
+/* The lowest clock of the running processors, and the scan's counts.
+ *
+ * Running processors that need no core now (`idle`): those that wait in a
+ * sync (pl_sync) for a clock the engine has not reached, and those asleep
+ * in the kernel, woken by the engine but not yet by the ranks' watcher,
+ * which wakes them one at a time in clock order (tsim_watch.h). For the
+ * engine's spin and the cores' plan (tsim_cores.c) they are not running
+ * ranks. In VN mode a node mate's round trip leaves the two ranks running
+ * in turn, one always syncing while the other computes; counted as
+ * running, the engine slept through every hand-off and the ranks never
+ * shared a core. Host time only: a rank that lies here costs only host
+ * time. */
+static uint64_t horizon(tsim_engine *e, scan_t *c)
 {
     uint64_t h = UINT64_MAX;
-    *running = *blocked = 0;
+    *c = (scan_t){0};
     FOR_PRESENT(e, i) {
         tsim_proc *p = &e->seg->procs[i];
         uint32_t st = atomic_load(&p->state);
@@ -632,9 +650,11 @@ static uint64_t horizon(tsim_engine *e, int *running, int *blocked)
         if (st == TSIM_P_RUNNING) {
             uint64_t vt = atomic_load(&p->vt);
             if (vt < h) h = vt;
-            (*running)++;
+            c->running++;
+            c->idle += atomic_load_explicit(&p->sync_target, memory_order_relaxed) > e->published ||
+                       atomic_load_explicit(&p->asleep, memory_order_relaxed);
         } else if (st == TSIM_P_BLOCKED) {
-            (*blocked)++;
+            c->blocked++;
         } else if (st > TSIM_P_EXITED && (st != TSIM_P_ENGINE || !e->ep[i].engine_driven)) {
             eng_violation(e, i, "state word: %u is %s", st,
                           st == TSIM_P_ENGINE ? "the state of the engine's own traffic sources"
@@ -642,27 +662,6 @@ static uint64_t horizon(tsim_engine *e, int *running, int *blocked)
         }
     }
     return h;
-}
-
-/* Running processors that need no core now: those that wait in a sync
- * (pl_sync) for a clock the engine has not reached, and those asleep in
- * the kernel, woken by the engine but not yet by the ranks' watcher, which
- * wakes them one at a time in clock order (tsim_watch.h). For the engine's
- * spin and the cores' plan (tsim_cores.c) they are not running ranks. In
- * VN mode a node mate's round trip leaves the two ranks running in turn,
- * one always syncing while the other computes; counted as running, the
- * engine slept through every hand-off and the ranks never shared a core.
- * Host time only: a rank that lies here costs only host time. */
-static int syncing(const tsim_engine *e)
-{
-    int n = 0;
-    FOR_PRESENT(e, i) {
-        tsim_proc *p = &e->seg->procs[i];
-        if (atomic_load_explicit(&p->state, memory_order_relaxed) == TSIM_P_RUNNING)
-            n += atomic_load_explicit(&p->sync_target, memory_order_relaxed) > e->published ||
-                 atomic_load_explicit(&p->asleep, memory_order_relaxed);
-    }
-    return n;
 }
 
 /* While the engine sleeps, nothing can move until a running processor's
@@ -838,8 +837,8 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
             break;
         }
         serve_late_wakes(e);
-        int running, blocked;
-        uint64_t h = horizon(e, &running, &blocked), h0 = h;
+        scan_t sc;
+        uint64_t h = horizon(e, &sc), h0 = h;
         int progress = look(e);
         if (e->woke_min < h) h = e->woke_min;
         ev v;
@@ -868,18 +867,18 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
         if (h != UINT64_MAX) publish_done(e, h);
         if (!evq_count(&e->q) && !progress) {
             /* nothing can move: finished, or every live processor waits */
-            horizon(e, &running, &blocked);
-            if (!running && !look_final(e)) {
+            horizon(e, &sc);
+            if (!sc.running && !look_final(e)) {
                 if (e->woke_min == UINT64_MAX) {
                     /* the abort flag is read after the states: a job torn
                      * down (its ranks marked gone one by one) is not a
                      * deadlock */
                     if (atomic_load(&s->abort)) e->aborted = 1;
-                    else if (blocked) e->deadlock = 1;
+                    else if (sc.blocked) e->deadlock = 1;
                     break;
                 }
             }
-            if (running) goto sleep;
+            if (sc.running) goto sleep;
             continue;
         }
         if (!progress) {
@@ -891,9 +890,9 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
              * publishing it (both sides store, then load) */
             eng_publish_quiet(e);
             atomic_store(&s->engine_wait, sleep_until(e));
-            int r2, b2;
-            uint64_t h2 = horizon(e, &r2, &b2);
-            r2 -= syncing(e); /* the ranks that want a core */
+            scan_t s2;
+            uint64_t h2 = horizon(e, &s2);
+            int r2 = s2.running - s2.idle; /* the ranks that want a core */
             tsim_cores_note(e, r2);
             /* a wake the watcher has not passed on by then is the engine's */
             if (h2 == h0)

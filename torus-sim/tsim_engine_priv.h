@@ -182,6 +182,7 @@ typedef struct eproc {
     int settled;
     uint64_t quiet_pub;
     uint32_t quiet_inj_pub, quiet_sib_pub;
+    uint64_t quiet_vt; /* its clock as eng_publish_quiet last read it */
 } eproc;
 
 struct tsim_engine {

@@ -114,6 +114,7 @@ void eng_publish_quiet(tsim_engine *e)
         uint32_t st = atomic_load(&p->state);
         if (st == TSIM_P_ABSENT) continue;
         uint64_t vt = may_act(e, i, st) ? atomic_load(&p->vt) : UINT64_MAX;
+        e->ep[i].quiet_vt = vt;
         /* after the clock: what it wrote before it is seen now */
         if (has_news(e, i, st)) vt = 0;
         if (vt == UINT64_MAX) continue;
@@ -131,6 +132,10 @@ void eng_publish_quiet(tsim_engine *e)
         uint64_t q = i == who ? m2 : m1;
         if (first < q) q = first;
         if (e->rt[i / TSIM_CPUS].waiting) q = 0;
+        /* a promise short of the clock it has (any but the earliest
+         * actor's, in a crowd) is one it can never use: the one it holds,
+         * older and lower, stays true */
+        if (e->ep[i].quiet_vt > q) continue;
         uint32_t inj = inj_seen(&e->ep[i]) + tree_seen(e, i);
         uint32_t sib = atomic_load(&s->procs[i ^ 1].state) == TSIM_P_ABSENT;
         eproc *ep = &e->ep[i];
