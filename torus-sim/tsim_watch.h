@@ -16,9 +16,10 @@
  * bumps the rank's bell as always and sets the rank's bit in `wake_req`.
  * The watcher wakes it from the ranks' own core (no interrupt from
  * another core, no halted core) and hands it the core and the watch.
- * Every other waiting rank sleeps at once. The watcher keeps the watch
- * while it runs after its own bell rang (tsim_watch), gives it up after
- * TSIM_TURNS_NS of turns, and then sleeps like the others.
+ * Every other waiting rank sleeps at once; a rank the engine wakes while
+ * nobody watches becomes the watcher. The watcher keeps the watch while
+ * it runs after its own bell rang (tsim_watch), hands it on or gives it up
+ * after TSIM_TURNS_NS of turns, and then sleeps like the others.
  *
  * The core goes in clock order: of the sleepers rung, the watcher wakes
  * only the one with the lowest clock, and passes it the watch. The

@@ -17,6 +17,7 @@
 #include "packetlayer/pl_tree.h"
 #include "suite.h"
 #include "torus-sim/tsim_engine_priv.h"
+#include "torus-sim/tsim_watch.h"
 
 #define ROUNDS 150
 #define NP 4
@@ -235,6 +236,42 @@ START_TEST(quiet_watched)
 }
 END_TEST
 
+/* The watcher's hand-over (tsim_watch.h), on a machine with no engine:
+ * of the sleepers the engine rang, the one with the lowest clock below
+ * the limit, its request taken; the watch and its wake go to it; the
+ * others stay for the next. */
+START_TEST(quiet_watch_order)
+{
+    tsim_seg *seg = um_seg(4, 2, 1, 1, 2, NULL); /* 16 processors */
+    for (int i = 0; i < 16; i++) atomic_store(&seg->procs[i].vt, 500); /* not rung: not theirs */
+    int rung[] = {3, 5, 9, 12};
+    uint64_t clock[] = {1777, 1111, 1259, 1444};
+    for (size_t k = 0; k < sizeof rung / sizeof rung[0]; k++) {
+        atomic_store(&seg->procs[rung[k]].vt, clock[k]);
+        atomic_fetch_or(&seg->wake_req[0], 1ull << rung[k]);
+    }
+    atomic_store(&seg->wake_any, 1);
+    ck_assert_int_eq(tsim_watch_pick(seg, 1111), -1); /* a sync at 1111: none behind it */
+    ck_assert_int_eq(tsim_watch_pick(seg, 1300), 5);
+    ck_assert_uint_eq(atomic_load(&seg->wake_req[0]), (1ull << 3) | (1ull << 9) | (1ull << 12));
+    uint32_t bell = atomic_load(&seg->procs[9].bell);
+    int to = tsim_watch_pick(seg, UINT64_MAX);
+    ck_assert_int_eq(to, 9);
+    tsim_watch_pass(seg, to);
+    ck_assert_uint_eq(atomic_load(&seg->watcher), 10);
+    ck_assert_uint_eq(atomic_load(&seg->procs[9].bell), bell); /* a wake, not a ring: the engine rang */
+    ck_assert_int_eq(tsim_watch_pick(seg, UINT64_MAX), 12);
+    ck_assert_int_eq(tsim_watch_pick(seg, UINT64_MAX), 3);
+    ck_assert_int_eq(tsim_watch_pick(seg, UINT64_MAX), -1);
+    /* a stray bit past the last processor is no one's */
+    atomic_store(&seg->wake_req[0], 1ull << 40);
+    ck_assert_int_eq(tsim_watch_pick(seg, UINT64_MAX), -1);
+    printf("quiet: the watcher hands the core to the rung ranks in clock order (5, 9, 12, 3), "
+           "none to a rank ahead of its sync's clock\n");
+    tsim_seg_destroy(seg);
+}
+END_TEST
+
 /* The rank's side alone, against a promise written by hand and no engine
  * (the abort flag makes a sync return at once, counted): which polls a
  * promise answers and which it must leave to a sync. */
@@ -340,6 +377,7 @@ Suite *quiet_suite(void)
 {
     Suite *s = suite_create("quiet");
     UM_TCASE(s, "same results", 120, quiet_rules, quiet_untaken, quiet_neighbours,
-             quiet_far_with_bystander, quiet_same_node, quiet_late_open, quiet_watched);
+             quiet_far_with_bystander, quiet_same_node, quiet_late_open, quiet_watched,
+             quiet_watch_order);
     return s;
 }
