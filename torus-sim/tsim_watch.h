@@ -60,6 +60,12 @@
  * request at its next turn, within microseconds when that rank blocks. */
 #define TSIM_WATCH_LATE_S 200e-6
 
+/* Word w of wake_req as read, less a stray bit past the last processor. */
+static inline uint64_t tsim_watch_bits(uint64_t m, int w, int nprocs)
+{
+    return nprocs - 64 * w < 64 ? m & ((1ull << (nprocs - 64 * w)) - 1) : m;
+}
+
 /* Wakes every sleeper whose bit is set (the watcher's side): how many. */
 static inline int tsim_watch_serve(tsim_seg *s)
 {
@@ -67,9 +73,8 @@ static inline int tsim_watch_serve(tsim_seg *s)
     int nprocs = s->geom.nnodes * TSIM_CPUS, n = 0;
     for (int w = 0; 64 * w < nprocs; w++) {
         uint64_t m = atomic_load_explicit(&s->wake_req[w], memory_order_relaxed)
-                         ? atomic_exchange(&s->wake_req[w], 0)
+                         ? tsim_watch_bits(atomic_exchange(&s->wake_req[w], 0), w, nprocs)
                          : 0;
-        if (nprocs - 64 * w < 64) m &= (1ull << (nprocs - 64 * w)) - 1; /* a stray bit past the end */
         for (; m; m &= m - 1, n++) tsim_futex_wake(&s->procs[64 * w + __builtin_ctzll(m)].bell);
     }
     return n;
@@ -83,8 +88,7 @@ static inline int tsim_watch_pick(tsim_seg *s, uint64_t below)
     int nprocs = s->geom.nnodes * TSIM_CPUS, best = -1;
     uint64_t best_vt = below;
     for (int w = 0; 64 * w < nprocs; w++) {
-        uint64_t m = atomic_load_explicit(&s->wake_req[w], memory_order_relaxed);
-        if (nprocs - 64 * w < 64) m &= (1ull << (nprocs - 64 * w)) - 1; /* a stray bit past the end */
+        uint64_t m = tsim_watch_bits(atomic_load_explicit(&s->wake_req[w], memory_order_relaxed), w, nprocs);
         for (; m; m &= m - 1) {
             int i = 64 * w + __builtin_ctzll(m);
             uint64_t vt = atomic_load_explicit(&s->procs[i].vt, memory_order_relaxed);
@@ -97,7 +101,7 @@ static inline int tsim_watch_pick(tsim_seg *s, uint64_t below)
     return atomic_fetch_and(&s->wake_req[best / 64], ~bit) & bit ? best : -1;
 }
 
-/* The watcher self hands the core and the watch to processor `to`. */
+/* The watcher hands the core and the watch to processor `to`. */
 static inline void tsim_watch_pass(tsim_seg *s, int to)
 {
     atomic_store(&s->watcher, (uint32_t)to + 1);
