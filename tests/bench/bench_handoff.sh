@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Where a hand-off-bound job's host time goes (issue 25): the LU-like
 # wavefront (tests/mpi/wavefront.c: small eager messages handed rank to
-# rank) and the BT/SP-like multi-partition exchange (tests/mpi/multipart.c:
-# rendezvous messages, scout and grant handed back and forth), 64 ranks on
+# rank), the BT/SP-like multi-partition exchange (tests/mpi/multipart.c:
+# rendezvous messages, scout and grant handed back and forth) and CG's row
+# and transpose exchanges (tests/mpi/rowcol.c: 14 KB vectors and one-double
+# sums between fixed partners, 50 iterations: an eighth of CG.A.64), 64 ranks on
 # 4x4x4, -clock none. Per job: wall s, packets, host us per packet, context
 # switches per packet (mpirun and everything it started, /usr/bin/time),
 # the engine's wakes and the ranks' syncs (pl_sync: a poll that waits for
@@ -16,7 +18,12 @@
 #            layer's wait_bell (spins, sched_yield turns), torus-sim code in
 #            the ranks (tsim_*), libc's syscall() wrapper of futex(2)
 #   libc     the ranks' libc (memcpy, ...)
-#   engine   the mpirun process in user space (tsim_*, eng_*, net_*, prx_*)
+#   engine   the mpirun process in user space at work (tsim_*, eng_*,
+#            net_*, prx_*): the network model, blocked ranks' loops, the
+#            looks at the processors
+#   e-wait   the engine waiting for news in user space (engine_wait: its
+#            spin before it sleeps, on a core of its own while the ranks
+#            share the others)
 #   futex / yield / vmcopy   kernel time under futex(2), sched_yield(2),
 #            process_vm_readv/writev(2) (any process of the job)
 #   sched    the kernel switching tasks outside those calls: reschedule
@@ -42,7 +49,7 @@ set -eu
 RUNS=${BENCH_HANDOFF_RUNS:-1}
 if [ ! -x "$PREFIX/bin/mpicc" ]; then echo "  skipped: MPICH not built (make mpich)"; exit 0; fi
 out=$BUILD/mpi; mkdir -p "$out"
-for p in wavefront multipart handoff; do
+for p in wavefront multipart rowcol handoff; do
   [ "$out/$p" -nt tests/mpi/$p.c ] && [ "$out/$p" -nt "$PREFIX/lib/libmpi.so" ] ||
     mpicc -O2 -I"$PREFIX/include/bglemu" -o "$out/$p" tests/mpi/$p.c
 done
@@ -80,7 +87,7 @@ function flush() {
     if (ks ~ /futex/) c = "futex"; else if (ks ~ /sched_yield/) c = "yield"
     else if (ks ~ /process_vm/) c = "vmcopy"; else if (ks ~ / (pci_|kernfs_)/) c = "init"
     else if (ks ~ /reschedule_ipi|exit_to_user_mode_loop|apic_timer_interrupt|call_function/) c = "sched"
-  } else if (comm == "mpirun") c = "engine"
+  } else if (comm == "mpirun") c = usym == "engine_wait" ? "ewait" : "engine"
   else if (udso ~ ("/" prog "$")) c = "app"
   else if (usym ~ /^wait_bell/ || (udso ~ /libc\.so/ && usym == "syscall")) c = "wait"
   else if (udso ~ /libmpi\.so/) c = (usym in layer) ? layer[usym] : (usym ~ /^MPIDI_BGL|^bgl_/ ? "ml" : "mpich")
@@ -95,14 +102,14 @@ function flush() {
   if (dso ~ /kernel/) ks = ks " " sym
   else if (udso == "") { udso = dso; usym = sym }
   next }
-END { flush(); split("app mpich ml wait libc engine futex yield vmcopy sched kother init launch", k, " ")
-      for (i = 1; i <= 13; i++) printf "%d ", cnt[k[i]]; printf "%d\n", n }
+END { flush(); split("app mpich ml wait libc engine ewait futex yield vmcopy sched kother init launch", k, " ")
+      for (i = 1; i <= 14; i++) printf "%d ", cnt[k[i]]; printf "%d\n", n }
 EOF
 
 sysidle() { awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
 
 # job NAME PROG ARGS...: one run -> $tmp/NAME.line:
-#   wall usr sys csw packets msgs wakes loop_s sysidle% app mpich ml wait libc engine futex yield vmcopy sched kother init launch syncs
+#   wall usr sys csw packets msgs wakes loop_s sysidle% app mpich ml wait libc engine ewait futex yield vmcopy sched kother init launch syncs
 job1() {
   local name=$1 prog=$2; shift 2
   local cmd=(mpirun -np 64 -shape 4x4x4 -clock none "$out/$prog" "$@")
@@ -131,7 +138,7 @@ job1() {
   local idle
   idle=$(awk -v a="$i0" -v b="$i1" 'BEGIN { split(a, x, " "); split(b, y, " ");
     d = y[2] - x[2]; printf("%.0f", d > 0 ? 100 * (y[1] - x[1]) / d : 0) }')
-  local br="n/a n/a n/a n/a n/a n/a n/a n/a n/a n/a n/a n/a n/a"
+  local br="n/a n/a n/a n/a n/a n/a n/a n/a n/a n/a n/a n/a n/a n/a"
   if [ "$have_perf" = 1 ]; then
     br=$(perf script -i "$tmp/perf.data" -F comm,pid,ip,sym,dso 2>/dev/null |
       awk -v prog="$prog" -v symf="$tmp/syms" -f "$tmp/classify.awk")
@@ -158,18 +165,19 @@ echo "  64 ranks on 4x4x4 (CO), -clock none, $cores host cores; median of $RUNS 
 echo "  job          wall  packets    msgs  us/pkt csw/pkt wake/msg sync/msg cpu-us/pkt idle% sysidle"
 row wavefront wavefront || exit 1
 row multipart multipart || exit 1
+row rowcol rowcol --iters 50 || exit 1
 if [ "$have_perf" = 1 ]; then
   echo "  CPU breakdown, % of wall x $cores cores (perf record -g, cpu-clock; kernel by the system call under the sample):"
-  echo "  job          app mpich    ml  wait  libc engine futex yield vmcopy sched kother  init launch  idle"
+  echo "  job          app mpich    ml  wait  libc engine e-wait futex yield vmcopy sched kother  init launch  idle"
 else
   echo "  CPU, % of wall x $cores cores (/usr/bin/time; perf unavailable: no breakdown):"
   echo "  job          user, sys                                     idle"
 fi
-for name in wavefront multipart; do
+for name in wavefront multipart rowcol; do
   awk -v n="$name" -v c="$cores" '{
     cap = $1 * c; printf "  %-10s", n
     if ($10 == "n/a") { printf "  user %.1f%%, sys %.1f%%, breakdown n/a (no perf)", 100 * $2 / cap, 100 * $3 / cap }
-    else for (i = 10; i <= 22; i++) printf " %5.1f", 100 * $i / cap
+    else for (i = 10; i <= 23; i++) printf " %5.1f", 100 * $i / cap
     printf " %5.1f\n", 100 * (cap - $2 - $3) / cap }' "$tmp/$name.line"
 done
 
