@@ -341,17 +341,34 @@ for c in "crash-busy:rank 1 <1,0,0,0>:killed by signal 11 (Segmentation fault)" 
 done
 
 # ---- the engine does blocked ranks' steps: same result as when every packet wakes its rank ----
+# helped NAME MPIRUN-ARGS... PROGRAM ARGS: runs NAME-help (the engine runs
+# blocked ranks' loops; it prints its counts) and NAME-wake (BGLEMU_PROXY=0:
+# every packet wakes its rank), each with its report
+helped() {
+  local name=$1; shift
+  BGLEMU_PROXY_STATS=1 run "$name-help" --report "$tmp/$name-help.json" "$@"
+  BGLEMU_PROXY=0 run "$name-wake" --report "$tmp/$name-wake.json" "$@"
+}
+# same_report NAME: both runs exited 0 and their reports are the same but
+# for host time; otherwise says where they differ
+same_report() {
+  local a="$tmp/$1-help" b="$tmp/$1-wake"
+  if [ "$(cat "$a.rc")" = 0 ] && [ "$(cat "$b.rc")" = 0 ] &&
+     cmp -s <(grep -v '"job"\|"wall' "$a.json") <(grep -v '"job"\|"wall' "$b.json"); then
+    return 0
+  fi
+  tail -n 5 "$a.out" "$b.out"
+  diff <(grep -v '"job"\|"wall' "$a.json") <(grep -v '"job"\|"wall' "$b.json") | head -5
+  return 1
+}
+# wakes_of NAME: the engine's wakes in NAME-help
+wakes_of() { grep -o 'for blocked processors; [0-9]* wakes' "$tmp/$1-help.out" | awk '{print $4}'; }
+
 # (MPICH's alltoallv over point-to-point, 16 ranks: many messages to many peers at once)
-run a2av-help -np 16 -shape 4x2x2 -clock none --report "$tmp/a2av1.json" -env BGLMPI_ALLTOALL=mpich \
-  "$out/alltoallv" --rounds 2 --total 65536
-BGLEMU_PROXY=0 run a2av-wake -np 16 -shape 4x2x2 -clock none --report "$tmp/a2av0.json" \
-  -env BGLMPI_ALLTOALL=mpich "$out/alltoallv" --rounds 2 --total 65536
-if [ "$(cat "$tmp/a2av-help.rc")" = 0 ] && [ "$(cat "$tmp/a2av-wake.rc")" = 0 ] &&
-   grep -q '^ok 0 - alltoallv' "$tmp/a2av-help.out" &&
-   cmp -s <(grep -v '"job"' "$tmp/a2av1.json") <(grep -v '"job"' "$tmp/a2av0.json"); then
+helped a2av -np 16 -shape 4x2x2 -clock none -env BGLMPI_ALLTOALL=mpich "$out/alltoallv" --rounds 2 --total 65536
+if same_report a2av && grep -q '^ok 0 - alltoallv' "$tmp/a2av-help.out"; then
   ok "MPI_Alltoallv (MPICH's, 16 ranks): data checked; the report is the same whether the engine or the ranks ran their waiting loops"
 else
-  tail -n 5 "$tmp/a2av-help.out" "$tmp/a2av-wake.out"; diff <(grep -v '"job"' "$tmp/a2av1.json") <(grep -v '"job"' "$tmp/a2av0.json") | head -5
   notok "MPI_Alltoallv with and without the engine's help"
 fi
 
@@ -359,55 +376,41 @@ fi
 # engine records the completions of the sends a rank is not waiting for
 # (quiet completions) and the coprocessor's notices; the report is the one
 # of ranks woken per packet ----
-BGLEMU_PROXY_STATS=1 run mp-help -np 16 -shape 4x2x2 -clock none --report "$tmp/mp1.json" "$out/multipart"
-BGLEMU_PROXY=0 run mp-wake -np 16 -shape 4x2x2 -clock none --report "$tmp/mp0.json" "$out/multipart"
-wakes=$(grep -o 'for blocked processors; [0-9]* wakes' "$tmp/mp-help.out" | awk '{print $4}')
-if [ "$(cat "$tmp/mp-help.rc")" = 0 ] && [ "$(cat "$tmp/mp-wake.rc")" = 0 ] &&
-   [ "$(grep -o 'ok [0-9]* - multipart: checksum finite' "$tmp/mp-help.out" | wc -l)" = 16 ] &&
-   grep -q 'multipart: 16 ranks, .* 480 messages' "$tmp/mp-help.out" && [ -n "$wakes" ] &&
-   cmp -s <(grep -v '"job"\|"wall' "$tmp/mp1.json") <(grep -v '"job"\|"wall' "$tmp/mp0.json"); then
+helped mp -np 16 -shape 4x2x2 -clock none "$out/multipart"
+wakes=$(wakes_of mp)
+if same_report mp && [ "$(grep -o 'ok [0-9]* - multipart: checksum finite' "$tmp/mp-help.out" | wc -l)" = 16 ] &&
+   grep -q 'multipart: 16 ranks, .* 480 messages' "$tmp/mp-help.out" && [ -n "$wakes" ]; then
   ok "multi-partition exchange, 16 ranks, 480 rendezvous messages in MPI_Waitall: $wakes wakes with the engine's help; the report is that of ranks woken per packet"
 else
-  tail -n 5 "$tmp/mp-help.out" "$tmp/mp-wake.out"
-  diff <(grep -v '"job"\|"wall' "$tmp/mp1.json") <(grep -v '"job"\|"wall' "$tmp/mp0.json") | head -5
   notok "multi-partition exchange with and without the engine's help"
 fi
 
 # ---- CG's row and transpose exchanges: rendezvous vectors and one-double
 # sums between fixed partners, each rank in MPI_Wait for the one it needs
 # next; the report is that of ranks woken per packet ----
-BGLEMU_PROXY_STATS=1 run rc-help -np 16 -shape 4x2x2 -clock none --report "$tmp/rc1.json" "$out/rowcol" --iters 3
-BGLEMU_PROXY=0 run rc-wake -np 16 -shape 4x2x2 -clock none --report "$tmp/rc0.json" "$out/rowcol" --iters 3
-wakes=$(grep -o 'for blocked processors; [0-9]* wakes' "$tmp/rc-help.out" | awk '{print $4}')
-if [ "$(cat "$tmp/rc-help.rc")" = 0 ] && [ "$(cat "$tmp/rc-wake.rc")" = 0 ] &&
-   [ "$(grep -o 'ok [0-9]* - rowcol: ' "$tmp/rc-help.out" | grep -vc '^not')" = 48 ] &&
+helped rc -np 16 -shape 4x2x2 -clock none "$out/rowcol" --iters 3
+wakes=$(wakes_of rc)
+if same_report rc && [ "$(grep -o 'ok [0-9]* - rowcol: ' "$tmp/rc-help.out" | grep -vc '^not')" = 64 ] &&
    ! grep -q 'not ok [0-9]* - rowcol' "$tmp/rc-help.out" "$tmp/rc-wake.out" &&
-   grep -q 'rowcol: 16 ranks (4x4 grid), .* 336 messages' "$tmp/rc-help.out" && [ -n "$wakes" ] &&
-   cmp -s <(grep -v '"job"\|"wall' "$tmp/rc1.json") <(grep -v '"job"\|"wall' "$tmp/rc0.json"); then
-  ok "CG's row and transpose exchanges, 16 ranks, 336 messages: the rows' sums agree to the bit; $wakes wakes with the engine's help; the report is that of ranks woken per packet"
+   grep -q 'rowcol: 16 ranks (4x4 grid), .* 336 messages' "$tmp/rc-help.out" && [ -n "$wakes" ]; then
+  ok "CG's row and transpose exchanges, 16 ranks, 336 messages: the rows' sums agree to the bit and each rank received what its transpose partner sent; $wakes wakes with the engine's help; the report is that of ranks woken per packet"
 else
-  tail -n 5 "$tmp/rc-help.out" "$tmp/rc-wake.out"
-  diff <(grep -v '"job"\|"wall' "$tmp/rc1.json") <(grep -v '"job"\|"wall' "$tmp/rc0.json") | head -5
   notok "CG's row and transpose exchanges with and without the engine's help"
 fi
 
 # ---- a CO halo exchange: faces from three links at once keep the coprocessor
 # reading back to back; the engine reads them for it, with the same result ----
-BGLEMU_PROXY_STATS=1 run halo-help -np 27 -shape 3x3x3 -clock none --report "$tmp/halo1.json" "$out/halo"
-BGLEMU_PROXY=0 run halo-wake -np 27 -shape 3x3x3 -clock none --report "$tmp/halo0.json" "$out/halo"
+helped halo -np 27 -shape 3x3x3 -clock none "$out/halo"
 # not anchored: hydra forwards the ranks' output in chunks that need not
 # end a line, so mpirun's own line may follow part of a rank's
 read_by=$(grep -o 'bglemu: engine read [0-9]* and sent' "$tmp/halo-help.out" | awk '{print $4}')
-wakes=$(grep -o 'for blocked processors; [0-9]* wakes' "$tmp/halo-help.out" | awk '{print $4}')
+wakes=$(wakes_of halo)
 delivered=$(sed -n 's/.*; \([0-9]*\) packets delivered.*/\1/p' "$tmp/halo-help.out")
-if [ "$(cat "$tmp/halo-help.rc")" = 0 ] && [ "$(cat "$tmp/halo-wake.rc")" = 0 ] &&
-   [ "$(grep -o 'ok [0-9]* - halo: 3 x 6 faces[^(]*(0 wrong)' "$tmp/halo-help.out" | wc -l)" = 27 ] &&
+if same_report halo && [ "$(grep -o 'ok [0-9]* - halo: 3 x 6 faces[^(]*(0 wrong)' "$tmp/halo-help.out" | wc -l)" = 27 ] &&
    [ -n "$read_by" ] && [ -n "$delivered" ] && [ $((read_by * 10 >= delivered * 9)) = 1 ] &&
-   [ -n "$wakes" ] && [ $((wakes * 20 < delivered)) = 1 ] &&
-   cmp -s <(grep -v '"job"\|"wall' "$tmp/halo1.json") <(grep -v '"job"\|"wall' "$tmp/halo0.json"); then
+   [ -n "$wakes" ] && [ $((wakes * 20 < delivered)) = 1 ]; then
   ok "CO halo exchange, 27 ranks (six neighbours each): faces intact; the engine read $read_by of $delivered packets for waiting processors and woke them $wakes times (fewer than 1 per 20 packets); the report is that of ranks woken per packet"
 else
-  tail -n 5 "$tmp/halo-help.out" "$tmp/halo-wake.out"
   grep -a 'engine read' "$tmp/halo-help.out"
   notok "CO halo exchange: engine read '${read_by:-?}' of '${delivered:-?}' packets (want >= 90 %), '${wakes:-?}' wakes (want < 1 per 20 packets), or the reports differ"
 fi

@@ -22,8 +22,9 @@
  * CG.A.64's 269,375 messages and 6.77 M packets are about 410 such
  * iterations. Default 25 iterations (one conj_grad).
  *   rowcol [--iters N] [--na N] [--nnz N]
- * Checks that the ranks of a row end with the same sums (recursive
- * doubling adds the same pairs on both sides, so they agree to the bit)
+ * Checks that the ranks of a row found the same sums in every iteration
+ * (recursive doubling adds the same pairs on both sides, so they agree to
+ * the bit) and that each rank received what its transpose partner sent,
  * and prints the checksum, the message count and the host seconds of the
  * iterations (CLOCK_MONOTONIC: MPI_Wtime is simulated). */
 #include <math.h> /* isfinite: a macro, no libm */
@@ -100,6 +101,9 @@ int main(int argc, char **argv)
     double scale = 1.0 / ((double)nnz * r);
     long sent = 0;
     double rho = 0, pq = 0;
+    /* over all iterations: the row's sums of w, its dot products, and the
+     * sums of the vector sent to and received from the transpose partner */
+    double sums[3] = {0, 0, 0}, sent_sum = 0, got_sum = 0;
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = host_now();
     for (long it = 0; it < iters; it++) {
@@ -111,6 +115,10 @@ int main(int argc, char **argv)
             w[k] = s;
         }
         sent += row_sum(w, q, n, l2, me, 10);
+        double ws = 0, qs = 0;
+        for (int k = 0; k < n; k++) ws += w[k];
+        sums[0] += ws;
+        sent_sum += ws;
         if (l2) {
             MPI_Request rq;
             MPI_Irecv(q, n, MPI_DOUBLE, exch, 20, MPI_COMM_WORLD, &rq);
@@ -120,26 +128,29 @@ int main(int argc, char **argv)
         } else {
             memcpy(q, w, (size_t)n * sizeof *q);
         }
+        for (int k = 0; k < n; k++) qs += q[k];
+        got_sum += qs;
         pq = dot(p, q, n);
         sent += row_sum(&pq, &rho, 1, l2, me, 30);
         for (int k = 0; k < n; k++) p[k] = q[k] * scale;
         rho = dot(p, p, n);
         double t;
         sent += row_sum(&rho, &t, 1, l2, me, 40);
+        sums[1] += pq;
+        sums[2] += rho;
     }
     double t1 = host_now();
-    /* the ranks of a row hold the same sums, to the bit */
+    /* the ranks of a row found the same sums, to the bit */
     MPI_Comm rowc;
     MPI_Comm_split(MPI_COMM_WORLD, row, col, &rowc);
-    double mine[2] = {pq, rho}, lo[2], hi[2];
-    MPI_Allreduce(mine, lo, 2, MPI_DOUBLE, MPI_MIN, rowc);
-    MPI_Allreduce(mine, hi, 2, MPI_DOUBLE, MPI_MAX, rowc);
-    double wsum = 0;
-    for (int k = 0; k < n; k++) wsum += w[k];
-    double wlo, whi;
-    MPI_Allreduce(&wsum, &wlo, 1, MPI_DOUBLE, MPI_MIN, rowc);
-    MPI_Allreduce(&wsum, &whi, 1, MPI_DOUBLE, MPI_MAX, rowc);
+    double lo[3], hi[3];
+    MPI_Allreduce(sums, lo, 3, MPI_DOUBLE, MPI_MIN, rowc);
+    MPI_Allreduce(sums, hi, 3, MPI_DOUBLE, MPI_MAX, rowc);
     MPI_Comm_free(&rowc);
+    /* what the transpose partner says it sent is what this rank received */
+    double partner_sent;
+    MPI_Sendrecv(&sent_sum, 1, MPI_DOUBLE, exch, 50, &partner_sent, 1, MPI_DOUBLE, exch, 50, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
     double total;
     long msgs;
     MPI_Reduce(&rho, &total, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -148,8 +159,9 @@ int main(int argc, char **argv)
         printf("rowcol: %d ranks (%dx%d grid), %d doubles a vector, %ld iterations: checksum %.10e, "
                "%ld messages (%zu and %zu bytes), host %.2f s\n", np, r, r, n, iters, total, msgs,
                (size_t)n * sizeof(double), sizeof(double), t1 - t0);
-    CHECK(wlo == whi, "rowcol: the row's sums of w agree");
-    CHECK(lo[0] == hi[0] && lo[1] == hi[1], "rowcol: the row's dot products agree");
+    CHECK(lo[0] == hi[0], "rowcol: the row's sums of w agree in every iteration");
+    CHECK(lo[1] == hi[1] && lo[2] == hi[2], "rowcol: the row's dot products agree in every iteration");
+    CHECK(got_sum == partner_sent, "rowcol: received from the transpose partner what it sent");
     CHECK(isfinite(rho) && rho > 0, "rowcol: dot product finite and positive");
     free(a); free(p); free(w); free(q); free(ci);
     return mc_finish();
