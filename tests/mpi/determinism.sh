@@ -185,6 +185,7 @@ soak stream         -np 2 -shape 2x1x1 -connect MESH "$out/stream" --count 2 1M
 soak handoff        -np 8 -shape 2x2x2 "$out/handoff" --iters 200
 soak wavefront      -np 64 -shape 4x4x4 "$out/wavefront" --iters 1
 soak multipart      -np 64 -shape 4x4x4 "$out/multipart" --iters 1
+soak rowcol         -np 16 -shape 4x2x2 "$out/rowcol" --iters 3
 soak wtime_delay    -np 2 -shape 2x1x1 "$out/wtime_delay"
 soak environ        -np 2 -shape 2x1x1 "$out/environ"
 [ $fails = 0 ]
