@@ -102,9 +102,13 @@ function flush() {
   if (dso ~ /kernel/) ks = ks " " sym
   else if (udso == "") { udso = dso; usym = sym }
   next }
-END { flush(); split("app mpich ml wait libc engine ewait futex yield vmcopy sched kother init launch", k, " ")
-      for (i = 1; i <= 14; i++) printf "%d ", cnt[k[i]]; printf "%d\n", n }
+END { flush(); nk = split(cats, k, " ")
+      for (i = 1; i <= nk; i++) printf "%d ", cnt[k[i]]; printf "%d\n", n }
 EOF
+
+# the categories, in the order of the breakdown's columns
+cats="app mpich ml wait libc engine ewait futex yield vmcopy sched kother init launch"
+ncats=$(echo $cats | wc -w)
 
 sysidle() { awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
 
@@ -138,10 +142,11 @@ job1() {
   local idle
   idle=$(awk -v a="$i0" -v b="$i1" 'BEGIN { split(a, x, " "); split(b, y, " ");
     d = y[2] - x[2]; printf("%.0f", d > 0 ? 100 * (y[1] - x[1]) / d : 0) }')
-  local br="n/a n/a n/a n/a n/a n/a n/a n/a n/a n/a n/a n/a n/a n/a"
+  local br
+  br=$(printf 'n/a %.0s' $cats)
   if [ "$have_perf" = 1 ]; then
     br=$(perf script -i "$tmp/perf.data" -F comm,pid,ip,sym,dso 2>/dev/null |
-      awk -v prog="$prog" -v symf="$tmp/syms" -f "$tmp/classify.awk")
+      awk -v prog="$prog" -v symf="$tmp/syms" -v cats="$cats" -f "$tmp/classify.awk")
     # samples -> seconds of CPU, scaled to the measured user + sys
     br=$(awk -v l="$br" -v u="$usr" -v s="$sys" 'BEGIN { n = split(l, f, " "); tot = f[n] > 0 ? f[n] : 1
       for (i = 1; i < n; i++) printf "%.3f ", f[i] * (u + s) / tot }')
@@ -174,10 +179,10 @@ else
   echo "  job          user, sys                                     idle"
 fi
 for name in wavefront multipart rowcol; do
-  awk -v n="$name" -v c="$cores" '{
+  awk -v n="$name" -v c="$cores" -v last=$((9 + ncats)) '{
     cap = $1 * c; printf "  %-10s", n
     if ($10 == "n/a") { printf "  user %.1f%%, sys %.1f%%, breakdown n/a (no perf)", 100 * $2 / cap, 100 * $3 / cap }
-    else for (i = 10; i <= 23; i++) printf " %5.1f", 100 * $i / cap
+    else for (i = 10; i <= last; i++) printf " %5.1f", 100 * $i / cap
     printf " %5.1f\n", 100 * (cap - $2 - $3) / cap }' "$tmp/$name.line"
 done
 
