@@ -189,13 +189,6 @@ static void wake_ready(tsim_engine *e)
 
 static void src_pull(tsim_engine *e, int proc);
 
-/* Adds to a counter only the engine thread writes (readers load it): a
- * relaxed load and store, not a locked read-modify-write per packet. */
-static inline void own_add(_Atomic uint64_t *c, uint64_t x)
-{
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + x, memory_order_relaxed);
-}
-
 /* prx_trigger as the last thing an event does: the step it queues, if it
  * would be the very next event popped, runs at once instead (now its time,
  * as the pop would make it), with no trip through the queue (about one a
@@ -236,7 +229,8 @@ void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
     own_add(&p->pkts_received, 1); /* the engine's alone */
     own_add(&p->bytes_received, (uint64_t)c * TSIM_CHUNK);
     tsim_matrix_add(e, n->proc, proc, c);
-    if (atomic_load(&p->state) == TSIM_P_ENGINE) {
+    uint32_t st = atomic_load(&p->state);
+    if (st == TSIM_P_ENGINE) {
         uint64_t done = t;
         if (e->has_src && e->src.sink)
             done = e->src.sink(e->src.ctx, proc, fifo, &n->s.m, &n->s.p);
@@ -253,7 +247,7 @@ void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
     p->eng.rec_sum[fifo][h % TSIM_RING_SLOTS] = tsim_slot_sum(&n->s);
     q->rec_head[fifo] = h + 1;
     q->rec_pending |= 1u << fifo;
-    atomic_fetch_add(&r->used, (uint32_t)c);
+    eng_add32(&r->used, (uint32_t)c, st == TSIM_P_BLOCKED);
     /* the read-only copy first: a reader that sees the head sees it too */
     atomic_store_explicit(&p->eng.rec_head[fifo], h + 1, memory_order_relaxed);
     atomic_store_explicit(&r->head, h + 1, memory_order_release);
@@ -273,10 +267,15 @@ void eng_inj_freed(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t)
         return;
     }
     tsim_ring *r = &p->inj[fifo];
-    atomic_store(&r->t_free, t);
-    atomic_fetch_sub(&r->used, (uint32_t)chunks);
-    atomic_fetch_add_explicit(&r->tail, 1, memory_order_release);
-    if (atomic_load(&p->state) != TSIM_P_BLOCKED) return;
+    uint32_t st = atomic_load(&p->state);
+    atomic_store_explicit(&r->t_free, t, memory_order_relaxed);
+    eng_add32(&r->used, -(uint32_t)chunks, st == TSIM_P_BLOCKED);
+    if (st == TSIM_P_BLOCKED)
+        atomic_store_explicit(&r->tail, atomic_load_explicit(&r->tail, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    else
+        atomic_fetch_add_explicit(&r->tail, 1, memory_order_release);
+    if (st != TSIM_P_BLOCKED) return;
     if (prx_active(e, proc)) {
         trigger_last(e, proc, t, -1 - fifo);
     } else if ((atomic_load(&p->wake_mask) & TSIM_WAKE_INJ(fifo)) &&

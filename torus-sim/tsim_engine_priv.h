@@ -78,13 +78,14 @@ typedef struct pq {
     uint16_t want, fail_free;
 } pq;
 
-/* Credits on their way back to a router: applied once their time comes. */
+/* Credits on their way back to a router: applied once their time comes.
+ * The router keeps them in a ring in time order (tsim_net.c). */
 typedef struct credit_ret {
     uint64_t t;
     uint16_t cr; /* vc * TSIM_NPORTS + port: its index in the router's credit_flat */
     uint16_t chunks;
 } credit_ret;
-#define TSIM_MAX_RET 128
+#define TSIM_MAX_RET 128 /* a power of two: the ring's index wraps by mask */
 
 /* Hot fields first, by how often an arbitration touches them, in whole
  * cache lines (the array is 64-byte aligned: tsim_engine_new): a hop
@@ -105,8 +106,9 @@ typedef struct router {
      * path frees (tsim_net.c). Movers update both. */
     uint64_t fu;
     uint32_t fmask;
-    uint32_t nret;
+    uint32_t nret;                          /* credit returns pending: ret[ret_head ...], wrapping */
     uint64_t loop_busy;                     /* loopback path into own reception FIFOs */
+    uint32_t ret_head;
     /* line 1 */
     _Alignas(64) uint64_t busy_until[TSIM_NPORTS];
     uint64_t sp_busy[TSIM_CPUS];            /* scratchpad channel cpu -> other */
@@ -121,7 +123,7 @@ typedef struct router {
     int32_t nbr[TSIM_NPORTS];               /* neighbour node per port, -1 at a mesh edge */
     /* line 4 */
     _Alignas(64) int32_t rec_used[TSIM_CPUS][TSIM_NREC]; /* modelled reception occupancy */
-    credit_ret ret[TSIM_MAX_RET];           /* the first few entries in use */
+    credit_ret ret[TSIM_MAX_RET];           /* a ring, earliest first: nret from ret_head */
     tsim_link_stats link[TSIM_NPORTS];
     union { /* qs[b]: the queue of qmask bit b */
         struct {
@@ -366,6 +368,29 @@ static inline void tsim_matrix_add(tsim_engine *e, int from, int to, int chunks)
     tsim_pair *c = &e->mx[(size_t)from * (size_t)e->nprocs + (size_t)to];
     c->packets++;
     c->bytes += (uint64_t)chunks * TSIM_CHUNK;
+}
+
+/* Words of a processor's page that it and the engine both update (a
+ * ring's `used` and `tail`, its packet counters). While it is blocked only
+ * the engine touches them: the processor runs again only after the
+ * engine's wake (eng_wake), whose stores publish these. Then a plain load
+ * and store does, not a locked instruction, which also waits for the
+ * packet's slot stores before it to drain (about one such a packet each
+ * way, and as many more for the counters). `alone`: the processor is
+ * blocked or the engine's own. */
+static inline void eng_add32(_Atomic uint32_t *w, uint32_t x, int alone)
+{
+    if (alone)
+        atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) + x, memory_order_relaxed);
+    else
+        atomic_fetch_add(w, x);
+}
+
+/* A counter only the engine writes, or one of a blocked processor:
+ * readers only load it. */
+static inline void own_add(_Atomic uint64_t *c, uint64_t x)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + x, memory_order_relaxed);
 }
 
 /* tsim_engine.c */

@@ -127,7 +127,7 @@ static void p_inject(tsim_port *pt, int fifo, const tsim_hwhdr *hw, const uint8_
     tsim_proc *p = pt->p;
     tsim_ring *r = &p->inj[fifo];
     *pt->vt += e->prm.pkt_write_cycles;
-    atomic_store(&p->vt, *pt->vt);
+    atomic_store_explicit(&p->vt, *pt->vt, memory_order_relaxed); /* blocked: the engine's alone */
     uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
     tsim_slot *s = &r->slot[h % TSIM_RING_SLOTS];
     s->m.t_inject = *pt->vt;
@@ -135,10 +135,10 @@ static void p_inject(tsim_port *pt, int fifo, const tsim_hwhdr *hw, const uint8_
     s->p.hw = *hw;
     memcpy(s->p.sw, sw, sizeof s->p.sw);
     if (n) memcpy(s->p.payload, data, n); /* a packet without payload may come with data NULL */
-    atomic_fetch_add(&r->used, hw->chunks);
+    eng_add32(&r->used, hw->chunks, 1);
     atomic_store_explicit(&r->head, h + 1, memory_order_release);
-    atomic_fetch_add_explicit(&p->pkts_injected, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&p->bytes_injected, (uint64_t)hw->chunks * TSIM_CHUNK, memory_order_relaxed);
+    own_add(&p->pkts_injected, 1);
+    own_add(&p->bytes_injected, (uint64_t)hw->chunks * TSIM_CHUNK);
     uint32_t pk = pkt_alloc(e);
     e->pool[pk].s = *s;
     uint32_t *seen = &e->ep[proc].inj_seen[fifo];
@@ -195,12 +195,12 @@ static void p_consume(tsim_port *pt, int f)
     eproc *q = &e->ep[proc];
     int chunks = q->rec_chunks[f][tl % TSIM_RING_SLOTS];
     *pt->vt += e->prm.pkt_read_cycles;
-    atomic_store(&p->vt, *pt->vt);
+    atomic_store_explicit(&p->vt, *pt->vt, memory_order_relaxed);
     s->m.t_done = *pt->vt;
     ev_push_key(e, s->m.t_done, eng_proc_key(proc, 8 + f, q->rec_seen[f]), EV_REC_FREE, proc, f,
                 (uint32_t)chunks);
     q->rec_seen[f]++;
-    atomic_fetch_sub(&r->used, (uint32_t)chunks);
+    eng_add32(&r->used, -(uint32_t)chunks, 1);
     atomic_store_explicit(&r->tail, tl + 1, memory_order_release);
     e->prx_read++;
 }
