@@ -128,19 +128,20 @@ static void p_inject(tsim_port *pt, int fifo, const tsim_hwhdr *hw, const uint8_
     tsim_ring *r = &p->inj[fifo];
     *pt->vt += e->prm.pkt_write_cycles;
     atomic_store_explicit(&p->vt, *pt->vt, memory_order_relaxed); /* blocked: the engine's alone */
-    uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
-    tsim_slot *s = &r->slot[h % TSIM_RING_SLOTS];
-    s->m.t_inject = *pt->vt;
-    s->m.src = (uint32_t)proc;
+    /* The packet goes straight into the engine's pool: the ring counts
+     * it (its room, its head and, once injected, its tail, as the
+     * processor's own packet), but nobody reads a slot the engine took. */
+    uint32_t pk = pkt_alloc(e);
+    tsim_slot *s = &e->pool[pk].s;
+    s->m = (tsim_meta){.t_inject = *pt->vt, .src = (uint32_t)proc};
     s->p.hw = *hw;
     memcpy(s->p.sw, sw, sizeof s->p.sw);
     if (n) memcpy(s->p.payload, data, n); /* a packet without payload may come with data NULL */
+    uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
     eng_add32(&r->used, hw->chunks, 1);
     atomic_store_explicit(&r->head, h + 1, memory_order_release);
     own_add(&p->pkts_injected, 1);
     own_add(&p->bytes_injected, (uint64_t)hw->chunks * TSIM_CHUNK);
-    uint32_t pk = pkt_alloc(e);
-    e->pool[pk].s = *s;
     uint32_t *seen = &e->ep[proc].inj_seen[fifo];
     ev_push_key(e, s->m.t_inject, eng_proc_key(proc, fifo, *seen), EV_INJ, proc, fifo, pk);
     (*seen)++;
