@@ -78,14 +78,13 @@ typedef struct pq {
     uint16_t want, fail_free;
 } pq;
 
-/* Credits on their way back to a router: applied once their time comes.
- * The router keeps them in a ring in time order (tsim_net.c). */
+/* Credits on their way back to a router: applied once their time comes. */
 typedef struct credit_ret {
     uint64_t t;
     uint16_t cr; /* vc * TSIM_NPORTS + port: its index in the router's credit_flat */
     uint16_t chunks;
 } credit_ret;
-#define TSIM_MAX_RET 128 /* a power of two: the ring's index wraps by mask */
+#define TSIM_MAX_RET 128
 
 /* Hot fields first, by how often an arbitration touches them, in whole
  * cache lines (the array is 64-byte aligned: tsim_engine_new): a hop
@@ -106,9 +105,8 @@ typedef struct router {
      * path frees (tsim_net.c). Movers update both. */
     uint64_t fu;
     uint32_t fmask;
-    uint32_t nret;                          /* credit returns pending: ret[ret_head ...], wrapping */
+    uint32_t nret;
     uint64_t loop_busy;                     /* loopback path into own reception FIFOs */
-    uint32_t ret_head;
     /* line 1 */
     _Alignas(64) uint64_t busy_until[TSIM_NPORTS];
     uint64_t sp_busy[TSIM_CPUS];            /* scratchpad channel cpu -> other */
@@ -123,7 +121,7 @@ typedef struct router {
     int32_t nbr[TSIM_NPORTS];               /* neighbour node per port, -1 at a mesh edge */
     /* line 4 */
     _Alignas(64) int32_t rec_used[TSIM_CPUS][TSIM_NREC]; /* modelled reception occupancy */
-    credit_ret ret[TSIM_MAX_RET];           /* a ring, earliest first: nret from ret_head */
+    credit_ret ret[TSIM_MAX_RET];           /* the first few entries in use */
     tsim_link_stats link[TSIM_NPORTS];
     union { /* qs[b]: the queue of qmask bit b */
         struct {

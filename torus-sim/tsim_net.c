@@ -129,14 +129,8 @@ static ARB_INLINE void release_source(tsim_engine *e, int node, npkt *p, uint64_
             ev_push(e, at, EV_CREDIT, up, p->in_port << 4 | p->vc, (uint32_t)c);
             return;
         }
-        /* in time order: made at the engine's clock plus one latency, a
-         * new return is the latest but for ties, so the loop seldom moves one */
-        const uint32_t mask = TSIM_MAX_RET - 1;
-        uint32_t i = (u->ret_head + u->nret++) & mask;
-        for (; i != u->ret_head && u->ret[(i - 1) & mask].t > at; i = (i - 1) & mask)
-            u->ret[i] = u->ret[(i - 1) & mask];
-        u->ret[i] = (credit_ret){at, (uint16_t)(p->vc * TSIM_NPORTS + p->in_port), (uint16_t)c};
-        u->ret_min = u->ret[u->ret_head].t;
+        u->ret[u->nret++] = (credit_ret){at, (uint16_t)(p->vc * TSIM_NPORTS + p->in_port), (uint16_t)c};
+        u->ret_min = at < u->ret_min ? at : u->ret_min; /* UINT64_MAX while the list was empty */
         if ((u->waiting != 0) & ((u->armed <= e->now) | (at < u->armed))) {
             u->armed = at;
             ev_push(e, at, EV_LINK_FREE, up, 0, 0);
@@ -463,17 +457,22 @@ static inline int want_new(const router *r, const pq *q, unsigned free)
 static ARB_INLINE unsigned arb_begin(router *r, uint64_t t)
 {
     if (r->ret_min <= t) { /* credits whose time has come (none pending: UINT64_MAX) */
-        /* the ring is in time order: those due are its first ones */
-        const uint32_t mask = TSIM_MAX_RET - 1;
-        uint32_t h = r->ret_head, n = r->nret, k = 0;
-        for (; k < n && r->ret[(h + k) & mask].t <= t; k++) {
-            const credit_ret *x = &r->ret[(h + k) & mask];
-            r->credit_flat[x->cr] += x->chunks;
+        /* Branch-free: which entries are due varies unpredictably. The
+         * list is a set (sums and a minimum are taken of it), so the ones
+         * left keep their order, compacted. */
+        uint64_t m = UINT64_MAX;
+        uint32_t n = r->nret, k = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            credit_ret x = r->ret[i];
+            uint32_t due = x.t <= t;
+            r->credit_flat[x.cr] += x.chunks & -due;
+            r->ret[k] = x;
+            k += !due;
+            m = !due && x.t < m ? x.t : m;
         }
-        r->gen += k;
-        r->nret = n - k;
-        r->ret_head = (h + k) & mask;
-        r->ret_min = k < n ? r->ret[r->ret_head].t : UINT64_MAX;
+        r->gen += n - k;
+        r->nret = k;
+        r->ret_min = m;
     }
     unsigned free = r->fmask;
     if (t >= r->fu) { /* something busy has freed since the mask was made */
