@@ -227,9 +227,8 @@ int pl_inject(pl_proc *pp, int fifo, const tsim_hwhdr *hw, const void *sw8, cons
     if (pp->vt < pp->qinj_t) pp->qinj_t = pp->vt;
     if (fifo == TSIM_INJ_SP || tsim_node_of(&pp->seg->geom, hw->dst[0], hw->dst[1], hw->dst[2]) == pp->node)
         pp->qvoid = 1;
-    atomic_fetch_add_explicit(&pp->p->pkts_injected, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&pp->p->bytes_injected, (uint64_t)hw->chunks * TSIM_CHUNK,
-                              memory_order_relaxed);
+    tsim_count_add(&pp->p->pkts_injected, 1);
+    tsim_count_add(&pp->p->bytes_injected, (uint64_t)hw->chunks * TSIM_CHUNK);
     pl_kick_lazy(pp, pp->vt);
     return 0;
 }

@@ -279,6 +279,9 @@ typedef struct tsim_proc {
                                      wrote to (a page it may only read), 0 for none */
     uint64_t fate_ns;             /* when */
     char fate_why[120];           /* TSIM_FATE_CORRUPT: what was damaged */
+    /* one writer at a time (tsim_count_add): the processor while it runs
+     * (injected), the engine while it is blocked or the engine's own, and
+     * for every delivery (received) */
     _Atomic uint64_t pkts_injected, pkts_received, bytes_injected, bytes_received;
     /* round trips to the engine (pl_sync) and polls a promise answered
      * instead (tsim_quiet.c), counted by the processor: host statistics */
@@ -308,6 +311,16 @@ typedef struct tsim_proc {
                                      it (pl_open), 0 before */
     } eng;
 } tsim_proc;
+
+/* Adds to a counter that one thread writes at a time (the processor
+ * while it runs, the engine while it is blocked: the hand-over between
+ * them, the block and the engine's wake, orders the two), readers only
+ * loading it: a relaxed load and store, not a locked read-modify-write,
+ * which would also wait for the packet's slot stores before it to drain. */
+static inline void tsim_count_add(_Atomic uint64_t *c, uint64_t x)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + x, memory_order_relaxed);
+}
 
 /* ---- the segment ------------------------------------------------------ */
 #define TSIM_MAGIC 0x42474c454d553031ull /* "BGLEMU01" */

@@ -226,8 +226,8 @@ void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
     e->delivered++;
     tsim_proc *p = &e->seg->procs[proc];
     int c = n->s.p.hw.chunks;
-    own_add(&p->pkts_received, 1); /* the engine's alone */
-    own_add(&p->bytes_received, (uint64_t)c * TSIM_CHUNK);
+    tsim_count_add(&p->pkts_received, 1); /* the engine's alone */
+    tsim_count_add(&p->bytes_received, (uint64_t)c * TSIM_CHUNK);
     tsim_matrix_add(e, n->proc, proc, c);
     uint32_t st = atomic_load(&p->state);
     if (st == TSIM_P_ENGINE) {
@@ -320,8 +320,8 @@ static void src_pull(tsim_engine *e, int proc)
         n->s.m.t_inject = q->src_t;
         n->s.m.src = (uint32_t)proc;
         /* an engine-driven processor has no process to inject beside it */
-        own_add(&e->seg->procs[proc].pkts_injected, 1);
-        own_add(&e->seg->procs[proc].bytes_injected, (uint64_t)c * TSIM_CHUNK);
+        tsim_count_add(&e->seg->procs[proc].pkts_injected, 1);
+        tsim_count_add(&e->seg->procs[proc].bytes_injected, (uint64_t)c * TSIM_CHUNK);
         int fifo = q->src_fifo;
         q->src_has = 0;
         if (q->src_live) {

@@ -369,26 +369,18 @@ static inline void tsim_matrix_add(tsim_engine *e, int from, int to, int chunks)
 }
 
 /* Words of a processor's page that it and the engine both update (a
- * ring's `used` and `tail`, its packet counters). While it is blocked only
+ * ring's `used` and `tail`). While it is blocked only
  * the engine touches them: the processor runs again only after the
  * engine's wake (eng_wake), whose stores publish these. Then a plain load
  * and store does, not a locked instruction, which also waits for the
  * packet's slot stores before it to drain (about one such a packet each
- * way, and as many more for the counters). `alone`: the processor is
- * blocked or the engine's own. */
+ * way). `alone`: the processor is blocked or the engine's own. */
 static inline void eng_add32(_Atomic uint32_t *w, uint32_t x, int alone)
 {
     if (alone)
         atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) + x, memory_order_relaxed);
     else
         atomic_fetch_add(w, x);
-}
-
-/* A counter only the engine writes, or one of a blocked processor:
- * readers only load it. */
-static inline void own_add(_Atomic uint64_t *c, uint64_t x)
-{
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + x, memory_order_relaxed);
 }
 
 /* tsim_engine.c */

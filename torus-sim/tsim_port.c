@@ -140,8 +140,8 @@ static void p_inject(tsim_port *pt, int fifo, const tsim_hwhdr *hw, const uint8_
     uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
     eng_add32(&r->used, hw->chunks, 1);
     atomic_store_explicit(&r->head, h + 1, memory_order_release);
-    own_add(&p->pkts_injected, 1);
-    own_add(&p->bytes_injected, (uint64_t)hw->chunks * TSIM_CHUNK);
+    tsim_count_add(&p->pkts_injected, 1);
+    tsim_count_add(&p->bytes_injected, (uint64_t)hw->chunks * TSIM_CHUNK);
     uint32_t *seen = &e->ep[proc].inj_seen[fifo];
     ev_push_key(e, s->m.t_inject, eng_proc_key(proc, fifo, *seen), EV_INJ, proc, fifo, pk);
     (*seen)++;
