@@ -270,11 +270,7 @@ void eng_inj_freed(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t)
     uint32_t st = atomic_load(&p->state);
     atomic_store_explicit(&r->t_free, t, memory_order_relaxed);
     eng_add32(&r->used, -(uint32_t)chunks, st == TSIM_P_BLOCKED);
-    if (st == TSIM_P_BLOCKED)
-        atomic_store_explicit(&r->tail, atomic_load_explicit(&r->tail, memory_order_relaxed) + 1,
-                              memory_order_relaxed);
-    else
-        atomic_fetch_add_explicit(&r->tail, 1, memory_order_release);
+    eng_add32(&r->tail, 1, st == TSIM_P_BLOCKED);
     if (st != TSIM_P_BLOCKED) return;
     if (prx_active(e, proc)) {
         trigger_last(e, proc, t, -1 - fifo);
