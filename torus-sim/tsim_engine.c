@@ -629,32 +629,59 @@ typedef struct {
  * running, the engine slept through every hand-off and the ranks never
  * shared a core. Host time only: a rank that lies here costs only host
  * time. */
-static uint64_t horizon(tsim_engine *e, scan_t *c)
+static void horizon_at(tsim_engine *e, scan_t *c, int i, uint64_t *h)
+{
+    tsim_proc *p = &e->seg->procs[i];
+    uint32_t st = atomic_load(&p->state);
+    /* the rounds look at every processor that runs, or that changed
+     * state since the last look (such as one opened and blocked since) */
+    if (st == TSIM_P_RUNNING || st != e->look_st[i]) {
+        look_set(e, i);
+        e->look_st[i] = (uint8_t)(st < 0xff ? st : 0xff);
+    }
+    if (st == TSIM_P_RUNNING) {
+        uint64_t vt = atomic_load(&p->vt);
+        if (vt < *h) *h = vt;
+        c->running++;
+        c->idle += atomic_load_explicit(&p->sync_target, memory_order_relaxed) > e->published ||
+                   atomic_load_explicit(&p->asleep, memory_order_relaxed);
+    } else if (st == TSIM_P_BLOCKED) {
+        c->blocked++;
+    } else if (st > TSIM_P_EXITED && (st != TSIM_P_ENGINE || !e->ep[i].engine_driven)) {
+        eng_violation(e, i, "state word: %u is %s", st,
+                      st == TSIM_P_ENGINE ? "the state of the engine's own traffic sources"
+                                          : "not a processor state");
+    }
+}
+
+/* BGLEMU_SCAN=check: no processor the horizon and the promises left out
+ * runs, waits unsettled, or has anything to take. */
+static void looked_check(tsim_engine *e)
+{
+    for (int w = 0; w < e->look_words; w++)
+        for (uint64_t m = e->present[w] & ~looked_word(e, w); m; m &= m - 1) {
+            int i = 64 * w + __builtin_ctzll(m);
+            uint32_t st = atomic_load(&e->seg->procs[i].state);
+            if (st == TSIM_P_RUNNING || (st == TSIM_P_BLOCKED && !e->ep[i].settled) || eng_would_take(e, i)) {
+                fprintf(stderr, "bglemu: BGLEMU_SCAN=check: the horizon left out processor %d "
+                        "(state %u), which %s\n", i, st, st == TSIM_P_RUNNING ? "runs" : "had something");
+                abort();
+            }
+        }
+}
+
+/* `all`: every present processor, for counts of blocked ones too (a
+ * deadlock); else those a round looks at (FOR_LOOKED), among which every
+ * RUNNING one is. */
+static uint64_t horizon(tsim_engine *e, scan_t *c, int all)
 {
     uint64_t h = UINT64_MAX;
     *c = (scan_t){0};
-    FOR_PRESENT(e, i) {
-        tsim_proc *p = &e->seg->procs[i];
-        uint32_t st = atomic_load(&p->state);
-        /* the rounds look at every processor that runs, or that changed
-         * state since the last look (such as one opened and blocked since) */
-        if (st == TSIM_P_RUNNING || st != e->look_st[i]) {
-            look_set(e, i);
-            e->look_st[i] = (uint8_t)(st < 0xff ? st : 0xff);
-        }
-        if (st == TSIM_P_RUNNING) {
-            uint64_t vt = atomic_load(&p->vt);
-            if (vt < h) h = vt;
-            c->running++;
-            c->idle += atomic_load_explicit(&p->sync_target, memory_order_relaxed) > e->published ||
-                       atomic_load_explicit(&p->asleep, memory_order_relaxed);
-        } else if (st == TSIM_P_BLOCKED) {
-            c->blocked++;
-        } else if (st > TSIM_P_EXITED && (st != TSIM_P_ENGINE || !e->ep[i].engine_driven)) {
-            eng_violation(e, i, "state word: %u is %s", st,
-                          st == TSIM_P_ENGINE ? "the state of the engine's own traffic sources"
-                                              : "not a processor state");
-        }
+    if (all) {
+        FOR_PRESENT(e, i) horizon_at(e, c, i, &h);
+    } else {
+        FOR_LOOKED(e, i) horizon_at(e, c, i, &h);
+        if (e->look_mode == 2) looked_check(e);
     }
     return h;
 }
@@ -665,7 +692,7 @@ static uint64_t horizon(tsim_engine *e, scan_t *c)
 static uint64_t sleep_until(tsim_engine *e)
 {
     uint64_t t = evq_count(&e->q) ? evq_min_time(&e->q) : UINT64_MAX;
-    FOR_PRESENT(e, i) {
+    FOR_LOOKED(e, i) { /* a sync is a RUNNING processor's */
         uint64_t want = atomic_load(&e->seg->procs[i].sync_target);
         if (want && want - 1 < t) t = want - 1;
     }
@@ -677,7 +704,7 @@ static void publish_done(tsim_engine *e, uint64_t h)
     if (h <= atomic_load(&e->seg->done)) return;
     atomic_store(&e->seg->done, h);
     e->published = h;
-    FOR_PRESENT(e, i) {
+    FOR_LOOKED(e, i) {
         tsim_proc *p = &e->seg->procs[i];
         uint64_t want = atomic_load(&p->sync_target);
         if (want && want <= h) {
@@ -842,7 +869,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
         }
         serve_late_wakes(e);
         scan_t sc;
-        uint64_t h = horizon(e, &sc), h0 = h;
+        uint64_t h = horizon(e, &sc, 0), h0 = h;
         int progress = look(e);
         if (e->woke_min < h) h = e->woke_min;
         ev v;
@@ -870,8 +897,10 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
         }
         if (h != UINT64_MAX) publish_done(e, h);
         if (!evq_count(&e->q) && !progress) {
-            /* nothing can move: finished, or every live processor waits */
-            horizon(e, &sc);
+            /* nothing can move: finished, or every live processor waits
+             * (then counted at every processor, the blocked ones too) */
+            horizon(e, &sc, 0);
+            if (!sc.running) horizon(e, &sc, 1);
             if (!sc.running && !look_final(e)) {
                 if (e->woke_min == UINT64_MAX) {
                     /* the abort flag is read after the states: a job torn
@@ -895,7 +924,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
             eng_publish_quiet(e);
             atomic_store(&s->engine_wait, sleep_until(e));
             scan_t s2;
-            uint64_t h2 = horizon(e, &s2);
+            uint64_t h2 = horizon(e, &s2, 0);
             int r2 = s2.running - s2.idle; /* the ranks that want a core */
             tsim_cores_note(e, r2);
             /* a wake the watcher has not passed on by then is the engine's */

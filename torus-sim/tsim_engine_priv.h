@@ -426,14 +426,35 @@ static inline uint64_t ser_cycles(const tsim_params *p, int chunks)
 
 /* Every processor that is not ABSENT, and its node mate: the only one that
  * can open later is a coprocessor, at its rank's clock (ml_coproc_start);
- * every rank is RUNNING from before the engine starts. The loops that once
- * went over all processors each round (the horizon, syncs, the promises)
- * go over these, ascending, so that 2 ranks on 8x8x8 do not pay for 1,024
- * processors at every hand-off. The set is renewed at the start and with
- * every look at everyone (tsim_engine.c). */
+ * every rank is RUNNING from before the engine starts. The set is renewed
+ * at the start and with every look at everyone (tsim_engine.c); the look
+ * at everyone and the count for a deadlock go over it, ascending. */
 #define FOR_PRESENT(e, i)                                                      \
     for (int w_ = 0; w_ < (e)->look_words; w_++)                               \
         for (uint64_t m_ = (e)->present[w_]; m_; m_ &= m_ - 1)                 \
+            for (int i = 64 * w_ + __builtin_ctzll(m_), once_ = 1; once_; once_ = 0)
+
+/* Word w of the processors a round's horizon, syncs and promises look at:
+ * those in either look set (every RUNNING one is: the horizon and eng_wake
+ * put it there, and neither set lets it go while it runs; a BLOCKED one
+ * until it is settled and drained), and their node mates (a coprocessor
+ * opens only while its rank runs, at its clock: ml_coproc_start). Any
+ * other is not RUNNING, has nothing the engine has not taken, and changes
+ * only through eng_wake, or through a stray write, which the round that
+ * looks at everyone sees (tsim_engine.c, "which processors a round looks
+ * at"). BGLEMU_SCAN=all: every present processor; =check verifies that
+ * each one left out is such (looked_check). */
+static inline uint64_t looked_word(const tsim_engine *e, int w)
+{
+    if (e->look_mode == 1) return e->present[w];
+    uint64_t m = e->look_drain[w] | e->look_wake[w];
+    m |= (m & 0x5555555555555555ull) << 1 | (m & 0xaaaaaaaaaaaaaaaaull) >> 1;
+    return m & e->present[w];
+}
+
+#define FOR_LOOKED(e, i)                                                       \
+    for (int w_ = 0; w_ < (e)->look_words; w_++)                               \
+        for (uint64_t m_ = looked_word((e), w_); m_; m_ &= m_ - 1)             \
             for (int i = 64 * w_ + __builtin_ctzll(m_), once_ = 1; once_; once_ = 0)
 
 #endif

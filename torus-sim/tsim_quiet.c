@@ -109,7 +109,7 @@ void eng_publish_quiet(tsim_engine *e)
     uint64_t first = evq_count(&e->q) ? evq_min_time(&e->q) : UINT64_MAX;
     uint64_t m1 = UINT64_MAX, m2 = UINT64_MAX; /* the two earliest actors' clocks */
     int who = -1;
-    FOR_PRESENT(e, i) {
+    FOR_LOOKED(e, i) {
         tsim_proc *p = &s->procs[i];
         uint32_t st = atomic_load(&p->state);
         if (st == TSIM_P_ABSENT) continue;
@@ -126,7 +126,7 @@ void eng_publish_quiet(tsim_engine *e)
             m2 = vt;
         }
     }
-    FOR_PRESENT(e, i) {
+    FOR_LOOKED(e, i) {
         tsim_proc *p = &s->procs[i];
         if (atomic_load(&p->state) != TSIM_P_RUNNING) continue;
         uint64_t q = i == who ? m2 : m1;
