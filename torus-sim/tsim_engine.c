@@ -558,6 +558,12 @@ static int drain(tsim_engine *e)
             if (st != TSIM_P_RUNNING && st <= TSIM_P_ENGINE) {
                 done |= m & -m;
                 e->look_st[i] = (uint8_t)st; /* the horizon looks for a change from here */
+                /* the rounds go on looking at its node mate only while it
+                 * is in the sets (FOR_LOOKED): a coprocessor it opened
+                 * before it stopped running is looked at from here */
+                int mate = i ^ 1;
+                if (mate < e->nprocs && atomic_load(&e->seg->procs[mate].state) != e->look_st[mate])
+                    look_set(e, mate);
             }
             if (st == TSIM_P_ABSENT || st == TSIM_P_ENGINE) continue;
             e->take[w] |= m & -m;

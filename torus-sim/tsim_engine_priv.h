@@ -438,7 +438,8 @@ static inline uint64_t ser_cycles(const tsim_params *p, int chunks)
  * those in either look set (every RUNNING one is: the horizon and eng_wake
  * put it there, and neither set lets it go while it runs; a BLOCKED one
  * until it is settled and drained), and their node mates (a coprocessor
- * opens only while its rank runs, at its clock: ml_coproc_start). Any
+ * opens only while its rank runs, at its clock: ml_coproc_start; drain,
+ * letting a rank go, looks once more at its mate). Any
  * other is not RUNNING, has nothing the engine has not taken, and changes
  * only through eng_wake, or through a stray write, which the round that
  * looks at everyone sees (tsim_engine.c, "which processors a round looks
