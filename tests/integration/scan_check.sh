@@ -5,5 +5,5 @@
 # it every round and aborts naming one that had. The no-MPICH jobs of
 # tests/regress/jobs run so, twice each (a processor that changes between
 # the engine's looks does so only now and then), and their reports must
-# stay identical to the references. One "ok"/"not ok" line per run.
+# stay identical to the references. One "ok"/"not ok" line per job.
 BGLEMU_SCAN=check exec "$(dirname "$0")/../regress/run.sh" --filter '^(ml|traffic)-' --twice "$@"
