@@ -478,7 +478,7 @@ static int progress(MPIDI_BGL_global_t * g, int blocking)
      * a request completes, which only a callback does: the engine runs the
      * loop (messagelayer/ml_engine.c) and wakes this rank where its own code
      * must run; the advance below then goes on from there. */
-    int handed = 0, refused = 0;
+    int stop = 0; /* this advance stops at a poll only a sync could answer */
     if (blocking && expecting_network(g)) {
         /* ...unless MPICH's progress hooks still have local steps (a
          * nonblocking collective's schedule): only this rank can run them.
@@ -496,19 +496,18 @@ static int progress(MPIDI_BGL_global_t * g, int blocking)
                                   MPIDI_BGL_SPIN_POLLS, (unsigned) g->empty_polls);
         if (rc < 0)
             MPIDI_BGL_job_aborted("progress");
-        handed = rc == 0;
-        refused = rc == 1 && !was_stopped;
+        stop = rc == 0 || !was_stopped;
     }
     /* Given back by the engine with the request still incomplete, the
      * advance stops at a poll only a sync could answer: MPI calls progress
      * again at once, and the engine takes the rest of the advance with the
      * loop (ml_wait_delegate) instead of a round trip to it per poll. So
-     * does a wait the message layer could not hand over yet (a message's
-     * first packet still the software's to send): once this advance has
-     * sent it, the next call can. Refused again, the advance polls on with
-     * syncs. A request complete by then ends the advance here, as it
+     * does a wait not handed over (most often a message whose first packet
+     * is still the software's to send): once this advance has sent it, the
+     * next call can. Refused a second time in a row, the advance polls on
+     * with syncs. A request complete by then ends the advance here, as it
      * would have. */
-    int moved = (handed || refused) && waited_for() ? ml_advance_then_hand(g->ml) : ml_advance(g->ml);
+    int moved = stop && waited_for() ? ml_advance_then_hand(g->ml) : ml_advance(g->ml);
     if (ml_advance_stopped(g->ml)) {
         if (waited_for()) {
             if (moved > 0)
