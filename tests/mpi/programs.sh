@@ -95,39 +95,18 @@ passed cpu-dflt "-clock cputime: thread CPU time becomes simulated time (default
 run cpu-25 -np 2 -clock cputime -p cputime_scale_pct=25 "$out/cputime" 25
 passed cpu-25 "-clock cputime -p cputime_scale_pct=25: a quarter of it"
 # the default clock charges the time between MPI calls only (the preloaded
-# wrappers of every MPI entry point), not MPICH's own code inside them. The
-# host's noise (an interrupt, a cold cache after a wake-up) can only add
-# time, so the best of up to 3 runs is the measurement; MPICH's own time
-# charged as computation would add thousands of cycles to every run.
-all=""
-for try in 1 2 3; do
-  run t1-default -np 2 -shape 2x1x1 "$out/pingpong" --iters 100 1
-  got=$(sed -n 's/^pingpong: 1 bytes: \([0-9]*\) cycles.*/\1/p' "$tmp/t1-default.out")
-  all="$all ${got:-none}"
-  [ -n "$got" ] && [ $((got * 10 >= 2350 * 9 && got * 10 <= 2350 * 11)) = 1 ] && break
-done
-if [ -n "$got" ] && [ $((got * 10 >= 2350 * 9 && got * 10 <= 2350 * 11)) = 1 ]; then
-  ok "default clock (cputime, $scale%): 1-byte ping-pong $got cycles per half round trip (Table 1: 2350, within 10%; runs:$all)"
-else
-  cat "$tmp/t1-default.out"; notok "default clock: 1-byte ping-pong cycles per run:$all (Table 1: 2350)"
-fi
-all=""
-for try in 1 2 3; do # the same from Fortran: MPICH's Fortran binding is MPI's time too
-  run f-default -np 2 -shape 2x1x1 "$out/fpingpong"
-  got=$(sed -n 's/^fpingpong: 1 bytes: \([0-9]*\) cycles.*/\1/p' "$tmp/f-default.out")
-  all="$all ${got:-none}"
-  [ -n "$got" ] && [ $((got * 10 >= 2350 * 9 && got * 10 <= 2350 * 11)) = 1 ] && break
-done
-if [ -n "$got" ] && [ $((got * 10 >= 2350 * 9 && got * 10 <= 2350 * 11)) = 1 ]; then
-  ok "default clock, Fortran (mpif.h): 1-byte ping-pong $got cycles per half round trip (within 10% of 2350; runs:$all)"
-else
-  cat "$tmp/f-default.out"; notok "default clock, Fortran: 1-byte ping-pong cycles per run:$all (Table 1: 2350)"
-fi
-for try in 1 2 3; do
-  run cpu-work -np 2 -shape 2x1x1 "$out/cputime" work "$scale" 50
-  grep -q '^ok 0 - -clock cputime' "$tmp/cpu-work.out" && break
-done
-passed cpu-work "default clock: 50 us of work between MPI calls is charged at $scale%, MPICH's own time is not"
+# wrappers of every MPI entry point), not MPICH's own code inside them.
+# Both checks keep a hundredfold margin over the host's noise, which adds a
+# few us of its own to every gap between two calls: the figure a 1-byte
+# ping-pong gives in this mode (Table 1's 2,350 cycles, plus that noise at
+# 600%) is host time, so make bench prints it (bench_wtime.sh).
+run cpu-inside -np 2 -shape 2x1x1 "$out/cputime" inside "$scale"
+passed cpu-inside "default clock: milliseconds of CPU inside MPI_Reduce_local cost under 1% of their charge as computation"
+grep -h 'MPI_Reduce_local cost' "$tmp/cpu-inside.out" | sed 's/^/    /'
+run f-inside -np 2 -shape 2x1x1 "$out/fcputime" "$scale"
+passed f-inside "default clock, Fortran (mpif.h): the same through MPICH's Fortran binding"
+run cpu-work -np 2 -shape 2x1x1 "$out/cputime" work "$scale" 1000
+passed cpu-work "default clock: 1 ms of work between MPI calls is charged at $scale% (within 5%)"
 grep -h 'cycles per half' "$tmp/cpu-work.out" | sed 's/^/    /'
 
 # ---- MPI semantics ----
