@@ -11,7 +11,7 @@
 #include <stdio.h>
 
 #include "torus-sim/tsim.h"
-#include "torus-sim/tsim_traffic.h"
+#include "traffic/trf_traffic.h"
 
 #define UM_MAXT 128 /* threads a run starts at the most */
 
@@ -104,23 +104,23 @@ static inline void um_no_fails(const um_fails *f, int rank)
 /* Engine-side traffic cfg on machine g: its segment and engine, the
  * traffic attached; um_traffic_free ends all three. */
 typedef struct um_traffic {
-    tsim_traffic *t;
+    trf_traffic *t;
     tsim_seg *seg;
     tsim_engine *e;
 } um_traffic;
 
 static inline um_traffic um_traffic_new(const tsim_geom *g, const tsim_params *prm,
-                                        const tsim_traffic_cfg *cfg)
+                                        const trf_cfg *cfg)
 {
     char err[256];
     um_traffic u;
-    u.t = tsim_traffic_new(g, prm, cfg, err, sizeof err);
+    u.t = trf_new(g, prm, cfg, err, sizeof err);
     ck_assert_msg(u.t, "%s", err);
     u.seg = tsim_seg_create(g, prm, 0, err, sizeof err);
     ck_assert_msg(u.seg, "%s", err);
     u.e = tsim_engine_new(u.seg);
     ck_assert_ptr_nonnull(u.e);
-    tsim_traffic_attach(u.t, u.seg, u.e);
+    trf_attach(u.t, u.seg, u.e);
     return u;
 }
 
@@ -128,7 +128,7 @@ static inline void um_traffic_free(um_traffic *u)
 {
     tsim_engine_free(u->e);
     tsim_seg_destroy(u->seg);
-    tsim_traffic_free(u->t);
+    trf_free(u->t);
 }
 
 #endif

@@ -27,13 +27,13 @@ static report run_once(uint64_t seed, int threaded, int pattern)
     tsim_geom g = {{4, 4, 4}, {1, 1, 1}, 1, 0, 0};
     tsim_params prm;
     tsim_params_default(&prm);
-    tsim_traffic_cfg c;
-    tsim_traffic_cfg_default(&c);
+    trf_cfg c;
+    trf_cfg_default(&c);
     c.pattern = pattern;
     c.nprocs = 64;
     c.load = 0.9;
-    c.arrivals = TSIM_TRAFFIC_EXPONENTIAL;
-    c.routing = TSIM_TRAFFIC_MIXED;
+    c.arrivals = TRF_EXPONENTIAL;
+    c.routing = TRF_MIXED;
     c.chunks = 0;
     c.packets = 150;
     c.seed = seed;
@@ -54,10 +54,10 @@ static report run_once(uint64_t seed, int threaded, int pattern)
     FILE *f = open_memstream(&r.buf, &r.len);
     ck_assert_ptr_nonnull(f);
     tsim_engine_report_json(e, &res, f);
-    tsim_traffic_stats st;
-    tsim_traffic_get_stats(u.t, &st);
-    ck_assert_int_eq(tsim_traffic_ok(&st), 0);
-    tsim_traffic_print(u.t, &st, f);
+    trf_stats st;
+    trf_get_stats(u.t, &st);
+    ck_assert_int_eq(trf_ok(&st), 0);
+    trf_print(u.t, &st, f);
     fclose(f);
     um_traffic_free(&u);
     return r;
@@ -89,7 +89,7 @@ START_TEST(same_traffic_same_bytes)
 {
     printf("determinism: two runs of the same mixed traffic (exponential arrivals, det+adaptive, "
            "1..8 chunks, jittery consumers) give byte-identical JSON and summary\n");
-    report a = run_once(42, 0, TSIM_TRAFFIC_UNIFORM), b = run_once(42, 0, TSIM_TRAFFIC_UNIFORM);
+    report a = run_once(42, 0, TRF_UNIFORM), b = run_once(42, 0, TRF_UNIFORM);
     assert_same(&a, &b);
     free(a.buf);
     free(b.buf);
@@ -100,7 +100,7 @@ START_TEST(same_bytes_with_host_loaded)
 {
     printf("determinism: identical bytes with the engine in its own thread while 3 threads and a "
            "child process burn CPU on the shared cores\n");
-    report a = run_once(7, 0, TSIM_TRAFFIC_HOTSPOT);
+    report a = run_once(7, 0, TRF_HOTSPOT);
     pid_t child = fork();
     ck_assert_int_ge(child, 0);
     if (child == 0) { /* a separate process competing for the cores; it dies
@@ -113,7 +113,7 @@ START_TEST(same_bytes_with_host_loaded)
     pthread_t th[3];
     atomic_store(&burning, 1);
     for (int i = 0; i < 3; i++) pthread_create(&th[i], NULL, burn, (void *)(uintptr_t)(i + 1));
-    report b = run_once(7, 1, TSIM_TRAFFIC_HOTSPOT);
+    report b = run_once(7, 1, TRF_HOTSPOT);
     atomic_store(&burning, 0);
     for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
     kill(child, SIGKILL);
@@ -127,7 +127,7 @@ END_TEST
 START_TEST(different_seed_different_bytes)
 {
     printf("determinism: a different seed changes the report (the comparison is sensitive)\n");
-    report a = run_once(1, 0, TSIM_TRAFFIC_UNIFORM), b = run_once(2, 0, TSIM_TRAFFIC_UNIFORM);
+    report a = run_once(1, 0, TRF_UNIFORM), b = run_once(2, 0, TRF_UNIFORM);
     ck_assert(a.len != b.len || memcmp(a.buf, b.buf, a.len) != 0);
     free(a.buf);
     free(b.buf);

@@ -2,7 +2,7 @@
  * hop counts equal breadth-first distances over tsim_neighbor, deterministic
  * paths go X then Y then Z along one minimal direction per dimension, and
  * every profitable (adaptive) port shortens the distance by exactly one.
- * Also where synthetic traffic sends its packets (tsim_traffic patterns),
+ * Also where synthetic traffic sends its packets (traffic/trf_traffic.h patterns),
  * its PRNG and its offered load. */
 #include <check.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "torus-sim/tsim.h"
-#include "torus-sim/tsim_traffic.h"
+#include "traffic/trf_traffic.h"
 #include "suite.h"
 
 static tsim_geom geom(int x, int y, int z, int tx, int ty, int tz)
@@ -239,20 +239,20 @@ START_TEST(adaptive_stays_minimal)
 END_TEST
 
 /* ---- synthetic traffic destinations and load --------------------------- */
-static tsim_traffic *traffic(int pattern, int n, double load, int arrivals)
+static trf_traffic *traffic(int pattern, int n, double load, int arrivals)
 {
     tsim_geom g = geom(4, 4, 4, 1, 1, 1);
     tsim_params p;
     tsim_params_default(&p);
-    tsim_traffic_cfg c;
-    tsim_traffic_cfg_default(&c);
+    trf_cfg c;
+    trf_cfg_default(&c);
     c.pattern = pattern;
     c.nprocs = n;
     c.load = load;
     c.arrivals = arrivals;
     c.packets = 20000;
     char err[200];
-    tsim_traffic *t = tsim_traffic_new(&g, &p, &c, err, sizeof err);
+    trf_traffic *t = trf_new(&g, &p, &c, err, sizeof err);
     ck_assert_msg(t, "%s", err);
     return t;
 }
@@ -261,11 +261,11 @@ START_TEST(traffic_prng_vectors)
 {
     printf("traffic: xoshiro256** and splitmix64 match their reference outputs\n");
     uint64_t s[4] = {1, 2, 3, 4}, st = 0;
-    ck_assert_uint_eq(tsim_traffic_rand(s), 11520u);
-    ck_assert_uint_eq(tsim_traffic_rand(s), 0u);
-    ck_assert_uint_eq(tsim_traffic_rand(s), 1509978240u);
-    ck_assert_uint_eq(tsim_traffic_rand(s), 1215971899390074240ull);
-    ck_assert_uint_eq(tsim_traffic_splitmix(&st), 0xe220a8397b1dcdafull);
+    ck_assert_uint_eq(trf_rand(s), 11520u);
+    ck_assert_uint_eq(trf_rand(s), 0u);
+    ck_assert_uint_eq(trf_rand(s), 1509978240u);
+    ck_assert_uint_eq(trf_rand(s), 1215971899390074240ull);
+    ck_assert_uint_eq(trf_splitmix(&st), 0xe220a8397b1dcdafull);
 }
 END_TEST
 
@@ -276,57 +276,57 @@ START_TEST(traffic_pattern_destinations)
            "picks self, hotspot sends its share to rank 0\n");
     uint64_t rng[4] = {9, 8, 7, 6};
     int hit[64];
-    for (int pat = TSIM_TRAFFIC_TRANSPOSE; pat <= TSIM_TRAFFIC_NEIGHBOR; pat++)
+    for (int pat = TRF_TRANSPOSE; pat <= TRF_NEIGHBOR; pat++)
         for (int n = 2; n <= 64; n *= 2) {
-            if (pat == TSIM_TRAFFIC_NEIGHBOR && n != 64) continue;
-            tsim_traffic *t = traffic(pat, n, 0.5, TSIM_TRAFFIC_BERNOULLI);
+            if (pat == TRF_NEIGHBOR && n != 64) continue;
+            trf_traffic *t = traffic(pat, n, 0.5, TRF_BERNOULLI);
             memset(hit, 0, sizeof hit);
             for (int r = 0; r < n; r++) {
-                int d = tsim_traffic_dest(t, r, 0, rng);
+                int d = trf_dest(t, r, 0, rng);
                 ck_assert_int_ge(d, 0);
                 ck_assert_int_lt(d, n);
                 hit[d]++;
                 int bits = __builtin_ctz((unsigned)n);
-                if (pat != TSIM_TRAFFIC_NEIGHBOR && (pat == TSIM_TRAFFIC_BITREV || bits % 2 == 0))
-                    ck_assert_int_eq(tsim_traffic_dest(t, d, 0, rng), r);
-                if (pat == TSIM_TRAFFIC_NEIGHBOR) {
+                if (pat != TRF_NEIGHBOR && (pat == TRF_BITREV || bits % 2 == 0))
+                    ck_assert_int_eq(trf_dest(t, d, 0, rng), r);
+                if (pat == TRF_NEIGHBOR) {
                     tsim_geom g = geom(4, 4, 4, 1, 1, 1);
                     ck_assert_int_eq(tsim_hops(&g, r, d), 3);
                 }
             }
             for (int r = 0; r < n; r++) ck_assert_int_eq(hit[r], 1);
-            tsim_traffic_free(t);
+            trf_free(t);
         }
     /* transpose on 64 = 4x4x4: rank bits z1z0y1y0x1x0 -> y0x1x0z1z0y1 */
-    tsim_traffic *t = traffic(TSIM_TRAFFIC_TRANSPOSE, 64, 0.5, TSIM_TRAFFIC_BERNOULLI);
-    ck_assert_int_eq(tsim_traffic_dest(t, 1, 0, rng), 8);
-    ck_assert_int_eq(tsim_traffic_dest(t, 8, 0, rng), 1);
-    ck_assert_int_eq(tsim_traffic_dest(t, 9, 0, rng), 9); /* a fixed point */
-    tsim_traffic_free(t);
+    trf_traffic *t = traffic(TRF_TRANSPOSE, 64, 0.5, TRF_BERNOULLI);
+    ck_assert_int_eq(trf_dest(t, 1, 0, rng), 8);
+    ck_assert_int_eq(trf_dest(t, 8, 0, rng), 1);
+    ck_assert_int_eq(trf_dest(t, 9, 0, rng), 9); /* a fixed point */
+    trf_free(t);
 
-    t = traffic(TSIM_TRAFFIC_ALLTOALL, 64, 0.5, TSIM_TRAFFIC_BERNOULLI);
+    t = traffic(TRF_ALLTOALL, 64, 0.5, TRF_BERNOULLI);
     for (int r = 0; r < 64; r += 7) {
         memset(hit, 0, sizeof hit);
-        for (uint64_t j = 0; j < 2 * 63; j++) hit[tsim_traffic_dest(t, r, j, rng)]++;
+        for (uint64_t j = 0; j < 2 * 63; j++) hit[trf_dest(t, r, j, rng)]++;
         for (int d = 0; d < 64; d++) ck_assert_int_eq(hit[d], d == r ? 0 : 2);
     }
-    tsim_traffic_free(t);
+    trf_free(t);
 
-    t = traffic(TSIM_TRAFFIC_UNIFORM, 64, 0.5, TSIM_TRAFFIC_BERNOULLI);
+    t = traffic(TRF_UNIFORM, 64, 0.5, TRF_BERNOULLI);
     memset(hit, 0, sizeof hit);
-    for (int i = 0; i < 64000; i++) hit[tsim_traffic_dest(t, 5, (uint64_t)i, rng)]++;
+    for (int i = 0; i < 64000; i++) hit[trf_dest(t, 5, (uint64_t)i, rng)]++;
     for (int d = 0; d < 64; d++) {
         if (d == 5) ck_assert_int_eq(hit[d], 0);
         else ck_assert_msg(hit[d] > 850 && hit[d] < 1190, "uniform: %d hit %d times", d, hit[d]);
     }
-    tsim_traffic_free(t);
+    trf_free(t);
 
-    t = traffic(TSIM_TRAFFIC_HOTSPOT, 64, 0.5, TSIM_TRAFFIC_BERNOULLI);
+    t = traffic(TRF_HOTSPOT, 64, 0.5, TRF_BERNOULLI);
     int to0 = 0;
-    for (int i = 0; i < 100000; i++) to0 += tsim_traffic_dest(t, 3, (uint64_t)i, rng) == 0;
+    for (int i = 0; i < 100000; i++) to0 += trf_dest(t, 3, (uint64_t)i, rng) == 0;
     /* 0.25 + 0.75/63 of 100000 = 26190; 5 sigma is about 700 */
     ck_assert_msg(to0 > 25490 && to0 < 26890, "hotspot: %d of 100000 to rank 0", to0);
-    tsim_traffic_free(t);
+    trf_free(t);
 }
 END_TEST
 
@@ -334,9 +334,9 @@ END_TEST
  * at load F span K / lambda = K * 1080 / F cycles. */
 static void offered(int arrivals, double load)
 {
-    tsim_traffic *t = traffic(TSIM_TRAFFIC_UNIFORM, 64, load, arrivals);
+    trf_traffic *t = traffic(TRF_UNIFORM, 64, load, arrivals);
     tsim_source src;
-    tsim_traffic_source(t, &src);
+    trf_source(t, &src);
     uint64_t tt = 0, prev = 0;
     tsim_pkt k;
     int fifo, n = 0;
@@ -352,7 +352,7 @@ static void offered(int arrivals, double load)
     double want = 20000 * 1080 / load, got = (double)prev;
     ck_assert_msg(got > 0.97 * want && got < 1.03 * want, "%s load %.2f: %.0f cycles for 20000 "
                   "packets, want %.0f", arrivals ? "exponential" : "Bernoulli", load, got, want);
-    tsim_traffic_free(t);
+    trf_free(t);
 }
 
 START_TEST(traffic_offered_load)
@@ -361,8 +361,8 @@ START_TEST(traffic_offered_load)
            "and exponential, F = 0.1, 1, 6; times never decrease\n");
     double loads[] = {0.1, 1.0, 6.0};
     for (int i = 0; i < 3; i++) {
-        offered(TSIM_TRAFFIC_BERNOULLI, loads[i]);
-        offered(TSIM_TRAFFIC_EXPONENTIAL, loads[i]);
+        offered(TRF_BERNOULLI, loads[i]);
+        offered(TRF_EXPONENTIAL, loads[i]);
     }
 }
 END_TEST

@@ -20,15 +20,15 @@ static uint64_t soak_packets(void)
 }
 
 /* Runs one traffic configuration; returns the engine's status. */
-static int run_traffic(int torus, const tsim_params *prm, const tsim_traffic_cfg *cfg,
-                       tsim_traffic_stats *st, tsim_result *res)
+static int run_traffic(int torus, const tsim_params *prm, const trf_cfg *cfg,
+                       trf_stats *st, tsim_result *res)
 {
     tsim_geom g = {{4, 4, 4}, {torus, torus, torus}, 1, 0, 0};
     um_traffic u = um_traffic_new(&g, prm, cfg);
     int rc = tsim_engine_run(u.e, res);
-    tsim_traffic_get_stats(u.t, st);
-    if (rc || tsim_traffic_ok(st)) { /* show what went wrong */
-        tsim_traffic_print(u.t, st, stdout);
+    trf_get_stats(u.t, st);
+    if (rc || trf_ok(st)) { /* show what went wrong */
+        trf_print(u.t, st, stdout);
         if (res->deadlock) tsim_engine_print_deadlock(u.e, stdout);
     }
     um_traffic_free(&u);
@@ -46,12 +46,12 @@ static void soak(int torus, int pattern, uint64_t consume, uint64_t jitter, uint
 {
     tsim_params prm;
     minimal_params(&prm);
-    tsim_traffic_cfg c;
-    tsim_traffic_cfg_default(&c);
+    trf_cfg c;
+    trf_cfg_default(&c);
     c.pattern = pattern;
     c.nprocs = 64;
     c.load = 0; /* saturate: everything offered at once, maximal pressure */
-    c.routing = TSIM_TRAFFIC_MIXED;
+    c.routing = TRF_MIXED;
     c.chunks = 0;
     c.packets = soak_packets();
     c.seed = seed;
@@ -61,11 +61,11 @@ static void soak(int torus, int pattern, uint64_t consume, uint64_t jitter, uint
     printf("soak: 4x4x4 %s, %s, det+adaptive+10%% high-priority, 1..8 chunks, vc_chunks %llu, fifo_chunks %llu, "
            "consumer %llu+0..%llu cycles, %llu packets: none lost/duplicated/corrupted, "
            "det order kept, no deadlock\n",
-           torus ? "torus" : "mesh", tsim_traffic_pattern_name(pattern),
+           torus ? "torus" : "mesh", trf_pattern_name(pattern),
            (unsigned long long)prm.vc_chunks, (unsigned long long)prm.fifo_chunks,
            (unsigned long long)consume, (unsigned long long)jitter,
            (unsigned long long)(64 * c.packets));
-    tsim_traffic_stats st;
+    trf_stats st;
     tsim_result res;
     int rc = run_traffic(torus, &prm, &c, &st, &res);
     ck_assert_int_eq(res.deadlock, 0);
@@ -80,15 +80,15 @@ static void soak(int torus, int pattern, uint64_t consume, uint64_t jitter, uint
     ck_assert_uint_eq(st.reordered_det, 0);
 }
 
-START_TEST(soak_torus_uniform) { soak(1, TSIM_TRAFFIC_UNIFORM, 0, 0, 11); }
+START_TEST(soak_torus_uniform) { soak(1, TRF_UNIFORM, 0, 0, 11); }
 END_TEST
-START_TEST(soak_mesh_uniform) { soak(0, TSIM_TRAFFIC_UNIFORM, 0, 0, 12); }
+START_TEST(soak_mesh_uniform) { soak(0, TRF_UNIFORM, 0, 0, 12); }
 END_TEST
 /* A hotspot behind a slow, jittery consumer: reception backpressure builds
  * a congestion tree back into the network, the classic deadlock trap. */
-START_TEST(soak_torus_hotspot_slow) { soak(1, TSIM_TRAFFIC_HOTSPOT, 100, 400, 13); }
+START_TEST(soak_torus_hotspot_slow) { soak(1, TRF_HOTSPOT, 100, 400, 13); }
 END_TEST
-START_TEST(soak_mesh_hotspot_slow) { soak(0, TSIM_TRAFFIC_HOTSPOT, 100, 400, 14); }
+START_TEST(soak_mesh_hotspot_slow) { soak(0, TRF_HOTSPOT, 100, 400, 14); }
 END_TEST
 
 /* ---- bandwidth of one link -------------------------------------------- */
@@ -175,16 +175,16 @@ START_TEST(sink_catches_damage)
     tsim_geom g = {{4, 4, 4}, {1, 1, 1}, 1, 0, 0};
     tsim_params prm;
     tsim_params_default(&prm);
-    tsim_traffic_cfg cfg;
-    tsim_traffic_cfg_default(&cfg);
+    trf_cfg cfg;
+    trf_cfg_default(&cfg);
     cfg.nprocs = 64;
     cfg.packets = 8;
     char err[256];
-    tsim_traffic *t = tsim_traffic_new(&g, &prm, &cfg, err, sizeof err);
+    trf_traffic *t = trf_new(&g, &prm, &cfg, err, sizeof err);
     ck_assert_msg(t, "%s", err);
     tsim_source src;
-    tsim_traffic_source(t, &src);
-    tsim_traffic_stats st;
+    trf_source(t, &src);
+    trf_stats st;
     const char *what[] = {"intact", "fill word 100 changed", "fill words 40 and 48 swapped",
                           "last fill word changed", "flags changed"};
     for (int k = 0; k < 5; k++) {
@@ -205,18 +205,18 @@ START_TEST(sink_catches_damage)
         int c[3] = {p.hw.dst[0], p.hw.dst[1], p.hw.dst[2]};
         tsim_meta m = {.t_inject = at, .t_arrive = at + 1000, .src = 0};
         src.sink(src.ctx, tsim_proc_index(tsim_node_of(&g, c[0], c[1], c[2]), 0), fifo, &m, &p);
-        tsim_traffic_get_stats(t, &st);
+        trf_get_stats(t, &st);
         ck_assert_uint_eq(st.delivered, 1);
         ck_assert_uint_eq(st.corrupted, (uint64_t)k);
         printf("sink: a packet of %d chunks, %s: %s\n", p.hw.chunks, what[k],
                k ? "counted corrupted" : "delivered");
     }
-    tsim_traffic_free(t);
+    trf_free(t);
 }
 END_TEST
 
 /* Every packet size: the fill is checked in vector steps and then one
- * word (tsim_traffic.c), so damage to the first fill word, the last word
+ * word (trf_traffic.c), so damage to the first fill word, the last word
  * of the steps and the last word of the packet must each show, in packets
  * of 1 to 8 chunks (1 chunk: one fill word, no step). */
 START_TEST(sink_checks_every_size)
@@ -225,16 +225,16 @@ START_TEST(sink_checks_every_size)
     tsim_params prm;
     tsim_params_default(&prm);
     for (int chunks = 1; chunks <= TSIM_MAX_CHUNKS; chunks++) {
-        tsim_traffic_cfg cfg;
-        tsim_traffic_cfg_default(&cfg);
+        trf_cfg cfg;
+        trf_cfg_default(&cfg);
         cfg.nprocs = 64;
         cfg.packets = 8;
         cfg.chunks = chunks;
         char err[256];
-        tsim_traffic *t = tsim_traffic_new(&g, &prm, &cfg, err, sizeof err);
+        trf_traffic *t = trf_new(&g, &prm, &cfg, err, sizeof err);
         ck_assert_msg(t, "%s", err);
         tsim_source src;
-        tsim_traffic_source(t, &src);
+        trf_source(t, &src);
         int len = chunks * TSIM_CHUNK - TSIM_HDR_BYTES;
         /* byte offsets damaged: none, first fill word, last step word, last word */
         int at[4] = {-1, 8, len - 9, len - 1};
@@ -252,14 +252,14 @@ START_TEST(sink_checks_every_size)
             src.sink(src.ctx, tsim_proc_index(tsim_node_of(&g, p.hw.dst[0], p.hw.dst[1], p.hw.dst[2]), 0),
                      fifo, &m, &p);
         }
-        tsim_traffic_stats st;
-        tsim_traffic_get_stats(t, &st);
+        trf_stats st;
+        trf_get_stats(t, &st);
         ck_assert_uint_eq(st.delivered, 4 - (uint64_t)corrupted);
         ck_assert_uint_eq(st.corrupted, (uint64_t)corrupted);
         printf("sink: packets of %d chunk%s, fill bytes 8..%d: intact delivered, %d damaged word%s "
                "counted corrupted\n", chunks, chunks > 1 ? "s" : "", len - 1, corrupted,
                corrupted == 1 ? "" : "s");
-        tsim_traffic_free(t);
+        trf_free(t);
     }
 }
 END_TEST

@@ -25,12 +25,12 @@ static void traffic(run *r, uint64_t interval, uint64_t from, uint64_t to, size_
     tsim_geom g = {{4, 4, 4}, {1, 1, 1}, 1, 0, 0};
     tsim_params prm;
     tsim_params_default(&prm);
-    tsim_traffic_cfg c;
-    tsim_traffic_cfg_default(&c);
-    c.pattern = TSIM_TRAFFIC_UNIFORM;
+    trf_cfg c;
+    trf_cfg_default(&c);
+    c.pattern = TRF_UNIFORM;
     c.nprocs = 64;
     c.load = 0.5;
-    c.routing = TSIM_TRAFFIC_ADAPTIVE;
+    c.routing = TRF_ADAPTIVE;
     c.packets = 100;
     c.seed = 3;
     um_traffic u = um_traffic_new(&g, &prm, &c);

@@ -2,7 +2,7 @@
  * sink. Everything here is called from the engine thread, in simulated-time
  * order, and draws only from per-rank PRNG streams seeded from cfg.seed, so a
  * run is a pure function of its configuration (no rand(), no host time). */
-#include "tsim_traffic.h"
+#include "trf_traffic.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -19,10 +19,10 @@ typedef struct tsrc {
     uint64_t sink_busy;  /* the consumer is busy until then */
 } tsrc;
 
-struct tsim_traffic {
+struct trf_traffic {
     tsim_geom g;
     tsim_params prm;
-    tsim_traffic_cfg cfg;
+    trf_cfg cfg;
     int n;
     int bits;            /* log2 N for the bit patterns */
     double lambda;       /* packets per cycle per source; 0: saturate */
@@ -43,7 +43,7 @@ struct tsim_traffic {
 };
 
 /* ---- PRNG ------------------------------------------------------------- */
-uint64_t tsim_traffic_splitmix(uint64_t *state)
+uint64_t trf_splitmix(uint64_t *state)
 {
     uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -53,7 +53,7 @@ uint64_t tsim_traffic_splitmix(uint64_t *state)
 
 static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
-uint64_t tsim_traffic_rand(uint64_t s[4])
+uint64_t trf_rand(uint64_t s[4])
 {
     uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
     s[2] ^= s[0];
@@ -68,44 +68,44 @@ uint64_t tsim_traffic_rand(uint64_t s[4])
 static void seed4(uint64_t s[4], uint64_t seed, uint64_t stream)
 {
     uint64_t st = seed ^ (stream * 0xd1b54a32d192ed03ull);
-    for (int i = 0; i < 4; i++) s[i] = tsim_traffic_splitmix(&st);
+    for (int i = 0; i < 4; i++) s[i] = trf_splitmix(&st);
 }
 
 /* Uniform in 0..n-1 (multiply-shift: no division, negligible bias). */
 static inline uint64_t below(uint64_t s[4], uint64_t n)
 {
-    return (uint64_t)(((unsigned __int128)tsim_traffic_rand(s) * n) >> 64);
+    return (uint64_t)(((unsigned __int128)trf_rand(s) * n) >> 64);
 }
 
 /* Uniform in (0, 1]: never 0, so log() is finite. */
 static inline double unit_open0(uint64_t s[4])
 {
-    return (double)((tsim_traffic_rand(s) >> 11) + 1) * 0x1.0p-53;
+    return (double)((trf_rand(s) >> 11) + 1) * 0x1.0p-53;
 }
 
 /* ---- configuration ---------------------------------------------------- */
-static const char *const pattern_names[TSIM_TRAFFIC_NPATTERNS] = {
+static const char *const pattern_names[TRF_NPATTERNS] = {
     "uniform", "transpose", "bitrev", "neighbor", "hotspot", "alltoall"};
 
-int tsim_traffic_pattern_parse(const char *name)
+int trf_pattern_parse(const char *name)
 {
-    for (int i = 0; i < TSIM_TRAFFIC_NPATTERNS; i++)
+    for (int i = 0; i < TRF_NPATTERNS; i++)
         if (!strcmp(name, pattern_names[i])) return i;
     return -1;
 }
 
-const char *tsim_traffic_pattern_name(int pattern)
+const char *trf_pattern_name(int pattern)
 {
-    return pattern >= 0 && pattern < TSIM_TRAFFIC_NPATTERNS ? pattern_names[pattern] : "?";
+    return pattern >= 0 && pattern < TRF_NPATTERNS ? pattern_names[pattern] : "?";
 }
 
-void tsim_traffic_cfg_default(tsim_traffic_cfg *c)
+void trf_cfg_default(trf_cfg *c)
 {
     memset(c, 0, sizeof *c);
-    c->pattern = TSIM_TRAFFIC_UNIFORM;
+    c->pattern = TRF_UNIFORM;
     c->load = 0.5;
-    c->arrivals = TSIM_TRAFFIC_BERNOULLI;
-    c->routing = TSIM_TRAFFIC_DET;
+    c->arrivals = TRF_BERNOULLI;
+    c->routing = TRF_DET;
     c->chunks = TSIM_MAX_CHUNKS;
     c->packets = 1000;
     c->seed = 1;
@@ -125,14 +125,14 @@ static int log2_exact(int n)
     return (1 << b) == n ? b : -1;
 }
 
-tsim_traffic *tsim_traffic_new(const tsim_geom *g, const tsim_params *p,
-                               const tsim_traffic_cfg *cfg, char *err, size_t errlen)
+trf_traffic *trf_new(const tsim_geom *g, const tsim_params *p,
+                     const trf_cfg *cfg, char *err, size_t errlen)
 {
     int nnodes = g->dim[0] * g->dim[1] * g->dim[2];
-    const tsim_traffic_cfg *c = cfg;
-    const char *pn = tsim_traffic_pattern_name(c->pattern);
+    const trf_cfg *c = cfg;
+    const char *pn = trf_pattern_name(c->pattern);
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return NULL; } while (0)
-    if (c->pattern < 0 || c->pattern >= TSIM_TRAFFIC_NPATTERNS) FAIL("unknown pattern");
+    if (c->pattern < 0 || c->pattern >= TRF_NPATTERNS) FAIL("unknown pattern");
     if (c->nprocs < 1 || c->nprocs > nnodes)
         FAIL("%d processors do not fit %d nodes (one per node)", c->nprocs, nnodes);
     if (!(c->load >= 0 && c->load <= TSIM_NPORTS))
@@ -142,28 +142,28 @@ tsim_traffic *tsim_traffic_new(const tsim_geom *g, const tsim_params *p,
     if (!(c->warmup >= 0 && c->warmup < 0.5)) FAIL("warm-up must be in [0, 0.5)");
     if (!(c->hot_frac >= 0 && c->hot_frac <= 1)) FAIL("hotspot fraction must be in [0, 1]");
     if (!(c->hp_frac >= 0 && c->hp_frac <= 1)) FAIL("high-priority fraction must be in [0, 1]");
-    if (c->routing < TSIM_TRAFFIC_DET || c->routing > TSIM_TRAFFIC_MIXED) FAIL("unknown routing");
-    if (c->arrivals != TSIM_TRAFFIC_BERNOULLI && c->arrivals != TSIM_TRAFFIC_EXPONENTIAL)
+    if (c->routing < TRF_DET || c->routing > TRF_MIXED) FAIL("unknown routing");
+    if (c->arrivals != TRF_BERNOULLI && c->arrivals != TRF_EXPONENTIAL)
         FAIL("unknown arrival process");
     int bits = log2_exact(c->nprocs);
     switch (c->pattern) {
-    case TSIM_TRAFFIC_UNIFORM:
-    case TSIM_TRAFFIC_HOTSPOT:
-    case TSIM_TRAFFIC_ALLTOALL:
+    case TRF_UNIFORM:
+    case TRF_HOTSPOT:
+    case TRF_ALLTOALL:
         if (c->nprocs < 2) FAIL("pattern %s needs at least 2 processors", pn);
         break;
-    case TSIM_TRAFFIC_TRANSPOSE:
-    case TSIM_TRAFFIC_BITREV:
+    case TRF_TRANSPOSE:
+    case TRF_BITREV:
         if (bits < 1) FAIL("pattern %s needs a power-of-two processor count >= 2, not %d", pn,
                            c->nprocs);
         break;
-    case TSIM_TRAFFIC_NEIGHBOR:
+    case TRF_NEIGHBOR:
         if (c->nprocs != nnodes) FAIL("pattern neighbor needs one processor on every node (-np %d)",
                                       nnodes);
         break;
     }
 #undef FAIL
-    tsim_traffic *t = calloc(1, sizeof *t);
+    trf_traffic *t = calloc(1, sizeof *t);
     if (!t) {
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -199,7 +199,7 @@ tsim_traffic *tsim_traffic_new(const tsim_geom *g, const tsim_params *p,
     }
     if (!t->src || !t->seen || !t->hist || !t->xyz ||
         (t->n <= 1024 && (!t->last_det || !t->last_ad || !t->last_hp))) {
-        tsim_traffic_free(t);
+        trf_free(t);
         snprintf(err, errlen, "out of memory for %d x %llu packets", c->nprocs,
                  (unsigned long long)c->packets);
         return NULL;
@@ -214,7 +214,7 @@ tsim_traffic *tsim_traffic_new(const tsim_geom *g, const tsim_params *p,
     return t;
 }
 
-void tsim_traffic_free(tsim_traffic *t)
+void trf_free(trf_traffic *t)
 {
     if (!t) return;
     free(t->src);
@@ -229,37 +229,37 @@ void tsim_traffic_free(tsim_traffic *t)
 }
 
 /* ---- patterns --------------------------------------------------------- */
-static int uniform_other(const tsim_traffic *t, int src, uint64_t rng[4])
+static int uniform_other(const trf_traffic *t, int src, uint64_t rng[4])
 {
     int d = (int)below(rng, (uint64_t)t->n - 1);
     return d >= src ? d + 1 : d;
 }
 
-int tsim_traffic_dest(const tsim_traffic *t, int src, uint64_t j, uint64_t rng[4])
+int trf_dest(const trf_traffic *t, int src, uint64_t j, uint64_t rng[4])
 {
     int n = t->n, b = t->bits;
     switch (t->cfg.pattern) {
-    case TSIM_TRAFFIC_TRANSPOSE: { /* swap the halves of the rank's bits */
+    case TRF_TRANSPOSE: { /* swap the halves of the rank's bits */
         int h = b / 2;
         return (int)((((unsigned)src << h) | ((unsigned)src >> (b - h))) & (unsigned)(n - 1));
     }
-    case TSIM_TRAFFIC_BITREV: {
+    case TRF_BITREV: {
         unsigned r = 0;
         for (int i = 0; i < b; i++) r |= (((unsigned)src >> i) & 1u) << (b - 1 - i);
         return (int)r;
     }
-    case TSIM_TRAFFIC_NEIGHBOR: {
+    case TRF_NEIGHBOR: {
         int c[3];
         tsim_coords(&t->g, src, c);
         for (int i = 0; i < 3; i++) c[i] = (c[i] + 1) % t->g.dim[i];
         return tsim_node_of(&t->g, c[0], c[1], c[2]);
     }
-    case TSIM_TRAFFIC_HOTSPOT:
+    case TRF_HOTSPOT:
         /* 53-bit comparison: exact for fractions like 0.25 */
-        if (src != 0 && (double)(tsim_traffic_rand(rng) >> 11) * 0x1.0p-53 < t->cfg.hot_frac)
+        if (src != 0 && (double)(trf_rand(rng) >> 11) * 0x1.0p-53 < t->cfg.hot_frac)
             return 0;
         return uniform_other(t, src, rng);
-    case TSIM_TRAFFIC_ALLTOALL:
+    case TRF_ALLTOALL:
         return (int)((src + 1 + j % (uint64_t)(n - 1)) % (uint64_t)n);
     default:
         return uniform_other(t, src, rng);
@@ -285,13 +285,13 @@ static uint64_t header_sum(const tsim_pkt *k)
     h = (h ^ get32(k->sw + 4)) * 0x100000001b3ull;
     h = (h ^ ((uint64_t)k->hw.dst[0] | (uint64_t)k->hw.dst[1] << 8 | (uint64_t)k->hw.dst[2] << 16 |
               (uint64_t)k->hw.chunks << 24 | (uint64_t)k->hw.flags << 32)) * 0x100000001b3ull;
-    return tsim_traffic_splitmix(&h);
+    return trf_splitmix(&h);
 }
 
 /* The fill's seed: a different one for every (seed, src, seq). */
-static inline uint64_t fill_seed(const tsim_traffic *t, uint32_t src, uint32_t seq)
+static inline uint64_t fill_seed(const trf_traffic *t, uint32_t src, uint32_t seq)
 {
-    return tsim_traffic_splitmix(&(uint64_t){t->cfg.seed ^ ((uint64_t)src << 32 | seq)});
+    return trf_splitmix(&(uint64_t){t->cfg.seed ^ ((uint64_t)src << 32 | seq)});
 }
 
 /* The fill: word i (a byte offset) is fs ^ i * K, a different value at
@@ -343,13 +343,13 @@ static uint64_t fill_diff(const tsim_pkt *k, uint64_t fs, int len)
 
 static int traffic_next(void *ctx, int proc, uint64_t *tp, tsim_pkt *k, int *fifo)
 {
-    tsim_traffic *t = ctx;
+    trf_traffic *t = ctx;
     int r = proc / TSIM_CPUS;
     tsrc *s = &t->src[r];
     if (proc % TSIM_CPUS || r >= t->n || s->seq >= t->cfg.packets) return 0;
     /* arrival time */
     if (t->lambda > 0) {
-        if (t->cfg.arrivals == TSIM_TRAFFIC_EXPONENTIAL) {
+        if (t->cfg.arrivals == TRF_EXPONENTIAL) {
             s->clock += -log(unit_open0(s->rng)) / t->lambda;
             s->t = (uint64_t)s->clock;
         } else {
@@ -363,14 +363,14 @@ static int traffic_next(void *ctx, int proc, uint64_t *tp, tsim_pkt *k, int *fif
     }
     *tp = s->t;
     uint64_t j = s->seq++;
-    int d = tsim_traffic_dest(t, r, j, s->rng);
+    int d = trf_dest(t, r, j, s->rng);
     int chunks = t->cfg.chunks ? t->cfg.chunks : 1 + (int)below(s->rng, TSIM_MAX_CHUNKS);
-    unsigned flags = t->cfg.routing == TSIM_TRAFFIC_ADAPTIVE ? TSIM_F_DYNAMIC
-                     : t->cfg.routing == TSIM_TRAFFIC_MIXED ? (below(s->rng, 2) ? TSIM_F_DYNAMIC : 0)
+    unsigned flags = t->cfg.routing == TRF_ADAPTIVE ? TSIM_F_DYNAMIC
+                     : t->cfg.routing == TRF_MIXED ? (below(s->rng, 2) ? TSIM_F_DYNAMIC : 0)
                                                             : 0;
     /* drawn only when asked for, so hp_frac 0 leaves every other run's
      * random stream (and output) unchanged */
-    if (t->cfg.hp_frac > 0 && (double)(tsim_traffic_rand(s->rng) >> 11) * 0x1.0p-53 < t->cfg.hp_frac)
+    if (t->cfg.hp_frac > 0 && (double)(trf_rand(s->rng) >> 11) * 0x1.0p-53 < t->cfg.hp_frac)
         flags = TSIM_F_HP;
     memset(&k->hw, 0, sizeof k->hw);
     memcpy(k->hw.dst, t->xyz[d], 3);
@@ -387,7 +387,7 @@ static int traffic_next(void *ctx, int proc, uint64_t *tp, tsim_pkt *k, int *fif
     return 1;
 }
 
-static void record_latency(tsim_traffic *t, uint64_t lat)
+static void record_latency(trf_traffic *t, uint64_t lat)
 {
     t->measured++;
     t->lat_sum += lat;
@@ -407,7 +407,7 @@ static void record_latency(tsim_traffic *t, uint64_t lat)
 static uint64_t traffic_sink(void *ctx, int proc, int fifo, const tsim_meta *m, const tsim_pkt *k)
 {
     (void)fifo;
-    tsim_traffic *t = ctx;
+    trf_traffic *t = ctx;
     int me = proc / TSIM_CPUS;
     uint64_t done = m->t_arrive;
     if (proc % TSIM_CPUS == 0 && me < t->n) { /* model this rank's consumer */
@@ -466,14 +466,14 @@ static uint64_t traffic_sink(void *ctx, int proc, int fifo, const tsim_meta *m, 
     return done;
 }
 
-void tsim_traffic_source(tsim_traffic *t, tsim_source *src)
+void trf_source(trf_traffic *t, tsim_source *src)
 {
     src->next = traffic_next;
     src->sink = traffic_sink;
     src->ctx = t;
 }
 
-void tsim_traffic_attach(tsim_traffic *t, tsim_seg *seg, tsim_engine *e)
+void trf_attach(trf_traffic *t, tsim_seg *seg, tsim_engine *e)
 {
     for (int r = 0; r < t->n; r++) {
         tsim_proc *p = &seg->procs[tsim_proc_index(r, 0)];
@@ -482,7 +482,7 @@ void tsim_traffic_attach(tsim_traffic *t, tsim_seg *seg, tsim_engine *e)
         atomic_store(&p->state, TSIM_P_ENGINE);
     }
     tsim_source s;
-    tsim_traffic_source(t, &s);
+    trf_source(t, &s);
     tsim_engine_set_source(e, &s);
 }
 
@@ -493,7 +493,7 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-void tsim_traffic_get_stats(const tsim_traffic *t, tsim_traffic_stats *s)
+void trf_get_stats(const trf_traffic *t, trf_stats *s)
 {
     memset(s, 0, sizeof *s);
     for (int r = 0; r < t->n; r++) s->generated += t->src[r].seq;
@@ -549,7 +549,7 @@ void tsim_traffic_get_stats(const tsim_traffic *t, tsim_traffic_stats *s)
     }
 }
 
-int tsim_traffic_ok(const tsim_traffic_stats *s)
+int trf_ok(const trf_stats *s)
 {
     /* a source that stopped early (engine ended, deadlock) fails too: an
      * empty run must not pass as "nothing lost" */
@@ -559,9 +559,9 @@ int tsim_traffic_ok(const tsim_traffic_stats *s)
                : 0;
 }
 
-void tsim_traffic_print(const tsim_traffic *t, const tsim_traffic_stats *s, FILE *f)
+void trf_print(const trf_traffic *t, const trf_stats *s, FILE *f)
 {
-    const tsim_traffic_cfg *c = &t->cfg;
+    const trf_cfg *c = &t->cfg;
     static const char *const rname[] = {"det", "adaptive", "mixed"};
     char size[32];
     if (c->chunks) snprintf(size, sizeof size, "%d chunks", c->chunks);
@@ -573,9 +573,9 @@ void tsim_traffic_print(const tsim_traffic *t, const tsim_traffic_stats *s, FILE
     if (c->hp_frac > 0) snprintf(hp, sizeof hp, " + %g high-priority", c->hp_frac);
     fprintf(f, "traffic             %s, routing %s%s, %llu packets of %s per source, %s arrivals, "
                "seed %llu\n",
-            tsim_traffic_pattern_name(c->pattern), rname[c->routing], hp,
+            trf_pattern_name(c->pattern), rname[c->routing], hp,
             (unsigned long long)c->packets, size,
-            c->arrivals == TSIM_TRAFFIC_EXPONENTIAL ? "exponential" : "Bernoulli",
+            c->arrivals == TRF_EXPONENTIAL ? "exponential" : "Bernoulli",
             (unsigned long long)c->seed);
     if (t->lambda > 0)
         fprintf(f, "offered load        %.4f of link bandwidth = %.4f payload B/cycle/node\n",

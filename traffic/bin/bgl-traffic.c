@@ -11,7 +11,7 @@
 
 #include "torus-sim/tsim.h"
 #include "torus-sim/tsim_report.h"
-#include "torus-sim/tsim_traffic.h"
+#include "traffic/trf_traffic.h"
 
 static const char usage[] =
     "usage: bgl-traffic -np N [-shape XxYxZ] [-connect TORUS|MESH]\n"
@@ -95,8 +95,8 @@ static void default_shape(int n, int dim[3])
 
 int main(int argc, char **argv)
 {
-    tsim_traffic_cfg cfg;
-    tsim_traffic_cfg_default(&cfg);
+    trf_cfg cfg;
+    trf_cfg_default(&cfg);
     tsim_params prm;
     tsim_params_default(&prm);
     tsim_geom g = {{0, 0, 0}, {1, 1, 1}, 1, 0, 0};
@@ -131,7 +131,7 @@ int main(int argc, char **argv)
             if (t < 0) die("bad -connect '%s': want TORUS or MESH", v);
             g.torus[0] = g.torus[1] = g.torus[2] = t;
         } else if (!strcmp(o, "--pattern")) {
-            cfg.pattern = tsim_traffic_pattern_parse(TAKE());
+            cfg.pattern = trf_pattern_parse(TAKE());
             if (cfg.pattern < 0)
                 die("unknown --pattern '%s': want uniform, transpose, bitrev, neighbor, hotspot "
                     "or alltoall", v);
@@ -143,9 +143,9 @@ int main(int argc, char **argv)
                 die("--load %s out of range: want 0 < F <= 6 (fraction of a link) or sat", v);
         } else if (!strcmp(o, "--routing")) {
             TAKE();
-            cfg.routing = !strcmp(v, "det") ? TSIM_TRAFFIC_DET
-                          : !strcmp(v, "adaptive") ? TSIM_TRAFFIC_ADAPTIVE
-                          : !strcmp(v, "mixed") ? TSIM_TRAFFIC_MIXED : -1;
+            cfg.routing = !strcmp(v, "det") ? TRF_DET
+                          : !strcmp(v, "adaptive") ? TRF_ADAPTIVE
+                          : !strcmp(v, "mixed") ? TRF_MIXED : -1;
             if (cfg.routing < 0) die("bad --routing '%s': want det, adaptive or mixed", v);
         } else if (!strcmp(o, "--packets")) {
             cfg.packets = parse_u64(o, TAKE());
@@ -159,8 +159,8 @@ int main(int argc, char **argv)
                 die("--chunks %s out of range: want 1..8 or mixed", v);
         } else if (!strcmp(o, "--arrivals")) {
             TAKE();
-            cfg.arrivals = !strcmp(v, "bernoulli") ? TSIM_TRAFFIC_BERNOULLI
-                           : !strcmp(v, "exponential") ? TSIM_TRAFFIC_EXPONENTIAL : -1;
+            cfg.arrivals = !strcmp(v, "bernoulli") ? TRF_BERNOULLI
+                           : !strcmp(v, "exponential") ? TRF_EXPONENTIAL : -1;
             if (cfg.arrivals < 0) die("bad --arrivals '%s': want bernoulli or exponential", v);
         } else if (!strcmp(o, "--hot")) {
             cfg.hot_frac = parse_double(o, TAKE());
@@ -201,20 +201,20 @@ int main(int argc, char **argv)
     cfg.nprocs = np;
     g.nranks = np; /* for the report: one rank per processor */
 
-    tsim_traffic *t = tsim_traffic_new(&g, &prm, &cfg, err, sizeof err);
+    trf_traffic *t = trf_new(&g, &prm, &cfg, err, sizeof err);
     if (!t) die("%s", err);
     /* opened before the run: a bad path fails at once, not after the work */
     FILE *rf = report ? fopen(report, "w") : NULL;
     if (report && !rf) {
         fprintf(stderr, "bgl-traffic: --report %s: %s\n", report, strerror(errno));
-        tsim_traffic_free(t);
+        trf_free(t);
         return 2;
     }
     FILE *hf = heatmap ? (strcmp(heatmap, "-") ? fopen(heatmap, "w") : stdout) : NULL;
     if (heatmap && !hf) {
         fprintf(stderr, "bgl-traffic: --heatmap %s: %s\n", heatmap, strerror(errno));
         if (rf) fclose(rf), unlink(report);
-        tsim_traffic_free(t);
+        trf_free(t);
         return 2;
     }
     char job[TSIM_LABEL_MAX];
@@ -224,13 +224,13 @@ int main(int argc, char **argv)
     snprintf(seg->mapping, sizeof seg->mapping, "XYZT (bgl-traffic)");
     tsim_engine *e = tsim_engine_new(seg);
     if (!e) die("%s", "out of memory for the engine");
-    tsim_traffic_attach(t, seg, e);
+    trf_attach(t, seg, e);
     tsim_result res;
     int rc = tsim_engine_run(e, &res);
 
-    tsim_traffic_stats st;
-    tsim_traffic_get_stats(t, &st);
-    tsim_traffic_print(t, &st, stdout);
+    trf_stats st;
+    trf_get_stats(t, &st);
+    trf_print(t, &st, stdout);
     printf("simulated           %llu cycles, %llu packet-hops, %llu events\n",
            (unsigned long long)res.end_time, (unsigned long long)res.packet_hops,
            (unsigned long long)res.events);
@@ -244,7 +244,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bgl-traffic: engine stopped: %s\n", res.deadlock ? "deadlock" : "aborted");
         if (res.deadlock) tsim_engine_print_deadlock(e, stderr);
         status = 1;
-    } else if (tsim_traffic_ok(&st)) {
+    } else if (trf_ok(&st)) {
         fprintf(stderr, "bgl-traffic: packets lost, duplicated, corrupted, misrouted or out of "
                         "order (see above)\n");
         status = 1;
@@ -271,6 +271,6 @@ int main(int argc, char **argv)
     }
     tsim_engine_free(e);
     tsim_seg_destroy(seg);
-    tsim_traffic_free(t);
+    trf_free(t);
     return status;
 }
