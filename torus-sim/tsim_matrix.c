@@ -1,7 +1,6 @@
 /* The traffic matrix (tsim_matrix.h): counted at delivery, in the engine's
  * own memory; folded into ranks for the report. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "tsim_engine_priv.h"
 #include "tsim_matrix.h"
@@ -84,29 +83,4 @@ void tsim_rankmatrix_json(const tsim_rankmatrix *m, FILE *f)
             first = 0;
         }
     fprintf(f, "\n  ]}");
-}
-
-static const tsim_rankmatrix *top_m; /* qsort has no context argument */
-
-static int heavier(const void *a, const void *b)
-{
-    int i = *(const int *)a, j = *(const int *)b;
-    uint64_t x = top_m->p[i].bytes, y = top_m->p[j].bytes;
-    if (x != y) return x > y ? -1 : 1;
-    return (i > j) - (i < j); /* from * n + to: lower from, then lower to */
-}
-
-int tsim_rankmatrix_top(const tsim_rankmatrix *m, int n, int *out)
-{
-    size_t cells = (size_t)m->nranks * (size_t)m->nranks, k = 0;
-    int *all = malloc((cells ? cells : 1) * sizeof *all);
-    if (!all) return 0;
-    for (size_t i = 0; i < cells; i++)
-        if (m->p[i].packets) all[k++] = (int)i;
-    top_m = m;
-    qsort(all, k, sizeof *all, heavier);
-    int got = (size_t)n < k ? n : (int)k;
-    memcpy(out, all, (size_t)got * sizeof *out);
-    free(all);
-    return got;
 }

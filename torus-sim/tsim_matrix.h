@@ -38,11 +38,5 @@ int tsim_rankmatrix_from_engine(tsim_rankmatrix *m, tsim_engine *e);
 
 /* The report's "traffic" member (one line per nonzero pair, rank order). */
 void tsim_rankmatrix_json(const tsim_rankmatrix *m, FILE *f);
-/* The pairs in decreasing bytes (ties: lower from, then lower to): the
- * first n of them into out (indices from * nranks + to); returns how many. */
-int tsim_rankmatrix_top(const tsim_rankmatrix *m, int n, int *out);
-/* The matrix as an SVG picture: rank x rank cells coloured by bytes over
- * the heaviest pair's bytes, in the heatmap's ten steps (tsim_svg.c). */
-void tsim_rankmatrix_svg(const tsim_rankmatrix *m, const char *title, FILE *f);
 
 #endif

@@ -60,7 +60,7 @@ int tsim_heatmap_format(const char *path, char *err, size_t errlen);
  * else the decile 0..9 (1.0 and above are 9). */
 int tsim_util_class(const tsim_link_stats *l, double util);
 /* The SVG's colour of a class (-1 idle, 0..9), for other pictures that
- * keep its scale (the traffic matrix, tsim_matrix_svg.c). */
+ * keep its scale (the traffic matrix, adi3-device/bin/report_matrix.h). */
 const char *tsim_svg_fill(int cls);
 /* s as SVG text: markup escaped, control bytes as '?'. */
 void tsim_svg_text(FILE *f, const char *s);

@@ -40,6 +40,7 @@ static void usage(FILE *f)
 }
 
 #include "report_json.h"
+#include "report_matrix.h"
 
 typedef struct rank_info {
     int found;
@@ -175,7 +176,7 @@ static void pairs(const tsim_linkmap *m, const tsim_rankmatrix *tm, int top, FIL
     for (int p = 0; p < m->g.nnodes * TSIM_CPUS; p++)
         if (m->rank[p] >= 0 && m->rank[p] < n) node[m->rank[p]] = p / TSIM_CPUS;
     int *pick = xcalloc((size_t)top, sizeof *pick);
-    int k = tsim_rankmatrix_top(tm, top, pick);
+    int k = report_matrix_top(tm, top, pick);
     fprintf(f, "heaviest pairs (%d pairs sent %llu bytes over the torus):\n", npairs,
             (unsigned long long)total);
     for (int i = 0; i < k; i++) {
@@ -388,7 +389,7 @@ int main(int argc, char **argv)
     if (mx) {
         char title[2 * TSIM_LABEL_MAX + 16];
         snprintf(title, sizeof title, "%s%s%s", m.job, m.job[0] ? ", mapping " : "mapping ", m.mapping);
-        tsim_rankmatrix_svg(&tm, title, mx_f);
+        report_matrix_svg(&tm, title, mx_f);
         if (mx_f == stdout ? fflush(mx_f) != 0 : fclose(mx_f) != 0)
             die(1, "--matrix %s: write failed: %s", mx, strerror(errno));
     }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adi3-device/bin/report_matrix.h"
 #include "mapfiles/map.h"
 #include "messagelayer/ml_map.h"
 #include "torus-sim/tsim_matrix.h"
@@ -256,12 +257,12 @@ START_TEST(rankmatrix_top_json_svg)
     m.p[1 * 3 + 2] = (tsim_pair){2, 512};
     m.p[1 * 3 + 1] = (tsim_pair){1, 32};
     int top[8];
-    ck_assert_int_eq(tsim_rankmatrix_top(&m, 8, top), 4);
+    ck_assert_int_eq(report_matrix_top(&m, 8, top), 4);
     ck_assert_int_eq(top[0], 2 * 3 + 0);
     ck_assert_int_eq(top[1], 0 * 3 + 1);
     ck_assert_int_eq(top[2], 1 * 3 + 2);
     ck_assert_int_eq(top[3], 1 * 3 + 1);
-    ck_assert_int_eq(tsim_rankmatrix_top(&m, 1, top), 1);
+    ck_assert_int_eq(report_matrix_top(&m, 1, top), 1);
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -272,7 +273,7 @@ START_TEST(rankmatrix_top_json_svg)
     ck_assert_ptr_null(strstr(buf, "\"from\": 0, \"to\": 2"));
     free(buf);
     f = open_memstream(&buf, &len);
-    tsim_rankmatrix_svg(&m, "t <&>", f);
+    report_matrix_svg(&m, "t <&>", f);
     fclose(f);
     int cells = 0;
     for (const char *q = buf; (q = strstr(q, "class=\"pair ")); q++) cells++;

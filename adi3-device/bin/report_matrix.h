@@ -1,22 +1,60 @@
+/* The traffic matrix for bglemu-report (docs/mapping.md): its heaviest
+ * pairs and its picture, drawn from the report's rank matrix
+ * (torus-sim/tsim_matrix.h). Presentation only, so it lives beside its tool
+ * rather than in the network model. Static functions in a header, as
+ * report_json.h, since the tools are one source file each. */
+#ifndef REPORT_MATRIX_H
+#define REPORT_MATRIX_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "torus-sim/tsim_matrix.h"
+#include "torus-sim/tsim_report.h"
+
+static const tsim_rankmatrix *matrix_top_m; /* qsort has no context argument */
+
+static int matrix_heavier(const void *a, const void *b)
+{
+    int i = *(const int *)a, j = *(const int *)b;
+    uint64_t x = matrix_top_m->p[i].bytes, y = matrix_top_m->p[j].bytes;
+    if (x != y) return x > y ? -1 : 1;
+    return (i > j) - (i < j); /* from * n + to: lower from, then lower to */
+}
+
+/* The pairs in decreasing bytes (ties: lower from, then lower to): the
+ * first n of them into out (indices from * nranks + to); returns how many. */
+static int report_matrix_top(const tsim_rankmatrix *m, int n, int *out)
+{
+    size_t cells = (size_t)m->nranks * (size_t)m->nranks, k = 0;
+    int *all = malloc((cells ? cells : 1) * sizeof *all);
+    if (!all) return 0;
+    for (size_t i = 0; i < cells; i++)
+        if (m->p[i].packets) all[k++] = (int)i;
+    matrix_top_m = m;
+    qsort(all, k, sizeof *all, matrix_heavier);
+    int got = (size_t)n < k ? n : (int)k;
+    memcpy(out, all, (size_t)got * sizeof *out);
+    free(all);
+    return got;
+}
+
+enum { MX_SIDE = 640, MX_MAXCELLS = 256, MX_LEFT = 60, MX_TOP = 150 };
+
 /* The traffic matrix as a picture: sender down, receiver across, each
  * pair's bytes over the heaviest pair's in the link heatmap's ten steps and
  * colours (tsim_svg.c), so a glance says which pairs dominate; pairs that
  * sent nothing stay the heatmap's idle grey. Large jobs are drawn in blocks
  * of ranks (the block's sum), so the file stays small. */
-#include <stdlib.h>
-
-#include "tsim_matrix.h"
-#include "tsim_report.h"
-
-enum { SIDE = 640, MAXCELLS = 256, LEFT = 60, TOP = 150 };
-
-void tsim_rankmatrix_svg(const tsim_rankmatrix *m, const char *title, FILE *f)
+static void report_matrix_svg(const tsim_rankmatrix *m, const char *title, FILE *f)
 {
     int n = m->nranks > 0 ? m->nranks : 1;
-    int blk = (n + MAXCELLS - 1) / MAXCELLS; /* ranks per cell side */
+    int blk = (n + MX_MAXCELLS - 1) / MX_MAXCELLS; /* ranks per cell side */
     int cells = (n + blk - 1) / blk;
-    int cs = SIDE / cells > 1 ? SIDE / cells : 1;
-    int side = cs * cells, W = LEFT + side + 20, H = TOP + side + 40;
+    int cs = MX_SIDE / cells > 1 ? MX_SIDE / cells : 1;
+    int side = cs * cells, W = MX_LEFT + side + 20, H = MX_TOP + side + 40;
     uint64_t *b = calloc((size_t)cells * (size_t)cells, sizeof *b);
     uint64_t max = 0, total = 0, pairs = 0;
     for (int s = 0; b && s < m->nranks; s++)
@@ -64,19 +102,19 @@ void tsim_rankmatrix_svg(const tsim_rankmatrix *m, const char *title, FILE *f)
                "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">100%%</text>\n",
             lx + (sw - 6) / 2, ly + 26, lx + sw + 10 * sw, ly + 26);
     fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">to rank "
-               "\xe2\x86\x92</text>\n", LEFT + side / 2, TOP - 8);
+               "\xe2\x86\x92</text>\n", MX_LEFT + side / 2, MX_TOP - 8);
     fprintf(f, "<text x=\"16\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\" "
                "transform=\"rotate(-90 16 %d)\">from rank \xe2\x86\x93</text>\n",
-            TOP + side / 2, TOP + side / 2);
-    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n", LEFT, TOP,
+            MX_TOP + side / 2, MX_TOP + side / 2);
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n", MX_LEFT, MX_TOP,
             side, side, tsim_svg_fill(-1));
     /* rank labels every so often */
     int step = cells <= 16 ? 1 : cells <= 64 ? 8 : 32;
     for (int k = 0; k < cells; k += step)
         fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"9\" text-anchor=\"end\">%d</text>\n"
                    "<text x=\"%d\" y=\"%d\" font-size=\"9\" text-anchor=\"middle\">%d</text>\n",
-                LEFT - 3, TOP + k * cs + cs / 2 + 3, k * blk, LEFT + k * cs + cs / 2,
-                TOP + side + 12, k * blk);
+                MX_LEFT - 3, MX_TOP + k * cs + cs / 2 + 3, k * blk, MX_LEFT + k * cs + cs / 2,
+                MX_TOP + side + 12, k * blk);
     for (int s = 0; b && s < cells; s++)
         for (int d = 0; d < cells; d++) {
             uint64_t v = b[(size_t)s * (size_t)cells + (size_t)d];
@@ -87,9 +125,11 @@ void tsim_rankmatrix_svg(const tsim_rankmatrix *m, const char *title, FILE *f)
             fprintf(f, "<rect class=\"pair u%d\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
                        "fill=\"%s\" data-pair=\"%d %d\" data-bytes=\"%llu\"><title>%d \xe2\x86\x92 "
                        "%d: %llu bytes</title></rect>\n",
-                    cls, LEFT + d * cs, TOP + s * cs, cs, cs, tsim_svg_fill(cls), s * blk, d * blk,
+                    cls, MX_LEFT + d * cs, MX_TOP + s * cs, cs, cs, tsim_svg_fill(cls), s * blk, d * blk,
                     (unsigned long long)v, s * blk, d * blk, (unsigned long long)v);
         }
     fputs("</svg>\n", f);
     free(b);
 }
+
+#endif
