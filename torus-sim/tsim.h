@@ -141,7 +141,6 @@ typedef struct tsim_ring {
     _Atomic uint32_t tail;       /* consumer: slot[tail % N] is the oldest */
     _Atomic uint32_t used;       /* chunks held (producer adds, consumer frees) */
     uint32_t cap;                /* capacity in chunks */
-    _Atomic uint64_t t_free;     /* injection: sim time the last slot left */
     uint32_t pad[8];
     tsim_slot slot[TSIM_RING_SLOTS];
 } tsim_ring;

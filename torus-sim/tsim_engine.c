@@ -268,7 +268,6 @@ void eng_inj_freed(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t)
     }
     tsim_ring *r = &p->inj[fifo];
     uint32_t st = atomic_load(&p->state);
-    atomic_store_explicit(&r->t_free, t, memory_order_relaxed);
     eng_add32(&r->used, -(uint32_t)chunks, st == TSIM_P_BLOCKED);
     eng_add32(&r->tail, 1, st == TSIM_P_BLOCKED);
     if (st != TSIM_P_BLOCKED) return;

@@ -23,7 +23,6 @@ static void ring_init(tsim_ring *r, uint32_t cap)
     atomic_init(&r->head, 0);
     atomic_init(&r->tail, 0);
     atomic_init(&r->used, 0);
-    atomic_init(&r->t_free, 0);
     r->cap = cap;
 }
 
