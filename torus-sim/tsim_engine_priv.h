@@ -275,7 +275,6 @@ void net_event(tsim_engine *e, const ev *v);
 /* EV_HEAD and EV_LINK_FREE, dispatched by the engine's loop itself. */
 void net_head(tsim_engine *e, int node, int port_vc, uint32_t pk, uint64_t t);
 void net_link_free(tsim_engine *e, int node, uint64_t t);
-void net_arbitrate(tsim_engine *e, int node, uint64_t t);
 void net_rec_free(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t);
 uint32_t pkt_alloc(tsim_engine *e);
 void pkt_free(tsim_engine *e, uint32_t pk);

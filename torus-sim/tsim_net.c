@@ -497,7 +497,7 @@ static ARB_INLINE void arb_end(tsim_engine *e, router *r, int node, uint64_t t, 
     }
 }
 
-void net_arbitrate(tsim_engine *e, int node, uint64_t t)
+static void net_arbitrate(tsim_engine *e, int node, uint64_t t)
 {
     router *r = &e->rt[node];
     cand c[TSIM_NPORTS * TSIM_NVC + TSIM_CPUS * TSIM_NINJ];
@@ -601,12 +601,6 @@ void net_link_free(tsim_engine *e, int node, uint64_t t)
 void net_event(tsim_engine *e, const ev *v)
 {
     switch (v->type) {
-    case EV_HEAD:
-        net_head(e, v->a, v->b, v->pkt, v->t);
-        break;
-    case EV_LINK_FREE:
-        net_link_free(e, v->a, v->t);
-        break;
     case EV_CREDIT:
         e->rt[v->a].credits[v->b & 15][v->b >> 4] += (int32_t)v->pkt;
         e->rt[v->a].gen++;
