@@ -40,18 +40,12 @@ static void left_to_watcher(tsim_engine *e, int i)
 #define KEY_PROXY 0ull
 #define KEY_PROC (1ull << 62)
 
-static uint64_t proc_key(int proc, int ring, uint32_t seq)
+uint64_t eng_proc_key(int proc, int ring, uint32_t seq)
 {
     return KEY_PROC | (uint64_t)proc << 40 | (uint64_t)ring << 32 | seq;
 }
 
-uint64_t eng_proc_key(int proc, int ring, uint32_t seq) { return proc_key(proc, ring, seq); }
 uint64_t eng_proxy_key(int proc) { return KEY_PROXY | (uint64_t)proc; }
-
-void ev_push_proxy(tsim_engine *e, uint64_t t, int proc)
-{
-    ev_push_key(e, t, KEY_PROXY | (uint64_t)proc, EV_PROXY, proc, 0, 0);
-}
 
 /* ---- which processors a round looks at -------------------------------- *
  * drain and wake_if_ready look only at the processors that may have
@@ -307,7 +301,7 @@ static void src_pull(tsim_engine *e, int proc)
         if (q->src_t > e->now) { /* not generated yet: one wake-up suffices */
             if (q->src_armed != q->src_t) {
                 q->src_armed = q->src_t;
-                ev_push_key(e, q->src_t, proc_key(proc, 15, 0), EV_SRC, proc, 0, 0);
+                ev_push_key(e, q->src_t, eng_proc_key(proc, 15, 0), EV_SRC, proc, 0, 0);
             }
             return;
         }
@@ -344,7 +338,7 @@ static void start_sources(tsim_engine *e)
         if (src_gen(e, i, &t)) {
             q->src_t = t;
             q->src_has = 1;
-            ev_push_key(e, t, proc_key(i, 15, 0), EV_SRC, i, 0, 0);
+            ev_push_key(e, t, eng_proc_key(i, 15, 0), EV_SRC, i, 0, 0);
         } else {
             q->src_live = 0;
         }
@@ -490,7 +484,7 @@ static int drain_proc(tsim_engine *e, int i, tsim_proc *p)
             npkt *n = &e->pool[pk];
             n->s = *sl;
             n->s.m.src = (uint32_t)i;
-            ev_push_key(e, n->s.m.t_inject, proc_key(i, f, *seen), EV_INJ, i, f, pk);
+            ev_push_key(e, n->s.m.t_inject, eng_proc_key(i, f, *seen), EV_INJ, i, f, pk);
             got = 1;
         }
     }
@@ -510,7 +504,7 @@ static int drain_proc(tsim_engine *e, int i, tsim_proc *p)
                               (unsigned long long)vt);
                 return -1;
             }
-            ev_push_key(e, t, proc_key(i, 8 + f, q->rec_seen[f]), EV_REC_FREE, i, f,
+            ev_push_key(e, t, eng_proc_key(i, 8 + f, q->rec_seen[f]), EV_REC_FREE, i, f,
                         q->rec_chunks[f][k]);
             got = 1;
         }

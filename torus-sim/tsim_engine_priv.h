@@ -406,7 +406,6 @@ uint64_t eng_proxy_key(int proc);
 /* Ends the job for something processor proc wrote (mpirun names it). */
 void eng_violation(tsim_engine *e, int proc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void ev_push_proxy(tsim_engine *e, uint64_t t, int proc);
 
 /* Can a blocked processor's view at vt be taken as final? Once nothing
  * before vt can still happen: no queued event is earlier (its step's own

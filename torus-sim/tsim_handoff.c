@@ -54,7 +54,7 @@ void prx_arm(tsim_engine *e, int proc, uint64_t t)
         e->defer_proc = proc;
         return;
     }
-    ev_push_proxy(e, t, proc);
+    ev_push_key(e, t, eng_proxy_key(proc), EV_PROXY, proc, 0, 0);
 }
 
 /* Takes the processor's hand-off if its program is registered here and
