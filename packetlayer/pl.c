@@ -93,11 +93,7 @@ void pl_header(const pl_proc *pp, tsim_hwhdr *hw, int dst_index, size_t payload,
     hw->group = (uint8_t)(dst_index % TSIM_CPUS);
 }
 
-unsigned pl_inj_room(const pl_proc *pp, int f)
-{
-    const tsim_ring *r = &pp->p->inj[f];
-    return r->cap - atomic_load(&r->used);
-}
+unsigned pl_inj_room(const pl_proc *pp, int f) { return tsim_ring_room(&pp->p->inj[f]); }
 
 /* Waits for the engine: pauses, or on a core the ranks share, turns that
  * yield it (tsim_futex.h) or watching it for the others (tsim_watch.h),

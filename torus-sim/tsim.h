@@ -145,6 +145,10 @@ typedef struct tsim_ring {
     tsim_slot slot[TSIM_RING_SLOTS];
 } tsim_ring;
 
+/* Chunks of room in an injection FIFO now (room only grows with the
+ * consumer's frees). */
+static inline uint32_t tsim_ring_room(const tsim_ring *r) { return r->cap - atomic_load(&r->used); }
+
 /* ---- the collective network and the global interrupt (tsim_tree.c) --- *
  * The collective network is a tree over the partition's nodes with an
  * integer ALU in every router; its packets are fixed-size (256 bytes of

@@ -113,11 +113,6 @@ void eng_wake(tsim_engine *e, int proc, uint64_t t)
     if (tsim_watch_wake(e->seg, proc)) left_to_watcher(e, proc); /* not while it spins */
 }
 
-static int inj_room(const tsim_ring *r, uint32_t need)
-{
-    return r->cap - atomic_load(&r->used) >= need;
-}
-
 /* What a blocked processor waits for (its wake mask) that is there
  * already: a packet in reception FIFO f (f), room in injection FIFO f
  * (-1 - f, prx_trigger's numbering), the collective networks' (READY_TREE)
@@ -130,7 +125,7 @@ static int ready_for(tsim_engine *e, int proc, const tsim_proc *p)
         if ((mask & TSIM_WAKE_REC(f)) && atomic_load(&p->rec[f].head) != atomic_load(&p->rec[f].tail))
             return f;
     for (int f = 0; f < TSIM_NINJ; f++)
-        if ((mask & TSIM_WAKE_INJ(f)) && inj_room(&p->inj[f], atomic_load(&p->inj_need))) return -1 - f;
+        if ((mask & TSIM_WAKE_INJ(f)) && tsim_ring_room(&p->inj[f]) >= atomic_load(&p->inj_need)) return -1 - f;
     return tree_ready(e, proc, mask) ? READY_TREE : READY_NONE;
 }
 
@@ -268,7 +263,7 @@ void eng_inj_freed(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t)
     if (prx_active(e, proc)) {
         trigger_last(e, proc, t, -1 - fifo);
     } else if ((atomic_load(&p->wake_mask) & TSIM_WAKE_INJ(fifo)) &&
-               inj_room(r, atomic_load(&p->inj_need)) && !trigger_last(e, proc, t, -1 - fifo)) {
+               tsim_ring_room(r) >= atomic_load(&p->inj_need) && !trigger_last(e, proc, t, -1 - fifo)) {
         eng_wake(e, proc, t);
     }
 }

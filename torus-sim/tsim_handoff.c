@@ -127,9 +127,7 @@ int prx_trigger(tsim_engine *e, int proc, uint64_t t, int rec_fifo)
     if (!x->blocked) return 1; /* the running loop will see it */
     if (rec_fifo < 0) { /* room in injection FIFO -1 - rec_fifo */
         int f = -1 - rec_fifo;
-        if (!(x->wait & TSIM_WAKE_INJ(f)) ||
-            e->seg->procs[proc].inj[f].cap - atomic_load(&e->seg->procs[proc].inj[f].used) <
-                TSIM_MAX_CHUNKS)
+        if (!(x->wait & TSIM_WAKE_INJ(f)) || tsim_ring_room(&e->seg->procs[proc].inj[f]) < TSIM_MAX_CHUNKS)
             return 1;
     } else if (!(x->wait & TSIM_WAKE_REC(rec_fifo))) {
         return 1;

@@ -108,14 +108,12 @@ static int p_publish(tsim_port *pt) { return prx_wr_flush(eng_of(pt), pt->proc);
 
 static int p_settled(tsim_port *pt) { return prx_settled(eng_of(pt), *pt->vt); }
 
-static unsigned room_of(const tsim_ring *r) { return r->cap - atomic_load(&r->used); }
-
 /* Room only grows with the engine's events: room now is room at vt; a full
  * FIFO is believed once the engine has reached vt, as the packet layer's
  * sync does. */
 static int p_room(tsim_port *pt, int f, unsigned chunks)
 {
-    if (room_of(&pt->p->inj[f]) >= chunks) return 1;
+    if (tsim_ring_room(&pt->p->inj[f]) >= chunks) return 1;
     return p_settled(pt) ? 0 : TSIM_PORT_WAIT;
 }
 
@@ -287,7 +285,7 @@ int prx_ready(tsim_engine *e, int proc, uint32_t wait)
         if (e->ep[proc].rec_head[f] != atomic_load(&p->rec[f].tail)) return 1;
     }
     for (uint32_t m = (wait >> 8) & ((1u << TSIM_NINJ) - 1); m; m &= m - 1)
-        if (room_of(&p->inj[__builtin_ctz(m)]) >= TSIM_MAX_CHUNKS) return 1;
+        if (tsim_ring_room(&p->inj[__builtin_ctz(m)]) >= TSIM_MAX_CHUNKS) return 1;
     if ((wait & TSIM_WAKE_TREE_REC) && tree_rec_oldest(e, proc)) return 1;
     return (wait & TSIM_WAKE_TREE_INJ) && tree_inj_room(e, proc) > 0;
 }

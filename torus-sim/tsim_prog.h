@@ -108,8 +108,7 @@ static inline void tsim_port_charge_ddt(tsim_port *pt, uint64_t cycles)
  * answer asks the port. */
 static inline int tsim_port_room(tsim_port *pt, int f, unsigned chunks)
 {
-    const tsim_ring *r = &pt->p->inj[f];
-    if (r->cap - atomic_load(&r->used) >= chunks) return 1;
+    if (tsim_ring_room(&pt->p->inj[f]) >= chunks) return 1;
     return pt->ops->room(pt, f, chunks);
 }
 
