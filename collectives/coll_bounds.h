@@ -17,8 +17,7 @@ static inline double coll_wire_cycles(const tsim_params *p, size_t m)
     double w = 0;
     for (size_t off = 0; off < m; off += TSIM_PAYLOAD_MAX) {
         size_t n = m - off < TSIM_PAYLOAD_MAX ? m - off : TSIM_PAYLOAD_MAX;
-        size_t chunks = (TSIM_HDR_BYTES + n + TSIM_CHUNK - 1) / TSIM_CHUNK;
-        w += (double)(chunks * TSIM_CHUNK + p->wire_overhead) * (double)p->link_cycles_per_byte;
+        w += (double)tsim_ser_cycles(p, (int)((TSIM_HDR_BYTES + n + TSIM_CHUNK - 1) / TSIM_CHUNK));
     }
     return w;
 }
@@ -26,8 +25,7 @@ static inline double coll_wire_cycles(const tsim_params *p, size_t m)
 /* One link's payload bandwidth in bytes per cycle (full packets). */
 static inline double coll_link_bytes_per_cycle(const tsim_params *p)
 {
-    return TSIM_PAYLOAD_MAX /
-           ((double)(TSIM_PKT_BYTES + p->wire_overhead) * (double)p->link_cycles_per_byte);
+    return TSIM_PAYLOAD_MAX / (double)tsim_ser_cycles(p, TSIM_PKT_BYTES / TSIM_CHUNK);
 }
 
 /* Bisection bound in cycles of an alltoall of m bytes per pair among

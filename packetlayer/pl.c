@@ -167,8 +167,7 @@ static int quiet_to_vt(pl_proc *pp, int for_poll)
     }
     if (!for_poll || pp->qvoid) return 0;
     const tsim_params *prm = &pp->seg->params;
-    uint64_t reach = 2 * (uint64_t)prm->hop_latency +
-                     ((uint64_t)TSIM_CHUNK + prm->wire_overhead) * prm->link_cycles_per_byte;
+    uint64_t reach = 2 * (uint64_t)prm->hop_latency + tsim_ser_cycles(prm, 1);
     return pp->vt <= pp->qinj_t + reach;
 }
 

@@ -120,6 +120,13 @@ typedef struct tsim_params {
 #undef TSIM_PARAM
 } tsim_params;
 
+/* Link cycles to send a packet of `chunks` chunks: its chunks and its wire
+ * overhead, at link_cycles_per_byte. */
+static inline uint64_t tsim_ser_cycles(const tsim_params *p, int chunks)
+{
+    return ((uint64_t)chunks * TSIM_CHUNK + p->wire_overhead) * p->link_cycles_per_byte;
+}
+
 void tsim_params_default(tsim_params *p);
 /* "name=value"; returns 0, or -1 with a reason in err. */
 int tsim_params_set(tsim_params *p, const char *assignment, char *err, size_t errlen);

@@ -417,11 +417,6 @@ static inline int prx_settled(const tsim_engine *e, uint64_t vt)
     return vt <= e->now || (vt <= e->h && !evq_any_before(&e->q, vt) && e->nest_t >= vt);
 }
 
-static inline uint64_t ser_cycles(const tsim_params *p, int chunks)
-{
-    return ((uint64_t)chunks * TSIM_CHUNK + p->wire_overhead) * p->link_cycles_per_byte;
-}
-
 /* Every processor that is not ABSENT, and its node mate: the only one that
  * can open later is a coprocessor, at its rank's clock (ml_coproc_start);
  * every rank is RUNNING from before the engine starts. The set is renewed

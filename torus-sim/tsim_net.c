@@ -317,7 +317,7 @@ static ARB_INLINE void send_on_link(tsim_engine *e, int node, uint32_t pk, int p
     router *r = &e->rt[node];
     npkt *p = &e->pool[pk];
     int c = p->chunks;
-    uint64_t ser = ser_cycles(&e->prm, c);
+    uint64_t ser = tsim_ser_cycles(&e->prm, c);
     release_source(e, node, p, t + ser);
     r->busy_until[port] = t + ser;
     r->credits[vc][port] -= held_chunks(e, port, vc, c);
@@ -376,10 +376,10 @@ static ARB_INLINE int try_move(tsim_engine *e, int node, uint32_t pk, pq *q, uns
          * speed, one at a time: that keeps order and bounds its bandwidth */
         int loop = p->in_port == TSIM_NPORTS;
         if (!rec_room(e, node, p) || (loop && r->loop_busy > t)) return 0;
-        uint64_t at = p->t_head + ser_cycles(&e->prm, c);
+        uint64_t at = p->t_head + tsim_ser_cycles(&e->prm, c);
         if (at < t) at = t;
         if (loop) {
-            at = t + ser_cycles(&e->prm, c);
+            at = t + tsim_ser_cycles(&e->prm, c);
             r->loop_busy = at;
             if (at > t) {
                 *free &= ~(unsigned)WANT_LOOP;
@@ -397,7 +397,7 @@ static ARB_INLINE int try_move(tsim_engine *e, int node, uint32_t pk, pq *q, uns
     if (port < 0) return 0;
     leave(e, r, q, qb);
     if (deposit) {
-        uint64_t at = p->t_head + ser_cycles(&e->prm, c);
+        uint64_t at = p->t_head + tsim_ser_cycles(&e->prm, c);
         to_reception(e, node, pk, 1, at < t ? t : at);
     }
     send_on_link(e, node, pk, port, vc, t);
