@@ -56,13 +56,6 @@ enum { TSIM_CORES_AUTO, TSIM_CORES_SHARED, TSIM_CORES_SPLIT };
 #define CORES_WINDOW_S 0.02
 #define CORES_MIN_SLEEPS 64
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 void tsim_engine_plan_cores(tsim_engine *e)
 {
     const char *v = getenv("BGLEMU_CORES");
@@ -86,7 +79,7 @@ void tsim_engine_plan_cores(tsim_engine *e)
         }
     CPU_CLR(c->engine_cpu, &c->ranks);
     c->nrank_cpus = CPU_COUNT(&c->ranks);
-    c->window_end = mono_s() + CORES_WINDOW_S;
+    c->window_end = eng_mono_s() + CORES_WINDOW_S;
     e->cores = c;
 }
 
@@ -179,7 +172,7 @@ void tsim_cores_woke(tsim_engine *e)
 {
     struct tsim_cores *c = e->cores;
     if (!c || !c->sleep_at) return;
-    double now = mono_s();
+    double now = eng_mono_s();
     c->slept_many += now - c->sleep_at;
     c->sleep_at = 0;
     /* ranks computing side by side leave the engine asleep for long
@@ -192,13 +185,13 @@ void tsim_cores_note(tsim_engine *e, int running)
     struct tsim_cores *c = e->cores;
     if (!c) return;
     if (running <= c->nrank_cpus) c->few++;
-    else c->many++, c->sleep_at = mono_s();
+    else c->many++, c->sleep_at = eng_mono_s();
     /* forced: the rank processes known are placed every few sleeps, not
      * only once a window */
     if (c->mode == TSIM_CORES_SPLIT && (c->few + c->many) % 8 == 0 && known_pids(e) != c->npids)
         set_split(e, 1);
     if ((c->few + c->many) % CORES_MIN_SLEEPS) return;
-    double now = c->sleep_at ? c->sleep_at : mono_s();
+    double now = c->sleep_at ? c->sleep_at : eng_mono_s();
     if (now >= c->window_end) cores_decide(e, now);
 }
 

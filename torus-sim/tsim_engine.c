@@ -16,20 +16,13 @@
 #include "tsim_engine_priv.h"
 #include "tsim_watch.h"
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* A wake call the engine left to the ranks' watcher (tsim_watch.h): its
  * own record of it, which no rank can touch. */
 static void left_to_watcher(tsim_engine *e, int i)
 {
     e->left++;
     e->left_mask[i >> 6] |= 1ull << (i & 63);
-    if (!e->left_at) e->left_at = now_s();
+    if (!e->left_at) e->left_at = eng_mono_s();
 }
 
 /* Keys order events of one time: the engine's steps for blocked processors
@@ -341,6 +334,18 @@ static void start_sources(tsim_engine *e)
 }
 
 /* ---- collecting what processors did ---------------------------------- */
+/* Aborts the job's segment and rings every processor's bell: every waiter
+ * is released (pl_block returns -1). */
+static void abort_all(tsim_engine *e)
+{
+    tsim_seg *s = e->seg;
+    atomic_store(&s->abort, 1);
+    for (int i = 0; i < e->nprocs; i++) {
+        atomic_fetch_add(&s->procs[i].bell, 1);
+        tsim_futex_wake(&s->procs[i].bell);
+    }
+}
+
 /* Ends the job for something processor proc wrote: the engine uses none of
  * it, and every waiter is released (pl_block returns -1). */
 void eng_violation(tsim_engine *e, int proc, const char *fmt, ...)
@@ -351,12 +356,7 @@ void eng_violation(tsim_engine *e, int proc, const char *fmt, ...)
     vsnprintf(e->violation, sizeof e->violation, fmt, ap);
     va_end(ap);
     atomic_store(&e->violation_proc, proc);
-    tsim_seg *s = e->seg;
-    atomic_store(&s->abort, 1);
-    for (int i = 0; i < e->nprocs; i++) {
-        atomic_fetch_add(&s->procs[i].bell, 1);
-        tsim_futex_wake(&s->procs[i].bell);
-    }
+    abort_all(e);
 }
 
 int tsim_engine_violation(tsim_engine *e, char *buf, size_t len)
@@ -528,7 +528,7 @@ static int drain(tsim_engine *e)
 {
     int got = 0;
     int full = 0;
-    double now = now_s();
+    double now = eng_mono_s();
     if (now >= e->full_look_at) {
         full = 1;
         e->full_look_at = now + FULL_LOOK_S;
@@ -741,7 +741,7 @@ static int look_final(tsim_engine *e)
 /* Long runs say how far simulated time has got (stderr, host-timed). */
 static void report_progress(tsim_engine *e)
 {
-    double t = now_s(), t0 = e->prog_t0;
+    double t = eng_mono_s(), t0 = e->prog_t0;
     if (t < e->prog_next) return;
     e->prog_next = t + e->seg->progress_secs;
     fprintf(stderr, "bglemu: %.0f s: simulated %llu cycles (%.1f us), %llu packets delivered\n",
@@ -826,7 +826,7 @@ static int watcher_busy(tsim_engine *e, double now)
 static void serve_before_sleep(void *arg)
 {
     tsim_engine *e = arg;
-    if (e->left_at && !watcher_busy(e, now_s())) serve_left(e, 0);
+    if (e->left_at && !watcher_busy(e, eng_mono_s())) serve_left(e, 0);
 }
 
 /* The engine's wait for news, out of line: a profile then names the
@@ -841,14 +841,14 @@ static __attribute__((noinline)) void engine_wait(tsim_engine *e, uint32_t bell,
 static void serve_late_wakes(tsim_engine *e)
 {
     if (!e->left_at) return;
-    double now = now_s();
+    double now = eng_mono_s();
     if (now - e->left_at > TSIM_WATCH_LATE_S && !watcher_busy(e, now)) serve_left(e, 1);
 }
 
 int tsim_engine_run(tsim_engine *e, tsim_result *res)
 {
     tsim_seg *s = e->seg;
-    double t0 = now_s();
+    double t0 = eng_mono_s();
     e->prog_t0 = t0;
     e->prog_next = t0 + s->progress_secs;
     for (int i = 0; i < e->nprocs; i++)
@@ -931,11 +931,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
     if (e->deadlock) {
         report_snapshot_deadlock(e);
         atomic_store(&s->deadlock, 1);
-        atomic_store(&s->abort, 1);
-        for (int i = 0; i < e->nprocs; i++) { /* release everyone */
-            atomic_fetch_add(&s->procs[i].bell, 1);
-            tsim_futex_wake(&s->procs[i].bell);
-        }
+        abort_all(e);
     }
     tsim_result r = {0};
     r.deadlock = e->deadlock;
@@ -964,7 +960,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
         fprintf(stderr, "bglemu: the processors synced %llu times with the engine; its promises spared "
                 "%llu more\n", (unsigned long long)syncs, (unsigned long long)spared);
     }
-    r.wall_seconds = now_s() - t0;
+    r.wall_seconds = eng_mono_s() - t0;
     e->result = r;
     if (res) *res = r;
     return e->deadlock ? 2 : e->aborted ? 1 : 0;

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "tsim.h"
 #include "tsim_evq.h"
@@ -262,6 +263,15 @@ struct tsim_engine {
     int look_mode; /* BGLEMU_SCAN: 0 the sets, 1 (all) everyone every round, 2 (check) */
     tsim_pair *mx; /* the traffic matrix, nprocs x nprocs (tsim_matrix.c) */
 };
+
+/* Host seconds on CLOCK_MONOTONIC: the engine's and the cores' wall-clock
+ * measures (never a simulated time). */
+static inline double eng_mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 /* tsim_cores.c: the host's cores for the engine and the ranks. */
 void tsim_cores_start(tsim_engine *e);
