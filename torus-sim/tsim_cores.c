@@ -1,27 +1,15 @@
 /* Where the engine and the ranks run on the host: host time only, the
  * simulated result never sees it.
  *
- * The engine spins instead of sleeping while no more ranks run than there
- * are cores beside it (tsim_engine.c). On a small host that spin competes
- * with the ranks for the same cores: in an MPI ping-pong on 2 cores, a rank
- * that blocks keeps its core for its own spin while the engine, spinning on
- * the other, wakes the peer rank, which then finds no core free until one of
- * the two spinners gives up. Two actors at a time would fit; three do not.
- *
- * The plan: the engine keeps one core of its own and, while the job is
- * latency-bound (at the engine's sleeps, almost always fewer running ranks
- * than the other cores), the ranks share the other cores ("split"). A rank
- * hands its core straight to the next rank when it blocks, and with one core
- * for the ranks a waiting rank does not pause (it would hold the only core
- * its peer can run on): in a job of two ranks it yields the core turn by
- * turn for a while, then sleeps (tsim_futex.h); with more it sleeps at
- * once. As soon as ranks run side by side (the engine asleep with more
+ * The plan and why (docs/simulated-time.md, "Costs on the host",
+ * **Cores**): the engine keeps one core of its own and, while the job is
+ * latency-bound (at almost every one of the engine's sleeps, no more
+ * running ranks than the other cores), the ranks share the other cores
+ * ("split"): a rank hands its core straight to the next rank when it
+ * blocks. As soon as ranks run side by side (the engine asleep with more
  * running ranks than cores beside it for over half a window), every core
- * is theirs again ("shared"): a job that computes in parallel must not
- * lose a core to an engine that mostly sleeps. The engine's idle time
- * decides, not the running ranks it counts at its sleeps: a job that wakes
- * a crowd of ranks at once (NPB CG after each exchange) counts many at
- * its sleeps while its core is still the critical path.
+ * is theirs again ("shared"). The engine's idle time decides, not the
+ * running ranks it counts at its sleeps (NPB CG wakes a crowd at once).
  *
  * BGLEMU_CORES=auto (default), shared (never split: ranks anywhere) or split
  * (always). mpirun enables the plan (tsim_engine_plan_cores); engines that

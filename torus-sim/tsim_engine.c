@@ -43,22 +43,13 @@ uint64_t eng_proxy_key(int proc) { return KEY_PROXY | (uint64_t)proc; }
 /* ---- which processors a round looks at -------------------------------- *
  * drain and wake_if_ready look only at the processors that may have
  * changed (look_drain, look_wake: tsim_engine_priv.h), in ascending order
- * as the loops over every processor did. A processor writes its FIFOs and
- * barrier words only while RUNNING, before it stores BLOCKED or EXITED
- * (packetlayer/pl.c), and leaves BLOCKED only through eng_wake: once drain
- * has taken everything from a processor it saw BLOCKED or EXITED, there is
- * nothing more there until eng_wake (or, from ABSENT, pl_open: a state the
- * horizon sees change). Likewise wake_if_ready on a BLOCKED processor it
- * already left settled does nothing: what it waits for can then only come
- * from an event, whose handler wakes it (eng_deliver, eng_inj_freed, the
- * tree's). So every processor skipped is one the full loop would have
- * found nothing at, and the engine does the same in the same order. The
- * sets trust nothing a processor writes: the horizon adds every RUNNING
- * processor and every one whose state changed since it last looked, and
- * every 256th round, and the last look before the engine ends or reports
- * a deadlock, look at everyone. BGLEMU_SCAN=all looks at everyone every
- * round (the old cost), =check also verifies that each skipped processor
- * had nothing (tsim_engine.c: look_check; it aborts if one had). */
+ * as the loops over every processor did. A processor writes its words
+ * only while RUNNING and leaves BLOCKED only through eng_wake, so every
+ * processor skipped is one the full loop would have found nothing at; the
+ * sets trust nothing a processor writes (the horizon adds every RUNNING
+ * processor and every changed state, every 256th round looks at everyone)
+ * and BGLEMU_SCAN=all|check looks at everyone or verifies (look_check):
+ * docs/torus-sim.md, "Who may write what". */
 #define LOOK_ALL_EVERY 256
 
 static inline void look_set(tsim_engine *e, int proc)

@@ -44,13 +44,10 @@ static inline int tsim_spins(void)
 /* A rank's turns while the ranks share one core (tsim_cores.c), each one
  * handing the core to any other runnable rank (sched_yield): BGLEMU_SPIN,
  * default 200, and no more than 100 us (where others are runnable a turn
- * lasts their slice). Only in jobs of two rank processes (tsim_cores.c:
- * with more, the rank woken next is seldom one in its turns). A pausing
- * spin would hold the core the next rank to wake needs; sleeping at once makes
- * every hand-off wake a halted core: in a 2-rank ping-pong the ranks' core
- * stood halted 56 % of the time and a round trip took 25 us, 5-6 us with
- * yielding turns (the peer sees its bell at its next turn, no futex call,
- * no inter-processor interrupt). */
+ * lasts their slice). Only in jobs of two rank processes. A pausing spin
+ * would hold the core the next rank to wake needs; sleeping at once makes
+ * every hand-off wake a halted core (measured in docs/simulated-time.md,
+ * "Costs on the host", **Cores**). */
 #define TSIM_TURNS_NS 100000L /* the turns' limit in wall time */
 static inline int tsim_spins_one_core(void)
 {

@@ -1,54 +1,23 @@
 /* The ranks' core watched by one of its waiting ranks (TSIM_WAIT_WATCH).
+ * The design, its measurements and why it pays are in
+ * docs/simulated-time.md, "Costs on the host" (**Cores**).
  *
- * When many ranks share one core (tsim_cores.c, "split") a hand-off is
- * serial: a rank blocks, the engine on its own core moves the simulation
- * on and wakes the next rank. If every waiting rank sleeps in the kernel,
- * the ranks' core halts, and the engine's wake is a system call that
- * interrupts a halted core from another: on a virtual machine whose guest
- * halts at once, that wake-up cost more than everything else in a hand-off
- * (64 ranks of tests/mpi/handoff.c: 55 us a round trip, 27 us with the
- * guest polling before it halts).
- *
- * So one waiting rank keeps the core: it takes the `watcher` word and,
- * instead of sleeping, takes turns that yield the core to any runnable
- * rank (as two ranks do in TSIM_WAIT_TURNS). The engine, waking a rank
- * that sleeps while a watcher is there, does not make the system call: it
- * bumps the rank's bell as always and sets the rank's bit in `wake_req`.
- * The watcher wakes it from the ranks' own core (no interrupt from
- * another core, no halted core) and hands it the core and the watch.
- * Every other waiting rank sleeps at once; a rank the engine wakes while
- * nobody watches becomes the watcher. The watcher keeps the watch while
- * it runs after its own bell rang (tsim_watch), hands it on or gives it up
- * after TSIM_TURNS_NS of turns, and then sleeps like the others.
- *
- * The core goes in clock order: of the sleepers rung, the watcher wakes
- * only the one with the lowest clock, and passes it the watch. The
- * engine's horizon is the lowest clock of the running processors, so a
- * rank whose sync waits (pl_sync) waits for the ranks behind it: woken
- * all at once, they took the core in the kernel's order, and each that
- * ran ahead of a lower one synced and slept again (NPB MG class A on 64
- * ranks: at 60 % of the syncs over 16 running ranks were behind). A
- * watcher whose sync waits passes the watch only to a rank behind it; one
- * that blocks, to the lowest. A rank passed the watch runs, and at its
- * own wait passes it on: one process switch a hand-off, in clock order.
+ * In short: one waiting rank takes the `watcher` word and keeps the
+ * ranks' core by taking turns instead of sleeping; the engine, waking a
+ * rank that sleeps while a watcher is there, bumps its bell and sets its
+ * bit in `wake_req` instead of making the system call, and the watcher
+ * wakes the rung rank with the lowest clock from the ranks' own core and
+ * passes it the watch.
  *
  * No wake is lost: the engine sets the bit, then looks at `watcher`; a
  * leaving watcher clears `watcher`, then takes the bits (both sides store,
- * then load), so one of them sees the other and makes the call. A rank
- * can write all of this page, so none of it is trusted: the bell is the
- * wake (every sleeper looks at it before it sleeps and at least every
- * WAIT_MS) and `wake_req` only saves system calls. The engine keeps its
- * own list of the wakes it left, and TSIM_WATCH_LATE_S later makes the
- * call for each of them still asleep by the rank's own words
- * (tsim_watch_missed); before it sleeps, those whose request is still
- * there (tsim_engine.c, serve_left). So a false watcher, or bits
- * cleared by a stray write, cost host time, never a simulated result
- * (tests/bin/tp_corrupt.c, `watcher`). The engine leaves wakes only while
- * the cores' plan has the ranks watch (its own `ranks_wait`). A watcher
- * working through the rung sleepers one by one leaves the others' bits
- * set for a while: it keeps `watch_beat` moving as it waits
- * (tsim_watch_beat), and the engine makes the calls itself only once the
- * beat stopped for TSIM_WATCH_LATE_S. */
+ * then load), so one of them sees the other and makes the call. None of
+ * this page is trusted (any rank can write it): the bell is the wake, and
+ * the engine keeps its own list of the wakes it left and makes the call
+ * for each one still asleep by the rank's own words once the watcher's
+ * `watch_beat` stood still for TSIM_WATCH_LATE_S (tsim_watch_missed;
+ * tsim_engine.c, serve_left). A false watcher costs host time, never a
+ * simulated result (tests/bin/tp_corrupt.c, `watcher`). */
 #ifndef TSIM_WATCH_H
 #define TSIM_WATCH_H
 
