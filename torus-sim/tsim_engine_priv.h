@@ -442,12 +442,10 @@ static inline int prx_settled(const tsim_engine *e, uint64_t vt)
  * put it there, and neither set lets it go while it runs; a BLOCKED one
  * until it is settled and drained), and their node mates (a coprocessor
  * opens only while its rank runs, at its clock: ml_coproc_start; drain,
- * letting a rank go, looks once more at its mate). Any
- * other is not RUNNING, has nothing the engine has not taken, and changes
- * only through eng_wake, or through a stray write, which the round that
- * looks at everyone sees (tsim_engine.c, "which processors a round looks
- * at"). BGLEMU_SCAN=all: every present processor; =check verifies that
- * each one left out is such (looked_check). */
+ * letting a rank go, looks once more at its mate). Any other changes only
+ * through eng_wake or a stray write (tsim_engine.c, "which processors a
+ * round looks at"). BGLEMU_SCAN=all (look_mode 1): every present
+ * processor; =check verifies the others (looked_check). */
 static inline uint64_t looked_word(const tsim_engine *e, int w)
 {
     if (e->look_mode == 1) return e->present[w];

@@ -1,14 +1,10 @@
-/* How far a running processor may trust its own empty polls.
+/* How far a running processor may trust its own empty polls (why it pays:
+ * docs/simulated-time.md, "Promises: empty polls without a sync").
  *
  * A processor's poll that finds nothing is only an answer once the engine
  * has simulated everything before the processor's clock (pl_sync): the
- * packet that would have arrived at vt - 1 may still be on its way. Waiting
- * for that costs two context switches each time, and in a ping-pong it is
- * most of them: the rank woken by a message reads it, runs MPI's matching,
- * polls once more and finds nothing — while every other processor is
- * blocked and the network is quiet, so nothing could have come.
- *
- * So before it sleeps the engine promises each running processor a time
+ * packet that would have arrived at vt - 1 may still be on its way. So
+ * before it sleeps the engine promises each running processor a time
  * `quiet`: no packet reaches it earlier, whatever happens, unless the
  * processor itself injects again. Everything that could deliver a packet
  * is accounted for:
