@@ -191,7 +191,7 @@ int eng_take_next(tsim_engine *e, uint64_t t, uint64_t key)
     return 1;
 }
 
-void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
+static void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
 {
     npkt *n = &e->pool[pk];
     n->s.m.t_arrive = t;
@@ -231,7 +231,7 @@ void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
         eng_wake(e, proc, t + 1); /* visible to a processor at vt > arrival */
 }
 
-void eng_inj_freed(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t)
+static void eng_inj_freed(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t)
 {
     e->ep[proc].inj_used[fifo] -= chunks;
     tsim_proc *p = &e->seg->procs[proc];

@@ -408,8 +408,6 @@ static inline void ev_push(tsim_engine *e, uint64_t t, uint32_t type, int a, int
     ev_push_key(e, t, KEY_ENGINE | e->next_key++, type, a, b, pkt);
 }
 void eng_wake(tsim_engine *e, int proc, uint64_t t);
-void eng_deliver(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t);
-void eng_inj_freed(tsim_engine *e, int proc, int fifo, int chunks, uint64_t t);
 uint64_t eng_proc_key(int proc, int ring, uint32_t seq);
 /* The key of processor proc's EV_PROXY events. */
 uint64_t eng_proxy_key(int proc);
