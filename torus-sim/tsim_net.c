@@ -85,7 +85,6 @@ static inline void q_mark(router *r, const pq *q, unsigned b)
 
 static inline void set_want(const tsim_engine *e, int node, npkt *p, int injected);
 static inline void arrive(tsim_engine *e, int node, pq *q, unsigned qb, uint32_t pk, uint64_t t);
-static inline int dst_node(const tsim_engine *e, const tsim_hwhdr *hw);
 
 void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
 {
@@ -103,7 +102,7 @@ void net_inject(tsim_engine *e, int proc, int fifo, uint32_t pk, uint64_t t)
     p->flags = p->s.p.hw.flags;
     p->hints = p->s.p.hw.hints;
     p->group = p->s.p.hw.group;
-    p->dstn = dst_node(e, &p->s.p.hw);
+    p->dstn = tsim_node_of(&e->g, p->s.p.hw.dst[0], p->s.p.hw.dst[1], p->s.p.hw.dst[2]);
     int adaptive = (p->flags & TSIM_F_DYNAMIC) && !(p->flags & TSIM_F_DEPOSIT);
     p->rmask = adaptive ? (p->hints ? p->hints : 0xff) : 0;
     p->wmask = p->flags & TSIM_F_HP ? 0 : 0xff;
@@ -197,11 +196,6 @@ static int need_chunks(const tsim_engine *e, const npkt *p, int port, int vc)
 static int usable(const router *r, const tsim_engine *e, const npkt *p, int port, int vc, uint64_t t)
 {
     return r->busy_until[port] <= t && r->credits[vc][port] >= need_chunks(e, p, port, vc);
-}
-
-static inline int dst_node(const tsim_engine *e, const tsim_hwhdr *hw)
-{
-    return hw->dst[0] + e->g.dim[0] * (hw->dst[1] + e->g.dim[1] * hw->dst[2]);
 }
 
 /* The routing candidates of a packet queued at node, worked out once when
