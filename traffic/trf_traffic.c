@@ -113,11 +113,6 @@ void trf_cfg_default(trf_cfg *c)
     c->warmup = 0.1;
 }
 
-static uint64_t ser(const tsim_params *p, int chunks)
-{
-    return ((uint64_t)chunks * TSIM_CHUNK + p->wire_overhead) * p->link_cycles_per_byte;
-}
-
 static int log2_exact(int n)
 {
     int b = 0;
@@ -176,7 +171,7 @@ trf_traffic *trf_new(const tsim_geom *g, const tsim_params *p,
     t->bits = bits;
     int lo = c->chunks ? c->chunks : 1, hi = c->chunks ? c->chunks : TSIM_MAX_CHUNKS;
     for (int k = lo; k <= hi; k++) {
-        t->mean_ser += (double)ser(p, k) / (hi - lo + 1);
+        t->mean_ser += (double)tsim_ser_cycles(p, k) / (hi - lo + 1);
         t->mean_payload += (double)(k * TSIM_CHUNK - TSIM_HDR_BYTES) / (hi - lo + 1);
     }
     if (c->load > 0) {
@@ -456,7 +451,7 @@ static uint64_t traffic_sink(void *ctx, int proc, int fifo, const tsim_meta *m, 
     if (t->lambda > 0) {
         if (m->t_arrive >= t->t_begin && m->t_arrive < t->t_end) {
             t->win_payload += (uint64_t)len;
-            t->win_wire += ser(&t->prm, k->hw.chunks);
+            t->win_wire += tsim_ser_cycles(&t->prm, k->hw.chunks);
         }
         if (m->t_inject >= t->t_begin && m->t_inject < t->t_end)
             record_latency(t, m->t_arrive - m->t_inject);
