@@ -96,27 +96,14 @@ $(LIB): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/bin/%: $(BUILD)/torus-sim/bin/%.o $(LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BUILD)/bin/%: $(BUILD)/packetlayer/bin/%.o $(LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BUILD)/bin/%: $(BUILD)/messagelayer/bin/%.o $(LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BUILD)/bin/%: $(BUILD)/collectives/bin/%.o $(LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BUILD)/bin/%: $(BUILD)/traffic/bin/%.o $(LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BUILD)/bin/%: $(BUILD)/adi3-device/bin/%.o $(LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BUILD)/bin/%: $(BUILD)/tests/bin/%.o $(LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+# Each tool is linked from its own source's object, named by BIN_SRCS: an
+# object left behind in build/ by a source that moved is never picked up.
+define tool_rule
+$(BUILD)/bin/$(basename $(notdir $(1))): $(BUILD)/$(1:.c=.o) $(LIB)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@
+endef
+$(foreach s,$(filter-out %/bglemu-map.c,$(BIN_SRCS)),$(eval $(call tool_rule,$(s))))
 
 $(BUILD)/bin/mpirun: $(MPIRUN_SRCS:%.c=$(BUILD)/%.o) $(LIB)
 	@mkdir -p $(dir $@)
