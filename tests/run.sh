@@ -2,7 +2,9 @@
 # Runs the unit suites (Check) and the test scripts of TEST_DIRS (default
 # tests/integration; `make test` adds tests/mpi), then prints one closing
 # line "N passed, N failed" over all of them. SKIP_UNIT=1 skips the unit
-# suites, TESTS_FILTER=word runs only the scripts whose name has it.
+# suites, TESTS_FILTER=word runs only the scripts whose name has it. Every
+# failed check is listed again just above that line, so the end of a long
+# log (all a CI excerpt may keep) names what failed.
 set -u
 BUILD=${BUILD:-build}
 PREFIX=${PREFIX:-$PWD/install}
@@ -10,7 +12,7 @@ export PREFIX BUILD PATH="$PREFIX/bin:$PATH"
 export CK_VERBOSITY=${CK_VERBOSITY:-verbose}
 passed=0; failed=0
 
-log=$(mktemp); trap 'rm -f "$log"' EXIT
+log=$(mktemp); fails=$(mktemp); trap 'rm -f "$log" "$fails"' EXIT
 [ "${SKIP_UNIT:-0}" = 1 ] || "$BUILD/unit_tests" 2>&1 | tee "$log"
 summary=$(grep -E '^[0-9]+%: Checks: ' "$log" | tail -n 1)
 if [ "${SKIP_UNIT:-0}" = 1 ]; then
@@ -19,8 +21,10 @@ elif [ -n "$summary" ]; then
   n=$(sed -E 's/.*Checks: ([0-9]+).*/\1/' <<<"$summary")
   f=$(sed -E 's/.*Failures: ([0-9]+), Errors: ([0-9]+).*/\1+\2/' <<<"$summary")
   f=$((f)); passed=$((passed + n - f)); failed=$((failed + f))
+  grep -E ':[FE]:' "$log" | sed 's/^/unit_tests: /' >>"$fails"
 else
   echo "FAIL unit_tests: no Check summary (crashed?)"; failed=$((failed + 1))
+  echo "unit_tests: no Check summary (crashed?)" >>"$fails"
 fi
 
 for t in $(for d in ${TEST_DIRS:-tests/integration}; do ls "$d"/*.sh 2>/dev/null; done); do
@@ -41,7 +45,14 @@ for t in $(for d in ${TEST_DIRS:-tests/integration}; do ls "$d"/*.sh 2>/dev/null
     passed=$((passed + p)); failed=$((failed + q))
     echo "FAIL $name"
   fi
+  grep '^not ok ' "$out" | sed "s/^/$name: /" >>"$fails"
+  [ "$q" -gt 0 ] && ! grep -q '^not ok ' "$out" && echo "$name: the script failed (exit or timeout) without a 'not ok' line" >>"$fails"
   rm -f "$out"
 done
+if [ -s "$fails" ]; then
+  echo "failed:"
+  head -n 40 "$fails" | cut -c1-300 | sed 's/^/  /'
+  [ "$(wc -l <"$fails")" -gt 40 ] && echo "  ... and $(($(wc -l <"$fails") - 40)) more"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
