@@ -9,7 +9,8 @@ mpi_proto.h declares both as MPI_X and as PMPI_X. Each gets
     RET MPI_X(ARGS)  { return w_X(...); }
     RET PMPI_X(ARGS) { return w_X(...); }
 
-where w_X marks the entry into MPI (bglemu_mpi_enter, mpi_wtime.c), calls
+where w_X marks the entry into MPI (bglemu_mpi_enter, mpi_wtime.c; the
+blocking point-to-point calls and the waits enter as such), calls
 libmpi's PMPI_X (found with dlsym(RTLD_NEXT) at its first call; threads
 that race there find the same address) and marks the return. Left
 out: MPI_Wtime (mpi_wtime.c has its own) and variadic functions
@@ -22,6 +23,13 @@ import re
 import sys
 
 SKIP = {"Wtime"}
+# calls whose last act is their wait, and the waits (bgl_clock.c)
+ENTER_AS = {"Send": "blocking", "Ssend": "blocking", "Rsend": "blocking", "Recv": "blocking",
+            "Wait": "wait", "Waitall": "wait"}
+
+
+def enter(name):
+    return "    bglemu_mpi_enter%s();" % ("_" + ENTER_AS[name] if name in ENTER_AS else "")
 
 
 def statements(text):
@@ -106,7 +114,7 @@ def main():
         out.append("        bglemu_next = (__typeof__(%s) *) bglemu_pmpi_next(\"%s\");" % (fn, fn))
         out.append("        __atomic_store_n(&bglemu_f, bglemu_next, __ATOMIC_RELAXED);")
         out.append("    }")
-        out.append("    bglemu_mpi_enter();")
+        out.append(enter(name))
         if is_void:
             out.append("    bglemu_next(%s);\n    bglemu_mpi_leave();\n}" % call)
         else:
@@ -135,7 +143,7 @@ def main():
         out.append("        bglemu_next = (bglemu_f77_fn) bglemu_pmpi_next(\"pmpi_%s_\");" % f)
         out.append("        __atomic_store_n(&bglemu_f, bglemu_next, __ATOMIC_RELAXED);")
         out.append("    }")
-        out.append("    bglemu_mpi_enter();")
+        out.append(enter(name))
         out.append("    intptr_t bglemu_r = bglemu_next(BGLEMU_F77_ARGS);")
         out.append("    bglemu_mpi_leave();\n    return bglemu_r;\n}")
         for p in ("mpi_%s_" % f, "pmpi_%s_" % f):

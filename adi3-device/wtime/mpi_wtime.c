@@ -26,6 +26,8 @@
 
 double MPIDI_BGL_wtime(void) __attribute__((weak));
 void MPIDI_BGL_mpi_enter(void) __attribute__((weak));
+void MPIDI_BGL_mpi_enter_blocking(void) __attribute__((weak));
+void MPIDI_BGL_mpi_enter_wait(void) __attribute__((weak));
 void MPIDI_BGL_mpi_leave(void) __attribute__((weak));
 double MPI_Wtime(void);
 double PMPI_Wtime(void);
@@ -38,6 +40,21 @@ void bglemu_mpi_enter(void)
 {
     if (depth++ == 0 && MPIDI_BGL_mpi_enter) MPIDI_BGL_mpi_enter();
 }
+
+/* Calls that end in a wait (MPI_Send, MPI_Ssend, MPI_Rsend, MPI_Recv) and
+ * the waits (MPI_Wait, MPI_Waitall): told apart, the netmod lets the first
+ * leave their last advance for a wait that follows to go on with. */
+static void enter_as(void (*as)(void))
+{
+    if (depth++ == 0) {
+        if (as && MPIDI_BGL_mpi_enter) as();
+        else if (MPIDI_BGL_mpi_enter) MPIDI_BGL_mpi_enter();
+    }
+}
+
+void bglemu_mpi_enter_blocking(void) { enter_as(MPIDI_BGL_mpi_enter_blocking); }
+
+void bglemu_mpi_enter_wait(void) { enter_as(MPIDI_BGL_mpi_enter_wait); }
 
 void bglemu_mpi_leave(void)
 {

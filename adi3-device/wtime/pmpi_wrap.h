@@ -11,6 +11,8 @@
 BGLEMU_HIDDEN void *bglemu_pmpi_next(const char *name);
 /* The calling thread enters / leaves MPI (nested calls count once). */
 BGLEMU_HIDDEN void bglemu_mpi_enter(void);
+BGLEMU_HIDDEN void bglemu_mpi_enter_blocking(void);
+BGLEMU_HIDDEN void bglemu_mpi_enter_wait(void);
 BGLEMU_HIDDEN void bglemu_mpi_leave(void);
 
 /* The Fortran wrappers pass on this many integer-class arguments: more

@@ -458,6 +458,7 @@ static const void *waited_for(void)
 }
 
 static int progress(MPIDI_BGL_global_t * g, int blocking);
+static int progress_end(MPIDI_BGL_global_t * g, int blocking, int moved);
 
 int MPIDI_BGL_progress(int vci, int blocking)
 {
@@ -506,17 +507,49 @@ static int progress(MPIDI_BGL_global_t * g, int blocking)
      * is still the software's to send): once this advance has sent it, the
      * next call can. Refused a second time in a row, the advance polls on
      * with syncs. A request complete by then ends the advance here, as it
-     * would have. */
-    int moved = stop && waited_for() ? ml_advance_then_hand(g->ml) : ml_advance(g->ml);
+     * would have, unless the next MPI call can (below). */
+    int waits = stop && waited_for();
+    int moved = waits ? ml_advance_then_hand(g->ml) : ml_advance(g->ml);
     if (ml_advance_stopped(g->ml)) {
-        if (waited_for()) {
+        /* Complete by now, the request's wait returns. If that wait is
+         * the application's call's last act, the rest of the advance is
+         * the next call's (MPIDI_BGL_end_advance): a wait that follows
+         * (MPI_Irecv, MPI_Send, MPI_Wait: CG's exchanges) hands it over
+         * with its own loop instead of syncing for it here. Not under
+         * cputime, which charges the computation between the calls at the
+         * next entry, before these polls; moved > 0 leaves nothing of
+         * this call's ending to the next but the polls. */
+        int leave = !waited_for() && waits && moved > 0 && g->call != MPIDI_BGL_CALL_OTHER &&
+            g->clock == MPIDI_BGL_CLOCK_NONE && !MPIR_Progress_hook_any_active();
+        if (waited_for() || leave) {
             if (moved > 0)
                 g->empty_polls = 0;
+            g->advance_left = leave;
             MPIDI_BGL_clock_leave();
             return MPI_SUCCESS;
         }
         moved = ml_advance(g->ml);
     }
+    return progress_end(g, blocking, moved);
+}
+
+/* An advance the last MPI call left stopped (progress above) ends before
+ * anything else of this call: as if that call had ended it. */
+void MPIDI_BGL_end_advance(void)
+{
+    MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
+    if (!g->advance_left)
+        return;
+    g->advance_left = 0;
+    if (!ml_advance_stopped(g->ml))
+        return; /* a wait's progress handed it over or ended it */
+    MPIDI_BGL_clock_enter();
+    progress_end(g, 1, ml_advance(g->ml));
+}
+
+/* The end of a progress call after its advance moved `moved`. */
+static int progress_end(MPIDI_BGL_global_t * g, int blocking, int moved)
+{
     if (moved > 0) {
         g->empty_polls = 0;
     } else if (++g->empty_polls <

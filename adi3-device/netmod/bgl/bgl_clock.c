@@ -102,20 +102,45 @@ static void charge_since_mark(MPIDI_BGL_global_t * g)
 
 /* The application calls MPI (the preloaded wrappers; nested calls count
  * once). From the first call on, the netmod's own entry and exit no
- * longer mark anything. */
-__attribute__ ((visibility("default"))) void MPIDI_BGL_mpi_enter(void);
-void MPIDI_BGL_mpi_enter(void)
+ * longer mark anything. An advance the last call left stopped ends first
+ * (at the clock that call returned with), unless this call is a wait,
+ * whose progress goes on with it. */
+static void enter(MPIDI_BGL_call_kind call)
 {
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
     g->hooked = 1;
+    g->call = call;
+    if (call != MPIDI_BGL_CALL_WAIT && g->ml)
+        MPIDI_BGL_end_advance();
     if (g->clock == MPIDI_BGL_CLOCK_CPUTIME && g->pp)
         charge_since_mark(g);
+}
+
+__attribute__ ((visibility("default"))) void MPIDI_BGL_mpi_enter(void);
+void MPIDI_BGL_mpi_enter(void)
+{
+    enter(MPIDI_BGL_CALL_OTHER);
+}
+
+/* MPI_Send, MPI_Ssend, MPI_Rsend, MPI_Recv */
+__attribute__ ((visibility("default"))) void MPIDI_BGL_mpi_enter_blocking(void);
+void MPIDI_BGL_mpi_enter_blocking(void)
+{
+    enter(MPIDI_BGL_CALL_BLOCKING);
+}
+
+/* MPI_Wait, MPI_Waitall */
+__attribute__ ((visibility("default"))) void MPIDI_BGL_mpi_enter_wait(void);
+void MPIDI_BGL_mpi_enter_wait(void)
+{
+    enter(MPIDI_BGL_CALL_WAIT);
 }
 
 __attribute__ ((visibility("default"))) void MPIDI_BGL_mpi_leave(void);
 void MPIDI_BGL_mpi_leave(void)
 {
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
+    g->call = MPIDI_BGL_CALL_OTHER;
     if (g->clock == MPIDI_BGL_CLOCK_CPUTIME && g->pp)
         mark(g);
 }

@@ -13,6 +13,13 @@
 
 typedef enum { MPIDI_BGL_CLOCK_NONE, MPIDI_BGL_CLOCK_CPUTIME } MPIDI_BGL_clock_mode;
 
+/* The application's MPI call under way, as the preloaded wrappers tell it
+ * (bgl_clock.c): a wait (MPI_Wait, MPI_Waitall) may take up an advance the
+ * call before it left stopped, and a wait or a blocking point-to-point
+ * call (MPI_Send, MPI_Ssend, MPI_Rsend, MPI_Recv), whose last act is its
+ * wait, may leave one (bgl_am.c, MPIDI_BGL_end_advance). */
+typedef enum { MPIDI_BGL_CALL_OTHER, MPIDI_BGL_CALL_BLOCKING, MPIDI_BGL_CALL_WAIT } MPIDI_BGL_call_kind;
+
 /* A rendezvous that arrived before its receive was posted: ml_accept(token)
  * once MPIDIG matches it (bgl_am.c). */
 typedef struct MPIDI_BGL_deferred {
@@ -33,6 +40,8 @@ typedef struct {
     int rx_inflight;            /* receptions whose data is still arriving */
     MPIDI_BGL_clock_mode clock;
     int hooked;                 /* the preloaded wrappers mark MPI's entry and exit */
+    MPIDI_BGL_call_kind call;   /* the application's MPI call under way */
+    int advance_left;           /* the last call left its advance stopped */
     uint64_t cpu_mark_ns;       /* thread CPU time when MPI last returned */
     uint64_t wall_mark_ns;      /* wall-clock time then */
     uint64_t cpu_read_ns;       /* what a thread CPU clock read costs */
@@ -83,6 +92,8 @@ void MPIDI_BGL_dt_finalize(void);
 void MPIDI_BGL_clock_init(void);
 void MPIDI_BGL_clock_enter(void);
 void MPIDI_BGL_clock_leave(void);
+/* Ends the advance the last MPI call left stopped (bgl_am.c), if any. */
+void MPIDI_BGL_end_advance(void);
 /* The job cannot go on (deadlock found by the engine, or mpirun aborts it). */
 void MPIDI_BGL_job_aborted(const char *where) __attribute__((noreturn));
 
