@@ -36,21 +36,16 @@ double PMPI_Wtime(void);
  * user's reduction that calls MPI_Type_size, a PMPI tool) are inside. */
 static _Thread_local unsigned depth;
 
-void bglemu_mpi_enter(void)
-{
-    if (depth++ == 0 && MPIDI_BGL_mpi_enter) MPIDI_BGL_mpi_enter();
-}
-
 /* Calls that end in a wait (MPI_Send, MPI_Ssend, MPI_Rsend, MPI_Recv) and
- * the waits (MPI_Wait, MPI_Waitall): told apart, the netmod lets the first
- * leave their last advance for a wait that follows to go on with. */
+ * the waits (MPI_Wait, MPI_Waitall) enter as such: told apart, the netmod
+ * lets the first leave their last advance for a wait that follows to go on
+ * with. A netmod without those entries takes them as any other. */
 static void enter_as(void (*as)(void))
 {
-    if (depth++ == 0) {
-        if (as && MPIDI_BGL_mpi_enter) as();
-        else if (MPIDI_BGL_mpi_enter) MPIDI_BGL_mpi_enter();
-    }
+    if (depth++ == 0 && MPIDI_BGL_mpi_enter) (as ? as : MPIDI_BGL_mpi_enter)();
 }
+
+void bglemu_mpi_enter(void) { enter_as(NULL); }
 
 void bglemu_mpi_enter_blocking(void) { enter_as(MPIDI_BGL_mpi_enter_blocking); }
 

@@ -519,9 +519,10 @@ static int progress(MPIDI_BGL_global_t * g, int blocking)
          * cputime, which charges the computation between the calls at the
          * next entry, before these polls; moved > 0 leaves nothing of
          * this call's ending to the next but the polls. */
-        int leave = !waited_for() && waits && moved > 0 && g->call != MPIDI_BGL_CALL_OTHER &&
+        int pending = waited_for() != NULL;
+        int leave = !pending && waits && moved > 0 && g->call != MPIDI_BGL_CALL_OTHER &&
             g->clock == MPIDI_BGL_CLOCK_NONE && !MPIR_Progress_hook_any_active();
-        if (waited_for() || leave) {
+        if (pending || leave) {
             if (moved > 0)
                 g->empty_polls = 0;
             g->advance_left = leave;
