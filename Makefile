@@ -12,7 +12,7 @@
 #   make mpich    build MPICH with the ch4:bgl netmod (cached outside the clone)
 #
 # Sources are found by layout, so adding a file needs no Makefile edit:
-#   <layer>/*.c            -> libbglemu (torus-sim, packetlayer, messagelayer, collectives, traffic)
+#   <layer>/*.c            -> libbglemu (torus-sim, packetlayer, messagelayer, collectives, traffic, pictures)
 #   <layer>/bin/NAME.c     -> $(PREFIX)/bin/NAME
 #   adi3-device/mpirun/*.c -> $(PREFIX)/bin/mpirun
 #   tests/unit/test_NAME.c -> a Check suite NAME_suite() in build/unit_tests
@@ -28,7 +28,7 @@ CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread -fPIC $(SAN) -
 LDFLAGS  += -pthread $(SAN)
 LDLIBS   += -lm -lrt
 
-LAYERS   := torus-sim packetlayer messagelayer collectives traffic
+LAYERS   := torus-sim packetlayer messagelayer collectives traffic pictures
 LIB_SRCS := $(foreach d,$(LAYERS),$(wildcard $(d)/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libbglemu.a

@@ -483,11 +483,10 @@ int tsim_engine_violation(tsim_engine *e, char *buf, size_t len);
 void tsim_engine_print_deadlock(tsim_engine *e, FILE *f);
 /* Machine-readable report: params, geometry, per processor and per link. */
 void tsim_engine_report_json(tsim_engine *e, const tsim_result *r, FILE *f);
+/* The same with a "job" member first (omitted when job is NULL or ""). */
+void tsim_engine_report_json_job(tsim_engine *e, const tsim_result *r, const char *job, FILE *f);
 
-/* Text heatmap of link utilization, one grid per z plane. */
-void tsim_engine_heatmap(tsim_engine *e, const tsim_result *r, FILE *f);
-
-/* Per-link counters (node, port), valid after the run. */
+/* Per-link counters (node, port), valid after the run (pictures/ draws them). */
 typedef struct tsim_link_stats {
     uint64_t packets, bytes, busy_cycles;
 } tsim_link_stats;

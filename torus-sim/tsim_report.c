@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "tsim_engine_priv.h"
-#include "tsim_report.h"
 #include "tsim_tree.h"
 
 
@@ -221,38 +220,4 @@ void tsim_engine_report_json_job(tsim_engine *e, const tsim_result *r, const cha
     }
     tree_report_json(e, span, show, f);
     fprintf(f, "\n}\n");
-}
-
-int tsim_linkmap_from_engine(tsim_linkmap *m, tsim_engine *e, const tsim_result *r,
-                             const char *job)
-{
-    const tsim_result *res = r ? r : &e->result;
-    if (tsim_linkmap_init(m, &e->g) != 0) return -1;
-    snprintf(m->job, sizeof m->job, "%s", job ? job : "");
-    snprintf(m->mapping, sizeof m->mapping, "%s", e->seg->mapping);
-    m->end_cycles = res->end_time;
-    m->packets_delivered = res->packets_delivered;
-    m->packet_hops = res->packet_hops;
-    m->clock_mhz = e->prm.clock_mhz;
-    for (int n = 0; n < e->g.nnodes; n++)
-        for (int port = 0; port < TSIM_NPORTS; port++)
-            if (tsim_neighbor(&e->g, n, port) >= 0)
-                m->link[n * TSIM_NPORTS + port] = e->rt[n].link[port];
-    for (int i = 0; i < e->nprocs; i++) {
-        const tsim_proc *p = &e->seg->procs[i];
-        if (i % TSIM_CPUS < e->g.cpus && atomic_load(&p->state) != TSIM_P_ABSENT)
-            m->rank[i] = p->rank;
-    }
-    return 0;
-}
-
-void tsim_engine_heatmap(tsim_engine *e, const tsim_result *r, FILE *f)
-{
-    tsim_linkmap m;
-    if (tsim_linkmap_from_engine(&m, e, r, NULL) != 0) {
-        fprintf(f, "link utilization: out of memory\n");
-        return;
-    }
-    tsim_linkmap_text(&m, f);
-    tsim_linkmap_free(&m);
 }

@@ -3,7 +3,7 @@
  * --heatmap) with the same code mpirun draws it with. See docs/pictures.md.
  *
  * C rather than a Python script so that the picture comes from the very
- * functions mpirun uses (torus-sim/tsim_svg.c): the two cannot drift apart.
+ * functions mpirun uses (pictures/pic_svg.c): the two cannot drift apart.
  * The JSON reader is a small strict one (RFC 8259), enough for these
  * reports and exact for 64-bit counters, which a double would round. */
 #include <errno.h>
@@ -14,7 +14,7 @@
 
 #include "messagelayer/ml.h"
 #include "torus-sim/tsim_matrix.h"
-#include "torus-sim/tsim_report.h"
+#include "pictures/pic.h"
 
 static const char *prog = "bglemu-report";
 
@@ -51,7 +51,7 @@ typedef struct rank_info {
 
 
 /* Fills the link map and the ranks' figures from the report. */
-static void load(const report *r, tsim_linkmap *m, rank_info **ranks_out, int *deadlock)
+static void load(const report *r, pic_linkmap *m, rank_info **ranks_out, int *deadlock)
 {
     const jval *root = r->root;
     if (root->t != J_OBJ) rfail(r, root, "the file should hold one JSON object");
@@ -69,7 +69,7 @@ static void load(const report *r, tsim_linkmap *m, rank_info **ranks_out, int *d
         rfail(r, member(mach, "shape"), "a %dx%dx%d machine is larger than bglemu's %d nodes",
               g.dim[0], g.dim[1], g.dim[2], TSIM_MAX_PROCS / TSIM_CPUS);
     g.nranks = (int)get_u64(r, mach, "ranks", (uint64_t)(g.nnodes * g.cpus));
-    if (tsim_linkmap_init(m, &g) != 0) die(1, "out of memory");
+    if (pic_linkmap_init(m, &g) != 0) die(1, "out of memory");
     label(m->mapping, sizeof m->mapping, need(r, mach, "mapping", J_STR)->str);
     jval *job = member(root, "job");
     if (job) {
@@ -164,7 +164,7 @@ static int load_traffic(const report *r, int nranks, tsim_rankmatrix *tm)
 }
 
 /* The heaviest pairs, by bytes, with the hops between their nodes. */
-static void pairs(const tsim_linkmap *m, const tsim_rankmatrix *tm, int top, FILE *f)
+static void pairs(const pic_linkmap *m, const tsim_rankmatrix *tm, int top, FILE *f)
 {
     int n = tm->nranks, npairs = 0;
     uint64_t total = 0;
@@ -195,7 +195,7 @@ static void pairs(const tsim_linkmap *m, const tsim_rankmatrix *tm, int top, FIL
     free(node);
 }
 
-static void summary(const tsim_linkmap *m, const rank_info *ri, int deadlock, int top,
+static void summary(const pic_linkmap *m, const rank_info *ri, int deadlock, int top,
                     const tsim_rankmatrix *tm, int top_pairs, FILE *f)
 {
     const tsim_geom *g = &m->g;
@@ -264,7 +264,7 @@ static void summary(const tsim_linkmap *m, const rank_info *ri, int deadlock, in
     }
 
     char line[256];
-    int used = tsim_linkmap_summary(m, line, sizeof line);
+    int used = pic_linkmap_summary(m, line, sizeof line);
     fprintf(f, "%s\n", line);
     if (tm) pairs(m, tm, top_pairs, f);
 
@@ -291,7 +291,7 @@ static void summary(const tsim_linkmap *m, const rank_info *ri, int deadlock, in
         const tsim_link_stats *l = &m->link[pick[k]];
         fprintf(f, "  %s of <%d,%d,%d> to <%d,%d,%d>: %.1f%% busy, %llu packets, %llu bytes\n",
                 tsim_port_name(port), c[0], c[1], c[2], d[0], d[1], d[2],
-                100.0 * tsim_linkmap_util(m, node, port), (unsigned long long)l->packets,
+                100.0 * pic_linkmap_util(m, node, port), (unsigned long long)l->packets,
                 (unsigned long long)l->bytes);
     }
     free(pick);
@@ -305,10 +305,10 @@ static FILE *open_out(const char *opt, const char *path)
     return f;
 }
 
-static void write_heatmap(const tsim_linkmap *m, const char *opt, const char *path, FILE *f, int svg)
+static void write_heatmap(const pic_linkmap *m, const char *opt, const char *path, FILE *f, int svg)
 {
-    if (svg) tsim_linkmap_svg(m, f);
-    else tsim_linkmap_text(m, f);
+    if (svg) pic_linkmap_svg(m, f);
+    else pic_linkmap_text(m, f);
     if (f == stdout ? fflush(f) != 0 : fclose(f) != 0)
         die(1, "%s %s: write failed: %s", opt, path, strerror(errno));
 }
@@ -335,17 +335,17 @@ int main(int argc, char **argv)
                     die(2, "%s '%s': want an integer 0..100000", a, v);
                 *(!strcmp(a, "--top") ? &top : &top_pairs) = (int)t;
             } else if (!strcmp(a, "--matrix")) {
-                if (strcmp(v, "-") && tsim_heatmap_format(v, err, sizeof err) != TSIM_HEAT_SVG)
+                if (strcmp(v, "-") && pic_heatmap_format(v, err, sizeof err) != PIC_HEAT_SVG)
                     die(2, "--matrix %s: the matrix is drawn as an SVG picture (OUT.svg)", v);
                 mx = v;
             } else if (!strcmp(a, "--svg")) {
-                if (strcmp(v, "-") && tsim_heatmap_format(v, err, sizeof err) < 0)
+                if (strcmp(v, "-") && pic_heatmap_format(v, err, sizeof err) < 0)
                     die(2, "--svg %s", err);
                 svg = v;
             } else {
                 heat = v;
                 if (strcmp(v, "-") &&
-                    (heat_svg = tsim_heatmap_format(v, err, sizeof err)) < 0)
+                    (heat_svg = pic_heatmap_format(v, err, sizeof err)) < 0)
                     die(2, "--heatmap %s", err);
             }
             continue;
@@ -369,7 +369,7 @@ int main(int argc, char **argv)
     skip_ws(&r.jp);
     if (r.jp.p < r.jp.end) jfail(&r.jp, r.jp.p, "unexpected text after the JSON value");
 
-    tsim_linkmap m;
+    pic_linkmap m;
     rank_info *ri;
     int deadlock;
     load(&r, &m, &ri, &deadlock);
@@ -387,14 +387,14 @@ int main(int argc, char **argv)
     if (svg) write_heatmap(&m, "--svg", svg, svg_f, 1);
     if (heat) write_heatmap(&m, "--heatmap", heat, heat_f, heat_svg);
     if (mx) {
-        char title[2 * TSIM_LABEL_MAX + 16];
+        char title[2 * PIC_LABEL_MAX + 16];
         snprintf(title, sizeof title, "%s%s%s", m.job, m.job[0] ? ", mapping " : "mapping ", m.mapping);
         report_matrix_svg(&tm, title, mx_f);
         if (mx_f == stdout ? fflush(mx_f) != 0 : fclose(mx_f) != 0)
             die(1, "--matrix %s: write failed: %s", mx, strerror(errno));
     }
     tsim_rankmatrix_free(&tm);
-    tsim_linkmap_free(&m);
+    pic_linkmap_free(&m);
     free(ri);
     jfree(r.root);
     free(buf);

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "torus-sim/tsim_report.h"
+#include "pictures/pic.h"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
@@ -387,7 +387,7 @@ static void get_ints(const report *r, const jval *obj, const char *key, int n, i
 static void label(char *dst, size_t len, const char *s)
 {
     char *argv[] = {(char *)s, NULL};
-    tsim_job_label(dst, len, argv);
+    pic_job_label(dst, len, argv);
 }
 
 #pragma GCC diagnostic pop

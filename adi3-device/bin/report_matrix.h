@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "torus-sim/tsim_matrix.h"
-#include "torus-sim/tsim_report.h"
+#include "pictures/pic.h"
 
 static const tsim_rankmatrix *matrix_top_m; /* qsort has no context argument */
 
@@ -45,7 +45,7 @@ enum { MX_SIDE = 640, MX_MAXCELLS = 256, MX_LEFT = 60, MX_TOP = 150 };
 
 /* The traffic matrix as a picture: sender down, receiver across, each
  * pair's bytes over the heaviest pair's in the link heatmap's ten steps and
- * colours (tsim_svg.c), so a glance says which pairs dominate; pairs that
+ * colours (pictures/pic_svg.c), so a glance says which pairs dominate; pairs that
  * sent nothing stay the heatmap's idle grey. Large jobs are drawn in blocks
  * of ranks (the block's sum), so the file stays small. */
 static void report_matrix_svg(const tsim_rankmatrix *m, const char *title, FILE *f)
@@ -72,11 +72,11 @@ static void report_matrix_svg(const tsim_rankmatrix *m, const char *title, FILE 
                "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Verdana, "
                "sans-serif\">\n<title>",
             W, H, W, H);
-    tsim_svg_text(f, title ? title : "");
+    pic_svg_text(f, title ? title : "");
     fputs(" \xe2\x80\x94 traffic matrix</title>\n", f);
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", W, H);
     fputs("<text x=\"12\" y=\"26\" font-size=\"15\" font-weight=\"bold\">", f);
-    tsim_svg_text(f, title ? title : "");
+    pic_svg_text(f, title ? title : "");
     fputs("</text>\n", f);
     fprintf(f, "<text x=\"12\" y=\"48\" font-size=\"13\">%d ranks, %llu pairs sent "
                "%llu bytes over the torus; heaviest %s %llu bytes%s</text>\n",
@@ -92,12 +92,12 @@ static void report_matrix_svg(const tsim_rankmatrix *m, const char *title, FILE 
                "cell</text>\n", lx, ly - 6);
     fprintf(f, "<rect class=\"scale idle\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"14\" "
                "fill=\"%s\" stroke=\"#555\" stroke-width=\"0.5\"/>\n", lx, ly, sw - 6,
-            tsim_svg_fill(-1));
+            pic_svg_fill(-1));
     for (int k = 0; k < 10; k++)
         fprintf(f, "<rect class=\"scale u%d\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"14\" "
                    "fill=\"%s\" stroke=\"#555\" stroke-width=\"0.5\"/>\n"
                    "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">%d%%</text>\n",
-                k, lx + sw + k * sw, ly, sw, tsim_svg_fill(k), lx + sw + k * sw, ly + 26, 10 * k);
+                k, lx + sw + k * sw, ly, sw, pic_svg_fill(k), lx + sw + k * sw, ly + 26, 10 * k);
     fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">idle</text>\n"
                "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">100%%</text>\n",
             lx + (sw - 6) / 2, ly + 26, lx + sw + 10 * sw, ly + 26);
@@ -107,7 +107,7 @@ static void report_matrix_svg(const tsim_rankmatrix *m, const char *title, FILE 
                "transform=\"rotate(-90 16 %d)\">from rank \xe2\x86\x93</text>\n",
             MX_TOP + side / 2, MX_TOP + side / 2);
     fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n", MX_LEFT, MX_TOP,
-            side, side, tsim_svg_fill(-1));
+            side, side, pic_svg_fill(-1));
     /* rank labels every so often */
     int step = cells <= 16 ? 1 : cells <= 64 ? 8 : 32;
     for (int k = 0; k < cells; k += step)
@@ -125,7 +125,7 @@ static void report_matrix_svg(const tsim_rankmatrix *m, const char *title, FILE 
             fprintf(f, "<rect class=\"pair u%d\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
                        "fill=\"%s\" data-pair=\"%d %d\" data-bytes=\"%llu\"><title>%d \xe2\x86\x92 "
                        "%d: %llu bytes</title></rect>\n",
-                    cls, MX_LEFT + d * cs, MX_TOP + s * cs, cs, cs, tsim_svg_fill(cls), s * blk, d * blk,
+                    cls, MX_LEFT + d * cs, MX_TOP + s * cs, cs, cs, pic_svg_fill(cls), s * blk, d * blk,
                     (unsigned long long)v, s * blk, d * blk, (unsigned long long)v);
         }
     fputs("</svg>\n", f);

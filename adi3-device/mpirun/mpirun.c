@@ -14,7 +14,7 @@
 
 #include "mpirun.h"
 #include "../../collectives/coll.h"
-#include "torus-sim/tsim_report.h"
+#include "pictures/pic.h"
 
 static double wall_s(void)
 {
@@ -287,9 +287,9 @@ int main(int argc, char **argv)
     FILE *rep = NULL, *heat = NULL;
     /* the format was checked with the options; "-" is always text */
     int heat_svg = o.heatmap && strcmp(o.heatmap, "-") &&
-                   tsim_heatmap_format(o.heatmap, err, sizeof err) == TSIM_HEAT_SVG;
-    char job[TSIM_LABEL_MAX];
-    tsim_job_label(job, sizeof job, o.argv);
+                   pic_heatmap_format(o.heatmap, err, sizeof err) == PIC_HEAT_SVG;
+    char job[PIC_LABEL_MAX];
+    pic_job_label(job, sizeof job, o.argv);
     if (o.report && !(rep = fopen(o.report, "w")))
         mpirun_die("--report %s: cannot open: %s", o.report, strerror(errno));
     if (o.heatmap && strcmp(o.heatmap, "-") && !(heat = fopen(o.heatmap, "w"))) {
@@ -396,12 +396,12 @@ int main(int argc, char **argv)
         rep = NULL;
     }
     if (heat) {
-        tsim_linkmap lm;
+        pic_linkmap lm;
         if (!heat_svg) {
-            tsim_engine_heatmap(j.eng, &j.res, heat);
-        } else if (tsim_linkmap_from_engine(&lm, j.eng, &j.res, job) == 0) {
-            tsim_linkmap_svg(&lm, heat);
-            tsim_linkmap_free(&lm);
+            pic_run_heatmap(j.seg, j.eng, &j.res, heat);
+        } else if (pic_linkmap_from_run(&lm, j.seg, j.eng, &j.res, job) == 0) {
+            pic_linkmap_svg(&lm, heat);
+            pic_linkmap_free(&lm);
         } else {
             fprintf(stderr, "mpirun: --heatmap %s: out of memory\n", o.heatmap);
         }

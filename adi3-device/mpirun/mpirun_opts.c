@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "mpirun.h"
-#include "torus-sim/tsim_report.h"
+#include "pictures/pic.h"
 
 void mpirun_die(const char *fmt, ...)
 {
@@ -202,7 +202,7 @@ void mpirun_parse(int argc, char **argv, mpirun_opts *o)
         } else if (!strcmp(n, "report")) {
             o->report = v;
         } else if (!strcmp(n, "heatmap")) {
-            if (strcmp(v, "-") && tsim_heatmap_format(v, err, sizeof err) < 0)
+            if (strcmp(v, "-") && pic_heatmap_format(v, err, sizeof err) < 0)
                 mpirun_die("--heatmap %s", err);
             o->heatmap = v;
         } else if (!strcmp(n, "trace")) {

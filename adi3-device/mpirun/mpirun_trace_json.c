@@ -3,7 +3,7 @@
  * read. Times are written from integers, so the same events give the same
  * file byte for byte. */
 #include "mpirun_trace.h"
-#include "torus-sim/tsim_report.h"
+#include "pictures/pic.h"
 
 static void put_us(FILE *f, uint64_t ps)
 {
@@ -94,8 +94,8 @@ int mpirun_trace_write_json(mpirun_job *j, FILE *f, const mpirun_trace_events *m
     uint64_t mhz = m->mhz, cut = m->cut, lost = m->lost, sdrop = m->sdrop;
     int coll_pid = m->coll_pid, link_pid = m->link_pid;
 
-    char job[TSIM_LABEL_MAX];
-    tsim_job_label(job, sizeof job, o->argv);
+    char job[PIC_LABEL_MAX];
+    pic_job_label(job, sizeof job, o->argv);
     fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"job\":");
     json_str(f, job);
     fprintf(f, ",\"shape\":\"%dx%dx%d\",\"mode\":\"%s\",\"ranks\":%d,\"clock_mhz\":%llu,"

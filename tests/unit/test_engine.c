@@ -5,6 +5,7 @@
 
 #include "machine.h"
 #include "packetlayer/pl.h"
+#include "pictures/pic.h"
 #include "suite.h"
 
 typedef struct job job;
@@ -148,7 +149,7 @@ START_TEST(report_json_and_heatmap)
     ck_assert_int_eq(used, 3); /* x+ links of nodes 0, 1, 2 on the mesh line */
     free(buf);
     f = open_memstream(&buf, &len);
-    tsim_engine_heatmap(j->eng, &j->res, f);
+    pic_run_heatmap(j->seg, j->eng, &j->res, f);
     fclose(f);
     ck_assert_ptr_nonnull(strstr(buf, "link utilization"));
     ck_assert_ptr_nonnull(strstr(buf, "mean by direction: x+"));

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "torus-sim/tsim.h"
-#include "torus-sim/tsim_report.h"
+#include "pictures/pic.h"
 #include "traffic/trf_traffic.h"
 
 static const char usage[] =
@@ -182,7 +182,7 @@ int main(int argc, char **argv)
             continue;
         } else if (!strcmp(o, "--heatmap")) {
             heatmap = TAKE();
-            if (strcmp(heatmap, "-") && (heat_svg = tsim_heatmap_format(heatmap, err, sizeof err)) < 0)
+            if (strcmp(heatmap, "-") && (heat_svg = pic_heatmap_format(heatmap, err, sizeof err)) < 0)
                 die("--heatmap %s", err);
             continue;
         } else if (!strcmp(o, "--timing")) {
@@ -217,8 +217,8 @@ int main(int argc, char **argv)
         trf_free(t);
         return 2;
     }
-    char job[TSIM_LABEL_MAX];
-    tsim_job_label(job, sizeof job, jobv);
+    char job[PIC_LABEL_MAX];
+    pic_job_label(job, sizeof job, jobv);
     tsim_seg *seg = tsim_seg_create(&g, &prm, 0, err, sizeof err);
     if (!seg) die("%s", err);
     snprintf(seg->mapping, sizeof seg->mapping, "XYZT (bgl-traffic)");
@@ -257,12 +257,12 @@ int main(int argc, char **argv)
         }
     }
     if (hf) {
-        tsim_linkmap lm;
+        pic_linkmap lm;
         if (!heat_svg) {
-            tsim_engine_heatmap(e, &res, hf);
-        } else if (tsim_linkmap_from_engine(&lm, e, &res, job) == 0) {
-            tsim_linkmap_svg(&lm, hf);
-            tsim_linkmap_free(&lm);
+            pic_run_heatmap(seg, e, &res, hf);
+        } else if (pic_linkmap_from_run(&lm, seg, e, &res, job) == 0) {
+            pic_linkmap_svg(&lm, hf);
+            pic_linkmap_free(&lm);
         }
         if (hf == stdout ? fflush(hf) : fclose(hf)) {
             fprintf(stderr, "bgl-traffic: --heatmap %s: %s\n", heatmap, strerror(errno));

@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "tsim_report.h"
+#include "pic.h"
 
 
 /* Yellow to dark red in ten steps of 10% (YlOrRd-like, darkening steadily
@@ -30,7 +30,7 @@ enum {
     HEAD_H = 170 /* title lines but the job's, scale and key */
 };
 
-void tsim_svg_text(FILE *f, const char *s)
+void pic_svg_text(FILE *f, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
@@ -49,11 +49,11 @@ static const char *fill_of(int cls)
 }
 
 /* The class attribute and fill of one link, and its tooltip. */
-static void link_attrs(FILE *f, const tsim_linkmap *m, int node, int port)
+static void link_attrs(FILE *f, const pic_linkmap *m, int node, int port)
 {
     const tsim_link_stats *l = &m->link[node * TSIM_NPORTS + port];
-    double u = tsim_linkmap_util(m, node, port);
-    int cls = tsim_util_class(l, u);
+    double u = pic_linkmap_util(m, node, port);
+    int cls = pic_util_class(l, u);
     int c[3], d[3];
     tsim_coords(&m->g, node, c);
     tsim_coords(&m->g, tsim_neighbor(&m->g, node, port), d);
@@ -68,7 +68,7 @@ static void link_attrs(FILE *f, const tsim_linkmap *m, int node, int port)
 
 /* An arrow from (x1,y1) to (x2,y2) along one axis: a shaft 4 wide and a head
  * 7 long, one polygon so that each link is one element. */
-static void arrow(FILE *f, const tsim_linkmap *m, int node, int port, int x1, int y1, int x2,
+static void arrow(FILE *f, const pic_linkmap *m, int node, int port, int x1, int y1, int x2,
                   int y2)
 {
     int dx = (x2 > x1) - (x2 < x1), dy = (y2 > y1) - (y2 < y1);
@@ -83,7 +83,7 @@ static void arrow(FILE *f, const tsim_linkmap *m, int node, int port, int x1, in
 
 /* The x or y link leaving node through port, drawn from the node box to the
  * next one, or to the panel's edge when it wraps around. */
-static void xy_link(FILE *f, const tsim_linkmap *m, int node, int port, int cx, int cy)
+static void xy_link(FILE *f, const pic_linkmap *m, int node, int port, int cx, int cy)
 {
     int nb = tsim_neighbor(&m->g, node, port);
     if (nb < 0) return;
@@ -103,7 +103,7 @@ static void xy_link(FILE *f, const tsim_linkmap *m, int node, int port, int cx, 
 /* A node in three passes, so that the links' common stroke is set once on
  * their group: 0 the box, 1 its links (x and y arrows, z tiles in the box),
  * 2 the labels over them. */
-static void node(FILE *f, const tsim_linkmap *m, int node, int cx, int cy, int pass)
+static void node(FILE *f, const pic_linkmap *m, int node, int cx, int cy, int pass)
 {
     int c[3];
     tsim_coords(&m->g, node, c);
@@ -127,7 +127,7 @@ static void node(FILE *f, const tsim_linkmap *m, int node, int cx, int cy, int p
             continue;
         }
         const tsim_link_stats *l = &m->link[node * TSIM_NPORTS + port];
-        int cls = tsim_util_class(l, tsim_linkmap_util(m, node, port));
+        int cls = pic_util_class(l, pic_linkmap_util(m, node, port));
         fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"9\" text-anchor=\"middle\"%s>%s</text>\n",
                 cx, y + HALF - 7, cls >= 5 ? " fill=\"#fff\"" : "", tsim_port_name(port));
     }
@@ -148,10 +148,10 @@ static void node(FILE *f, const tsim_linkmap *m, int node, int cx, int cy, int p
 /* s cut into at most maxl lines of about maxc bytes, at spaces where it can
  * and never inside a UTF-8 character; the last line ends in "..." if s does
  * not fit. Returns the number of lines. */
-static int wrap(const char *s, int maxc, char lines[][TSIM_LABEL_MAX], int maxl)
+static int wrap(const char *s, int maxc, char lines[][PIC_LABEL_MAX], int maxl)
 {
     if (maxc < 8) maxc = 8;
-    if (maxc > TSIM_LABEL_MAX - 4) maxc = TSIM_LABEL_MAX - 4;
+    if (maxc > PIC_LABEL_MAX - 4) maxc = PIC_LABEL_MAX - 4;
     int n = 0;
     size_t len = strlen(s);
     while (len && n < maxl) {
@@ -169,10 +169,10 @@ static int wrap(const char *s, int maxc, char lines[][TSIM_LABEL_MAX], int maxl)
             /* the last line: as much as fits, then "..." */
             cut = (size_t)maxc - 3 < len ? (size_t)maxc - 3 : len;
             while (cut > 0 && ((unsigned char)s[cut] & 0xc0) == 0x80) cut--;
-            snprintf(lines[n++], TSIM_LABEL_MAX, "%.*s...", (int)cut, s);
+            snprintf(lines[n++], PIC_LABEL_MAX, "%.*s...", (int)cut, s);
             break;
         }
-        snprintf(lines[n++], TSIM_LABEL_MAX, "%.*s", (int)cut, s);
+        snprintf(lines[n++], PIC_LABEL_MAX, "%.*s", (int)cut, s);
         s += cut;
         len -= cut;
         while (*s == ' ') s++, len--;
@@ -194,11 +194,11 @@ static void text_line(FILE *f, int x, int y, int size, const char *weight, const
 {
     fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"%d\"%s%s%s>", x, y, size,
             weight ? " font-weight=\"" : "", weight ? weight : "", weight ? "\"" : "");
-    tsim_svg_text(f, s);
+    pic_svg_text(f, s);
     fputs("</text>\n", f);
 }
 
-void tsim_linkmap_svg(const tsim_linkmap *m, FILE *f)
+void pic_linkmap_svg(const pic_linkmap *m, FILE *f)
 {
     const tsim_geom *g = &m->g;
     int X = g->dim[0], Y = g->dim[1], Z = g->dim[2];
@@ -209,7 +209,7 @@ void tsim_linkmap_svg(const tsim_linkmap *m, FILE *f)
     int width = cols * pw + 20;
     if (width < 760) width = 760;
     /* the job in bold 17 px (some 11 px a character) wrapped to the width */
-    char jl[4][TSIM_LABEL_MAX];
+    char jl[4][PIC_LABEL_MAX];
     int njl = m->job[0] ? wrap(m->job, (width - 24) / 11, jl, 4) : 0;
     int head = HEAD_H + 22 * njl;
     int height = head + rows * ph + 10;
@@ -223,15 +223,15 @@ void tsim_linkmap_svg(const tsim_linkmap *m, FILE *f)
              "%llu packets delivered, %llu packet-hops", (unsigned long long)m->end_cycles,
              (double)m->end_cycles / mhz, (unsigned long long)m->clock_mhz,
              (unsigned long long)m->packets_delivered, (unsigned long long)m->packet_hops);
-    tsim_linkmap_summary(m, linkline, sizeof linkline); /* as mpirun's report line has them */
+    pic_linkmap_summary(m, linkline, sizeof linkline); /* as mpirun's report line has them */
 
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
                "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Verdana, "
                "sans-serif\">\n<title>",
             width, height, width, height);
-    if (m->job[0]) tsim_svg_text(f, m->job), fputs(": ", f);
-    tsim_svg_text(f, machine);
+    if (m->job[0]) pic_svg_text(f, m->job), fputs(": ", f);
+    pic_svg_text(f, machine);
     fputs(" \xe2\x80\x94 link utilization</title>\n", f);
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", width, height);
 
@@ -297,7 +297,7 @@ void tsim_linkmap_svg(const tsim_linkmap *m, FILE *f)
     fputs("</svg>\n", f);
 }
 
-const char *tsim_svg_fill(int cls)
+const char *pic_svg_fill(int cls)
 {
     return fill_of(cls < 0 ? -1 : cls > 9 ? 9 : cls);
 }

@@ -1,13 +1,14 @@
 /* The link map of a finished run and its text heatmap; the SVG is in
- * tsim_svg.c. Nothing here needs an engine, so bglemu-report links it too. */
+ * pic_svg.c. Only pic_linkmap_from_run reads an engine (through torus-sim's
+ * public counters), so bglemu-report fills the same map from a report. */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "tsim_report.h"
+#include "pic.h"
 
 
-int tsim_linkmap_init(tsim_linkmap *m, const tsim_geom *g)
+int pic_linkmap_init(pic_linkmap *m, const tsim_geom *g)
 {
     memset(m, 0, sizeof *m);
     m->g = *g;
@@ -16,14 +17,14 @@ int tsim_linkmap_init(tsim_linkmap *m, const tsim_geom *g)
     m->link = calloc(n * TSIM_NPORTS, sizeof *m->link);
     m->rank = malloc(n * TSIM_CPUS * sizeof *m->rank);
     if (!m->link || !m->rank) {
-        tsim_linkmap_free(m);
+        pic_linkmap_free(m);
         return -1;
     }
     for (size_t i = 0; i < n * TSIM_CPUS; i++) m->rank[i] = -1;
     return 0;
 }
 
-void tsim_linkmap_free(tsim_linkmap *m)
+void pic_linkmap_free(pic_linkmap *m)
 {
     free(m->link);
     free(m->rank);
@@ -31,13 +32,44 @@ void tsim_linkmap_free(tsim_linkmap *m)
     m->rank = NULL;
 }
 
-double tsim_linkmap_util(const tsim_linkmap *m, int node, int port)
+int pic_linkmap_from_run(pic_linkmap *m, const tsim_seg *seg, tsim_engine *e, const tsim_result *r,
+                         const char *job)
+{
+    if (pic_linkmap_init(m, &seg->geom) != 0) return -1;
+    snprintf(m->job, sizeof m->job, "%s", job ? job : "");
+    snprintf(m->mapping, sizeof m->mapping, "%s", seg->mapping);
+    m->end_cycles = r->end_time;
+    m->packets_delivered = r->packets_delivered;
+    m->packet_hops = r->packet_hops;
+    m->clock_mhz = seg->params.clock_mhz;
+    for (int n = 0; n < m->g.nnodes; n++)
+        for (int port = 0; port < TSIM_NPORTS; port++)
+            if (tsim_neighbor(&m->g, n, port) >= 0) m->link[n * TSIM_NPORTS + port] = *tsim_engine_link(e, n, port);
+    for (int i = 0; i < m->g.nnodes * TSIM_CPUS; i++) {
+        const tsim_proc *p = &seg->procs[i];
+        if (i % TSIM_CPUS < m->g.cpus && atomic_load(&p->state) != TSIM_P_ABSENT) m->rank[i] = p->rank;
+    }
+    return 0;
+}
+
+void pic_run_heatmap(const tsim_seg *seg, tsim_engine *e, const tsim_result *r, FILE *f)
+{
+    pic_linkmap m;
+    if (pic_linkmap_from_run(&m, seg, e, r, NULL) != 0) {
+        fprintf(f, "link utilization: out of memory\n");
+        return;
+    }
+    pic_linkmap_text(&m, f);
+    pic_linkmap_free(&m);
+}
+
+double pic_linkmap_util(const pic_linkmap *m, int node, int port)
 {
     double span = m->end_cycles ? (double)m->end_cycles : 1.0;
     return (double)m->link[node * TSIM_NPORTS + port].busy_cycles / span;
 }
 
-int tsim_linkmap_summary(const tsim_linkmap *m, char *buf, size_t len)
+int pic_linkmap_summary(const pic_linkmap *m, char *buf, size_t len)
 {
     const tsim_geom *g = &m->g;
     int links = 0, used = 0, bnode = 0, bport = 0;
@@ -45,7 +77,7 @@ int tsim_linkmap_summary(const tsim_linkmap *m, char *buf, size_t len)
     for (int n = 0; n < g->nnodes; n++)
         for (int port = 0; port < TSIM_NPORTS; port++) {
             if (tsim_neighbor(g, n, port) < 0) continue;
-            double u = tsim_linkmap_util(m, n, port);
+            double u = pic_linkmap_util(m, n, port);
             links++;
             used += m->link[n * TSIM_NPORTS + port].packets > 0;
             usum += u;
@@ -63,7 +95,7 @@ int tsim_linkmap_summary(const tsim_linkmap *m, char *buf, size_t len)
     return used;
 }
 
-int tsim_util_class(const tsim_link_stats *l, double util)
+int pic_util_class(const tsim_link_stats *l, double util)
 {
     if (!l->packets && !l->busy_cycles) return -1;
     int c = (int)(util * 10.0);
@@ -72,7 +104,7 @@ int tsim_util_class(const tsim_link_stats *l, double util)
 
 /* The same bytes as the heatmap mpirun printed before pictures existed:
  * scripts that read it keep working. */
-void tsim_linkmap_text(const tsim_linkmap *m, FILE *f)
+void pic_linkmap_text(const pic_linkmap *m, FILE *f)
 {
     const tsim_geom *g = &m->g;
     double dir_busy[TSIM_NPORTS] = {0};
@@ -90,7 +122,7 @@ void tsim_linkmap_text(const tsim_linkmap *m, FILE *f)
                 double best = 0;
                 for (int port = 0; port < TSIM_NPORTS; port++) {
                     if (tsim_neighbor(g, n, port) < 0) continue;
-                    double u = tsim_linkmap_util(m, n, port);
+                    double u = pic_linkmap_util(m, n, port);
                     if (u > best) best = u;
                     dir_busy[port] += u;
                     dir_links[port]++;
@@ -107,12 +139,12 @@ void tsim_linkmap_text(const tsim_linkmap *m, FILE *f)
     fputc('\n', f);
 }
 
-int tsim_heatmap_format(const char *path, char *err, size_t errlen)
+int pic_heatmap_format(const char *path, char *err, size_t errlen)
 {
     const char *slash = strrchr(path, '/');
     const char *dot = strrchr(slash ? slash + 1 : path, '.');
-    if (!dot) return TSIM_HEAT_TEXT;
-    if (!strcasecmp(dot, ".svg")) return TSIM_HEAT_SVG;
+    if (!dot) return PIC_HEAT_TEXT;
+    if (!strcasecmp(dot, ".svg")) return PIC_HEAT_SVG;
     static const char *const raster[] = {".png", ".jpg", ".jpeg", ".gif", ".pdf", ".svgz", ".webp"};
     for (size_t i = 0; i < sizeof raster / sizeof *raster; i++)
         if (!strcasecmp(dot, raster[i])) {
@@ -121,7 +153,7 @@ int tsim_heatmap_format(const char *path, char *err, size_t errlen)
                      (int)(dot - path), path, (int)(dot - path), path);
             return -1;
         }
-    return TSIM_HEAT_TEXT;
+    return PIC_HEAT_TEXT;
 }
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid:
@@ -145,7 +177,7 @@ static size_t utf8_len(const unsigned char *s, size_t n)
     return len;
 }
 
-void tsim_job_label(char *dst, size_t len, char *const *argv)
+void pic_job_label(char *dst, size_t len, char *const *argv)
 {
     if (!len) return;
     size_t o = 0;
