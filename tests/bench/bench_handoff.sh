@@ -37,6 +37,10 @@
 #            nobody; the system-wide idle share of the run is printed too)
 # Percentages are of wall x cores. Without perf (or if it cannot sample):
 # user/sys/idle from /usr/bin/time only, the rest "n/a".
+# Then, where SimGrid's SMPI is installed (smpicc, smpirun: Debian
+# libsimgrid-dev), the same three programs under smpirun on a 4x4x4 TORUS
+# platform, wall time beside ours and the ratio (docs/simulated-time.md,
+# "Beside SMPI").
 # Then the hand-off latency: 1-byte ping-pong between ranks 0 and 1 with
 # 62 ranks blocked in MPI_Barrier (tests/mpi/handoff.c), host us per round
 # trip measured inside the program, against 2 ranks on 2x1x1 and the two
@@ -128,6 +132,7 @@ job1() {
       tail -5 "$tmp/out" | sed 's/^/    /'; echo "  $name: FAILED"; return 1; }
   fi
   i1=$(sysidle)
+  cp "$tmp/out" "$tmp/$name.out"
   if [ -n "${BENCH_HANDOFF_KEEP:-}" ]; then
     mkdir -p "$BENCH_HANDOFF_KEEP"; cp "$tmp/out" "$BENCH_HANDOFF_KEEP/$name.out"
     [ "$have_perf" = 0 ] || cp "$tmp/perf.data" "$BENCH_HANDOFF_KEEP/$name.perf.data"
@@ -185,6 +190,55 @@ for name in wavefront multipart rowcol; do
     else for (i = 10; i <= last; i++) printf " %5.1f", 100 * $i / cap
     printf " %5.1f\n", 100 * (cap - $2 - $3) / cap }' "$tmp/$name.line"
 done
+
+# The same three programs under SimGrid's SMPI, where it is installed (Debian
+# libsimgrid-dev: smpicc, smpirun), one after the other on this host: the
+# wall time issue 25 holds these jobs to. SMPI runs the 64 ranks as threads
+# of one process on a 4x4x4 TORUS cluster of BG/L-like links (175 MB/s,
+# 100 ns; only its simulated times depend on them) and, with
+# smpi/simulate-computation:no, charges no simulated time for computation.
+# The programs print the same checksum under both, or the row says so.
+smpi_rows() {
+  if ! command -v smpicc >/dev/null 2>&1 || ! command -v smpirun >/dev/null 2>&1; then
+    echo "  SMPI: not installed (apt-get install libsimgrid-dev): no side-by-side rows"
+    return 0
+  fi
+  local sdir=$BUILD/smpi p i
+  mkdir -p "$sdir"
+  cat >"$tmp/torus.xml" <<'XML'
+<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+  <zone id="world" routing="Full">
+    <cluster id="bgl" prefix="node-" suffix="" radical="0-63" speed="1Gf" bw="175MBps" lat="100ns"
+             topology="TORUS" topo_parameters="4,4,4" loopback_bw="1GBps" loopback_lat="10ns"/>
+  </zone>
+</platform>
+XML
+  seq 0 63 | sed 's/^/node-/' >"$tmp/hosts"
+  echo "  beside $(smpirun -version 2>&1 | head -1)'s SMPI (smpirun -np 64, 4x4x4 TORUS cluster, smpi/simulate-computation:no), median of $RUNS run(s):"
+  echo "  job        bglemu wall  SMPI wall  bglemu/SMPI"
+  for p in wavefront multipart rowcol; do
+    [ "$sdir/$p" -nt tests/mpi/$p.c ] ||
+      smpicc -O2 -Itests/mpi -o "$sdir/$p" tests/mpi/$p.c >"$tmp/smpicc" 2>&1 || {
+        sed 's/^/    /' "$tmp/smpicc" | tail -5; echo "  $p: smpicc FAILED"; return 1; }
+    local args=(); [ "$p" = rowcol ] && args=(--iters 50)
+    : >"$tmp/smpi.runs"
+    for i in $(seq "$RUNS"); do
+      /usr/bin/time -f '%e' -o "$tmp/stime" smpirun -np 64 -platform "$tmp/torus.xml" -hostfile "$tmp/hosts" \
+        --cfg=smpi/simulate-computation:no --cfg=smpi/tmpdir:"$tmp" "$sdir/$p" "${args[@]}" >"$tmp/sout" 2>&1 || {
+        grep -v INFO "$tmp/sout" | tail -5 | sed 's/^/    /'; echo "  $p under SMPI: FAILED"; return 1; }
+      cat "$tmp/stime" >>"$tmp/smpi.runs"
+    done
+    local ours theirs same=""
+    ours=$(sed -n 's/.*checksum \([^,]*\),.*/\1/p' "$tmp/$p.out" | head -1)
+    theirs=$(sed -n 's/.*checksum \([^,]*\),.*/\1/p' "$tmp/sout" | head -1)
+    [ -n "$ours" ] && [ "$ours" = "$theirs" ] || same="  (checksums differ: $ours, SMPI $theirs)"
+    sort -n "$tmp/smpi.runs" | awk -v m=$(( (RUNS + 1) / 2 )) -v n="$p" -v w="$(cut -d' ' -f1 "$tmp/$p.line")" -v d="$same" \
+      'NR == m { printf "  %-10s %9.1f s %8.1f s %10.1fx%s\n", n, w, $1, w / ($1 > 0 ? $1 : 1), d }'
+  done
+}
+smpi_rows || exit 1
 
 # hand-off latency: host us per 1-byte round trip, measured in the program
 rtt() {
