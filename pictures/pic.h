@@ -19,7 +19,7 @@
 
 typedef struct pic_linkmap {
     tsim_geom g;                 /* dim, torus, cpus, nnodes, nranks */
-    char job[PIC_LABEL_MAX];    /* the command that ran, "" if unknown */
+    char job[PIC_LABEL_MAX];     /* the command that ran, "" if unknown */
     char mapping[PIC_LABEL_MAX];
     uint64_t end_cycles, packets_delivered, packet_hops;
     uint64_t clock_mhz;
