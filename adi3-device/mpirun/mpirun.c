@@ -324,6 +324,7 @@ int main(int argc, char **argv)
         return MPIRUN_RANK_FAILED;
     }
     tsim_seg *s = j.seg;
+    mpirun_fatal_unlinks(s->name);
     s->geom.nranks = o.np;
     s->progress_secs = (uint32_t)o.progress;
     copy_mapping(s->mapping, sizeof s->mapping, o.mapspec);

@@ -129,6 +129,10 @@ void mpirun_wait(mpirun_job *j);
  * job are not causes. -1 if no rank recorded one. */
 int mpirun_culprit(const mpirun_job *j);
 
+/* Removes shared-memory object shm_name (as shm_open names it) if mpirun
+ * dies of a fatal signal (mpirun_fatal.c); up to four names. */
+void mpirun_fatal_unlinks(const char *shm_name);
+
 /* What the host must give the job (memory, /dev/shm, processes, open
  * files), before anything is created: one line naming the limit and the
  * numbers, exit MPIRUN_USAGE (mpirun_limits.c). */

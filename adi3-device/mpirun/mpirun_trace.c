@@ -139,6 +139,7 @@ int mpirun_trace_setup(mpirun_job *j, char *err, size_t len)
         return -1;
     }
     t->named = 1;
+    mpirun_fatal_unlinks(t->name);
     if (ftruncate(fd, (off_t)t->size) != 0 ||
         (t->mem = mmap(NULL, t->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
         snprintf(err, len, "%s of %zu bytes: %s", t->name, t->size, strerror(errno));

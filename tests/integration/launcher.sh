@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # mpirun end to end: every bad option and mapping file gives one line naming
 # the file, line and reason and a non-zero exit; good runs in CO and VN with
-# orders and files; cleanup after a crashing rank, SIGINT, SIGKILL and an
-# explicit --timeout (none by default); the deadlock report; reports
-# identical run after run.
+# orders and files; cleanup after a crashing rank, SIGINT, SIGKILL, a fatal
+# signal in mpirun itself and an explicit --timeout (none by default); the
+# deadlock report; reports identical run after run.
 # Prints "ok <what>" / "not ok <what>" per check.
 . "$(dirname "$0")/lib/checks.sh"
 MAPS=${MAPS:-$PWD/mapfiles}
@@ -289,6 +289,33 @@ else
   bad "SIGKILL to mpirun: ranks '$kids' alive '$alive'"
   for k in $alive; do kill -KILL "$k"; done
 fi
+
+# A fatal signal in mpirun itself (the engine's abort() on a broken
+# invariant, a crash) before the ranks attached: the names are removed
+# all the same (adi3-device/mpirun/mpirun_fatal.c), with the signal's own
+# exit status. The ranks here never attach (sleep is no MPI program), so
+# without that nothing would remove the segment's or the trace's name.
+for sig in ABRT SEGV; do
+  for tr in "" "--trace $tmp/fatal.json"; do
+    mpirun -np 2 -shape 2x1x1 $tr /bin/sleep 30 >/dev/null 2>&1 &
+    pid=$!
+    named=0
+    for _ in $(seq 100); do
+      named=$(ls /dev/shm | grep -c "^bglemu\.$(id -u)\.$pid\.")
+      [ "$named" -eq $([ -n "$tr" ] && echo 2 || echo 1) ] && [ "$(pgrep -P $pid | wc -l)" -eq 2 ] && break
+      sleep 0.1
+    done
+    kill -$sig $pid; wait $pid; rc=$?
+    sleep 0.2
+    left=$(ls /dev/shm | grep "^bglemu\.$(id -u)\.$pid\.")
+    want=$((128 + $(kill -l $sig)))
+    if [ "$named" -ge 1 ] && [ "$rc" -eq "$want" ] && [ -z "$left" ]; then
+      ok "SIG$sig in mpirun ${tr:+with --trace }before the ranks attached: exit $rc, its $named shm name(s) removed"
+    else
+      bad "SIG$sig in mpirun ${tr:+with --trace }: exit $rc (want $want), named $named, left '$left'"
+    fi
+  done
+done
 
 # ---- timeout: only when asked -----------------------------------------------
 # an explicit --timeout still kills a job that runs too long, at once
