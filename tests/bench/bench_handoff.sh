@@ -217,6 +217,7 @@ smpi_rows() {
 XML
   seq 0 63 | sed 's/^/node-/' >"$tmp/hosts"
   echo "  beside $(smpirun -version 2>&1 | head -1)'s SMPI (smpirun -np 64, 4x4x4 TORUS cluster, smpi/simulate-computation:no), median of $RUNS run(s):"
+  [ "$have_perf" = 1 ] && echo "  (bglemu's wall is the rows' above, under perf record: BENCH_HANDOFF_PERF=0 for runs without it)"
   echo "  job        bglemu wall  SMPI wall  bglemu/SMPI"
   for p in wavefront multipart rowcol; do
     [ "$sdir/$p" -nt tests/mpi/$p.c ] ||
