@@ -47,8 +47,10 @@ int pic_linkmap_summary(const pic_linkmap *m, char *buf, size_t len);
 
 /* The text heatmap (busiest outgoing link per node, per z plane). */
 void pic_linkmap_text(const pic_linkmap *m, FILE *f);
-/* The text heatmap of a run, straight from its engine. */
-void pic_run_heatmap(const tsim_seg *seg, tsim_engine *e, const tsim_result *r, FILE *f);
+/* The heatmap of a run, straight from its engine, in format PIC_HEAT_*
+ * (below); job (may be NULL) titles the SVG. 0, or -1 out of memory. */
+int pic_run_heatmap(const tsim_seg *seg, tsim_engine *e, const tsim_result *r, const char *job, int format,
+                    FILE *f);
 /* The SVG heatmap: per z plane a grid of nodes, every existing link one
  * element of class "link uN" (N = utilization decile 0..9) or "link idle"
  * (no packet), a colour scale and the job in the title. */

@@ -52,15 +52,15 @@ int pic_linkmap_from_run(pic_linkmap *m, const tsim_seg *seg, tsim_engine *e, co
     return 0;
 }
 
-void pic_run_heatmap(const tsim_seg *seg, tsim_engine *e, const tsim_result *r, FILE *f)
+int pic_run_heatmap(const tsim_seg *seg, tsim_engine *e, const tsim_result *r, const char *job, int format,
+                    FILE *f)
 {
     pic_linkmap m;
-    if (pic_linkmap_from_run(&m, seg, e, r, NULL) != 0) {
-        fprintf(f, "link utilization: out of memory\n");
-        return;
-    }
-    pic_linkmap_text(&m, f);
+    if (pic_linkmap_from_run(&m, seg, e, r, job) != 0) return -1;
+    if (format == PIC_HEAT_SVG) pic_linkmap_svg(&m, f);
+    else pic_linkmap_text(&m, f);
     pic_linkmap_free(&m);
+    return 0;
 }
 
 double pic_linkmap_util(const pic_linkmap *m, int node, int port)

@@ -397,15 +397,8 @@ int main(int argc, char **argv)
         rep = NULL;
     }
     if (heat) {
-        pic_linkmap lm;
-        if (!heat_svg) {
-            pic_run_heatmap(j.seg, j.eng, &j.res, heat);
-        } else if (pic_linkmap_from_run(&lm, j.seg, j.eng, &j.res, job) == 0) {
-            pic_linkmap_svg(&lm, heat);
-            pic_linkmap_free(&lm);
-        } else {
+        if (pic_run_heatmap(j.seg, j.eng, &j.res, job, heat_svg ? PIC_HEAT_SVG : PIC_HEAT_TEXT, heat) != 0)
             fprintf(stderr, "mpirun: --heatmap %s: out of memory\n", o.heatmap);
-        }
         if (heat != stderr && fclose(heat) != 0)
             fprintf(stderr, "mpirun: --heatmap %s: write failed\n", o.heatmap);
         heat = NULL;

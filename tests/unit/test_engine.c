@@ -149,7 +149,7 @@ START_TEST(report_json_and_heatmap)
     ck_assert_int_eq(used, 3); /* x+ links of nodes 0, 1, 2 on the mesh line */
     free(buf);
     f = open_memstream(&buf, &len);
-    pic_run_heatmap(j->seg, j->eng, &j->res, f);
+    ck_assert_int_eq(pic_run_heatmap(j->seg, j->eng, &j->res, NULL, PIC_HEAT_TEXT, f), 0);
     fclose(f);
     ck_assert_ptr_nonnull(strstr(buf, "link utilization"));
     ck_assert_ptr_nonnull(strstr(buf, "mean by direction: x+"));

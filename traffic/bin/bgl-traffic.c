@@ -257,13 +257,8 @@ int main(int argc, char **argv)
         }
     }
     if (hf) {
-        pic_linkmap lm;
-        if (!heat_svg) {
-            pic_run_heatmap(seg, e, &res, hf);
-        } else if (pic_linkmap_from_run(&lm, seg, e, &res, job) == 0) {
-            pic_linkmap_svg(&lm, hf);
-            pic_linkmap_free(&lm);
-        }
+        if (pic_run_heatmap(seg, e, &res, job, heat_svg ? PIC_HEAT_SVG : PIC_HEAT_TEXT, hf) != 0)
+            fprintf(stderr, "bgl-traffic: --heatmap %s: out of memory\n", heatmap), status = 2;
         if (hf == stdout ? fflush(hf) : fclose(hf)) {
             fprintf(stderr, "bgl-traffic: --heatmap %s: %s\n", heatmap, strerror(errno));
             status = 2;
