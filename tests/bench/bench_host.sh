@@ -109,7 +109,7 @@ if [ "$have_mpi" = 1 ] && { [ -z "${BENCH_HOST_JOBS:-}" ] || [[ ",$BENCH_HOST_JO
              q, (wa - wb) * 1e6 / 19800, (ca - cb) / 19800 }'
   done
   # node mates in VN mode (the VN protocol over the scratchpad: address,
-  # copy, ack): ten hand-offs per round trip, against two between nodes
+  # copy, ack): eight hand-offs per round trip, against two between nodes
   # (docs/simulated-time.md, "Costs on the host")
   a=$(measure rtt "" mpirun -np 2 -mode VN -shape 1x1x1 -clock none "$out/pingpong" --iters 20000 1) || exit 1
   b=$(measure rtt "" mpirun -np 2 -mode VN -shape 1x1x1 -clock none "$out/pingpong" --iters 200 1) || exit 1
