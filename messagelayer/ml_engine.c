@@ -174,10 +174,11 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
 }
 
 /* Gives the rank back where its own advance picks up: the cursor stands
- * there already. */
-static int back(ml_wait_state *st)
+ * there already. why: ML_BACK_*. */
+static int back(ml_wait_state *st, uint32_t why)
 {
     st->res.inj_full = st->inj_full << 8;
+    st->why = why;
     return TSIM_RUN_BACK;
 }
 
@@ -239,10 +240,10 @@ static int send_round(void *ctx, ml_resume *a)
              * message would now be */
             if (t->live && t->off >= t->len && t->off < t->whole &&
                 ml_rzv_next_part(t, pt->prm->ml_coproc_align) != 0)
-                return back(st);
+                return back(st, ML_BACK_OTHER);
             if (!t->live || t->off >= t->len) continue;
             if (t->len == t->whole && t->len - t->off <= TSIM_PAYLOAD_MAX && !t->quiet) { /* the last packet */
-                if (tsim_port_room(pt, t->fifo, tsim_chunks(t->len - t->off)) == 1) return back(st);
+                if (tsim_port_room(pt, t->fifo, tsim_chunks(t->len - t->off)) == 1) return back(st, ML_BACK_TX_DONE);
                 if (!pt->ops->settled(pt)) return TSIM_RUN_WAIT; /* its gather is the rank's if room comes */
             }
             engine_src src = {pt, st, w, (int)k};
@@ -313,9 +314,9 @@ static int take_grant(tsim_port *pt, ml_wait_state *st, wait_priv *w, int f, ml_
     ml_ho_wt *g = NULL;
     for (uint32_t i = 0; i < st->nwt && !g; i++)
         if (!st->wt[i].granted && st->wt[i].t.id == sw.id) g = &st->wt[i];
-    if (!g || st->ntx >= ML_HO_TX || sw.w >= ML_MAX_IDS) return back(st);
+    if (!g || st->ntx >= ML_HO_TX || sw.w >= ML_MAX_IDS) return back(st, ML_BACK_CTL);
     ml_ho_tx t = g->t;
-    if (ml_rzv_grant(&t, (uint16_t)sw.w, sw.b, pt->prm->ml_coproc_align) != 0) return back(st);
+    if (ml_rzv_grant(&t, (uint16_t)sw.w, sw.b, pt->prm->ml_coproc_align) != 0) return back(st, ML_BACK_OTHER);
     pt->ops->consume(pt, f);
     tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
     tsim_port_charge(pt, pt->prm->ml_rzv_cycles);
@@ -367,7 +368,7 @@ static int co_notice(tsim_port *pt, ml_wait_state *st)
     if (!st->co_owe) return 1;
     int rc = ml_co_tell(pt, T_CO_RZV_DONE, (uint16_t)(st->co_owe - 1));
     if (rc == 1) st->co_owe = 0;
-    return rc == 0 ? back(st) : rc;
+    return rc == 0 ? back(st, ML_BACK_OTHER) : rc;
 }
 
 /* The coprocessor's part of a split reception is in (T_CO_RZV_DONE with
@@ -380,10 +381,11 @@ static int co_part_done(tsim_port *pt, ml_wait_state *st, int f, uint16_t id)
     ml_ho_rx *rx = NULL;
     for (uint32_t i = 0; i < st->nrx && !rx; i++)
         if (st->rx[i].type == T_RZV_DATA && st->rx[i].id == id && st->rx[i].lo) rx = &st->rx[i];
-    if (!rx || rx->got >= rx->len) return back(st);
+    if (!rx || rx->got >= rx->len) return back(st, ML_BACK_CTL);
     uint64_t co = ml_split_end(rx->len, rx->lo, pt->prm->ml_coproc_align) - rx->lo;
     int done = rx->got + co >= rx->len;
-    if (rx->got + co > rx->len || (done && !rx->quiet)) return back(st);
+    if (rx->got + co > rx->len) return back(st, ML_BACK_OTHER);
+    if (done && !rx->quiet) return back(st, ML_BACK_RX_DONE);
     pt->ops->consume(pt, f);
     tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
     rx->got += co;
@@ -401,17 +403,17 @@ static int co_part_done(tsim_port *pt, ml_wait_state *st, int f, uint16_t id)
 static int co_done(tsim_port *pt, ml_wait_state *st, int f, ml_sw sw)
 {
     uint16_t id = sw.id & (ML_CO_PART - 1);
-    if (st->flat || id >= ML_MAX_IDS || st->nco_fin >= ML_HO_COFIN) return back(st);
+    if (st->flat || id >= ML_MAX_IDS || st->nco_fin >= ML_HO_COFIN) return back(st, ML_BACK_RX_DONE);
     for (uint32_t i = 0; i < st->nco_fin; i++)
-        if (st->co_fin[i] == sw.id) return back(st);
+        if (st->co_fin[i] == sw.id) return back(st, ML_BACK_RX_DONE);
     if (sw.id & ML_CO_PART) return co_part_done(pt, st, f, id);
-    if (!st->co_slots || !st->wait_for) return back(st);
+    if (!st->co_slots || !st->wait_for) return back(st, ML_BACK_RX_DONE);
     ml_rx img;
     uint64_t at = (uint64_t)(uintptr_t)ml_co_rx((ml_rx *)(uintptr_t)st->co_slots,
                                                 (ml_rx *)(uintptr_t)st->co_parts, sw.id);
     if (pt->ops->read(pt, &img, at, sizeof img, "hand-off: a reception the engine cannot read") != 0 ||
         !img.used || img.cpu != ML_CPU_CO || !img.r.completes)
-        return back(st);
+        return back(st, ML_BACK_RX_DONE);
     pt->ops->consume(pt, f);
     tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
     st->co_fin[st->nco_fin] = sw.id;
@@ -451,13 +453,15 @@ static int poll_once(void *ctx, ml_resume *a)
      * main processor. A reception it completed is over (its slot may
      * already carry the next one). */
     int last = rx && off <= rx->len && rx->got + n >= rx->len;
-    if (!rx || off > rx->len || rx->got >= rx->len || (last && !st->flat && !rx->quiet)) return back(st);
+    if (!rx) return back(st, ml_type_starts(sw.type) ? ML_BACK_NEW : ML_BACK_CTL);
+    if (off > rx->len || rx->got >= rx->len) return back(st, ML_BACK_OTHER);
+    if (last && !st->flat && !rx->quiet) return back(st, ML_BACK_RX_DONE);
     /* the bytes first: a write that fails leaves the packet to the rank
      * (the pieces written are rewritten by it) */
     size_t i = (size_t)(rx - st->rx);
     ml_sink k = {rx->buf, rx->cap, w->rxiov[i], rx->niov, &w->rxcur[i]};
     int segs = ml_data_put(pt, &k, off, s->p.payload, (size_t)n);
-    if (segs < 0) return back(st);
+    if (segs < 0) return back(st, ML_BACK_OTHER);
     pt->ops->consume(pt, f);
     /* the message layer's dispatch of a data packet, and its scatter */
     tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
@@ -506,10 +510,12 @@ static int wait_step(tsim_port *pt, void *state, void *priv, uint32_t *wait)
     }
     for (;;) {
         int rc = ml_adv_step(a, &engine_ops, &c, st->batch);
+        if (rc == TSIM_RUN_BACK) *wait = st->why;
         if (rc) return rc;
         if (st->wait_done) { /* the rank's wait is over with this advance */
             a->point = ML_RESUME_OVER;
-            return back(st);
+            *wait = ML_BACK_WAIT;
+            return back(st, ML_BACK_WAIT);
         }
         if (a->moved && !(st->flat && a->empty)) { /* an advance that moved: the next one */
             st->empties = 0;
@@ -527,6 +533,13 @@ static int wait_step(tsim_port *pt, void *state, void *priv, uint32_t *wait)
     }
 }
 
+static const char *const wait_backs[] = {
+    [ML_BACK_OTHER] = "other",           [ML_BACK_NEW] = "a new message",
+    [ML_BACK_RX_DONE] = "a reception done", [ML_BACK_TX_DONE] = "a send done",
+    [ML_BACK_WAIT] = "the wait's request done", [ML_BACK_CTL] = "a control packet",
+    NULL,
+};
+
 const tsim_prog ml_wait_prog = {
     .name = "ml-wait",
     .id = ML_PROG_WAIT,
@@ -534,6 +547,7 @@ const tsim_prog ml_wait_prog = {
     .adopt = wait_adopt,
     .step = wait_step,
     .free = wait_free,
+    .backs = wait_backs,
 };
 
 void ml_resume_hand_back(ml_resume *r, int polls)

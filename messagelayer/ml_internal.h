@@ -129,6 +129,16 @@ typedef struct ml_peer {
 #define ML_HO_WT 8
 #define ML_HO_COFIN 16
 #define ML_PROG_WAIT 1
+/* Why the engine hands a waiting rank back (statistics: ml_wait_prog's
+ * backs names them, BGLEMU_PROXY_STATS prints the counts). */
+enum {
+    ML_BACK_OTHER,   /* a step it can't follow exactly (a refused grant, a failed write, ...) */
+    ML_BACK_NEW,     /* a message's first packet: the upcall runs MPI's matching */
+    ML_BACK_RX_DONE, /* a reception completes and its completion is the rank's */
+    ML_BACK_TX_DONE, /* a message's last packet goes and its completion is the rank's */
+    ML_BACK_WAIT,    /* what the wait is for completed (quiet 2): the advance is over */
+    ML_BACK_CTL,     /* any other packet: a control packet, a collective's */
+};
 
 /* Data packets whose software header is {type, *, id, offset} from
  * processor src (UINT32_MAX: any) go to buf + offset (cap bytes there); the
@@ -205,6 +215,7 @@ typedef struct ml_wait_state {
     uint32_t nfin;       /* completions the engine recorded (ml_ho_tx.fin, ml_ho_rx.fin, co_fin) */
     uint32_t wait_done;  /* one of them was the wait's own (quiet 2): the advance
                             ends the engine's loop (ML_RESUME_OVER) */
+    uint32_t why;        /* the engine's: why it handed the rank back (ML_BACK_*) */
     /* the main processor's loop: the coprocessor's notices the engine
      * took: of receptions whose completion may be recorded (read from
      * ml->slots, co_slots, against the wait's own request, wait_for), slot
@@ -345,6 +356,10 @@ typedef struct ml_proto_ops {
 } ml_proto_ops;
 extern const ml_proto_ops ml_onepkt_proto, ml_eager_proto, ml_rzv_proto, ml_vn_proto;
 const ml_proto_ops *ml_proto_of(ml_proto p);
+/* 1 if a packet of software type `type` starts a message (its upcall
+ * runs MPI's matching), 0 for one that carries a message's data or a
+ * protocol's answer. */
+int ml_type_starts(unsigned type);
 /* ml_accept's answer for a deferred message of each protocol */
 void ml_rzv_accept(ml_ctx *ml, uint16_t slot);
 /* Rendezvous (ml_rzv.c), the grant at the sender. A send waiting for its

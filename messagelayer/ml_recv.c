@@ -26,6 +26,8 @@ static const struct {
     [T_VN_DATA] = {&ml_vn_proto, 0},
 };
 
+int ml_type_starts(unsigned type) { return type < T_NTYPES && types[type].first; }
+
 const ml_proto_ops *ml_proto_of(ml_proto p)
 {
     switch (p) {

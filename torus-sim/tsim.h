@@ -451,6 +451,11 @@ typedef struct tsim_source {
     void *ctx;
 } tsim_source;
 
+/* Programs a blocked processor may hand the engine, and the reasons one
+ * may give for handing it back (tsim_prog.h). */
+#define TSIM_PROGS 8
+#define TSIM_BACKS 8
+
 typedef struct tsim_result {
     int deadlock;        /* application deadlock detected */
     int aborted;         /* seg->abort was raised from outside */
@@ -459,6 +464,9 @@ typedef struct tsim_result {
     /* host-side accounting: packets the engine read and sent for blocked
      * processors, and how often it woke a processor (tsim_handoff.c) */
     uint64_t proxy_read, proxy_sent, wakes;
+    /* the hand-backs among those wakes, by program id and the reason the
+     * program gave (its tsim_prog.backs names them) */
+    uint64_t backs[TSIM_PROGS][TSIM_BACKS];
     double wall_seconds;
 } tsim_result;
 

@@ -836,6 +836,22 @@ static void serve_late_wakes(tsim_engine *e)
     if (now - e->left_at > TSIM_WATCH_LATE_S && !watcher_busy(e, now)) serve_left(e, 1);
 }
 
+/* Why the programs that name their reasons handed processors back, one
+ * line each: "bglemu: ml-wait handed back 120: 80 new message, 40 ...". */
+static void print_backs(const tsim_engine *e)
+{
+    for (uint32_t id = 1; id < TSIM_PROGS; id++) {
+        const tsim_prog *pg = tsim_prog_find(id);
+        uint64_t n = 0;
+        for (int k = 0; k < TSIM_BACKS; k++) n += e->backs[id][k];
+        if (!pg || !pg->backs || !n) continue;
+        fprintf(stderr, "bglemu: %s handed processors back %llu times:", pg->name, (unsigned long long)n);
+        for (int k = 0; k < TSIM_BACKS && pg->backs[k]; k++)
+            fprintf(stderr, "%s %llu %s", k ? "," : "", (unsigned long long)e->backs[id][k], pg->backs[k]);
+        fputc('\n', stderr);
+    }
+}
+
 int tsim_engine_run(tsim_engine *e, tsim_result *res)
 {
     tsim_seg *s = e->seg;
@@ -938,6 +954,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
     r.proxy_read = e->prx_read;
     r.proxy_sent = e->prx_sent;
     r.wakes = e->wakes;
+    memcpy(r.backs, e->backs, sizeof r.backs);
     if (getenv("BGLEMU_PROXY_STATS")) {
         fprintf(stderr, "bglemu: engine read %llu and sent %llu packets for blocked processors; "
                 "%llu wakes; %llu wake calls left to the ranks' watcher, %llu of them made by the "
@@ -950,6 +967,7 @@ int tsim_engine_run(tsim_engine *e, tsim_result *res)
         }
         fprintf(stderr, "bglemu: the processors synced %llu times with the engine; its promises spared "
                 "%llu more\n", (unsigned long long)syncs, (unsigned long long)spared);
+        print_backs(e);
     }
     r.wall_seconds = eng_mono_s() - t0;
     e->result = r;

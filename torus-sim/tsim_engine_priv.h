@@ -209,6 +209,7 @@ struct tsim_engine {
     /* accounting */
     uint64_t events, hops, delivered, now;
     uint64_t prx_read, prx_sent, wakes;
+    uint64_t backs[TSIM_PROGS][TSIM_BACKS]; /* hand-backs by program and reason */
     uint64_t woke_min; /* lowest clock a wake set this round */
     double left_at; /* host time of the oldest wake left to the ranks' watcher, 0 for none */
     uint64_t *left_mask; /* the processors those wakes were for (tsim_watch.h) */

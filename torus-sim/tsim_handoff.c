@@ -178,6 +178,7 @@ void prx_step(tsim_engine *e, int proc)
         if (rc == TSIM_RUN_WAIT) continue;
         if (rc == TSIM_RUN_FAIL) return; /* the violation ends the job */
         if (rc == TSIM_RUN_BACK) {
+            e->backs[x->prog->id][x->prog->backs && x->wait < TSIM_BACKS ? x->wait : 0]++;
             hand_back(e, proc);
             return;
         }

@@ -116,11 +116,11 @@ static inline int tsim_port_room(tsim_port *pt, int f, unsigned chunks)
 enum {
     TSIM_RUN_WAIT = 2, /* an observation returned TSIM_PORT_WAIT: step again once it can be made */
     TSIM_RUN_BLOCK,    /* the loop blocks until something in *wait happens (TSIM_WAKE_* bits) */
-    TSIM_RUN_BACK,     /* the processor's own code must run: hand it back (the state says where) */
+    TSIM_RUN_BACK,     /* the processor's own code must run: hand it back (the state says where;
+                          why, for the statistics: *wait, an index into the program's backs) */
     TSIM_RUN_FAIL,     /* the processor's memory failed it (the job is ending): stop */
 };
 
-#define TSIM_PROGS 8
 typedef struct tsim_prog {
     const char *name;
     uint32_t id;        /* 1 .. TSIM_PROGS - 1: tsim_handoff.prog, the same in every process */
@@ -136,6 +136,11 @@ typedef struct tsim_prog {
      * after a BLOCK, it starts the loop's next iteration. */
     int (*step)(tsim_port *pt, void *state, void *priv, uint32_t *wait);
     void (*free)(void *priv);
+    /* Why its steps hand the processor back, by the index a BACK leaves in
+     * *wait: up to TSIM_BACKS names, NULL-terminated (NULL: it gives none,
+     * and its hand-backs count under index 0). Statistics only
+     * (BGLEMU_PROXY_STATS, tsim_result.backs). */
+    const char *const *backs;
 } tsim_prog;
 
 /* Makes prog runnable by engines of this process: 0, -1 if its id is taken

@@ -37,6 +37,8 @@
 #            nobody; the system-wide idle share of the run is printed too)
 # Percentages are of wall x cores. Without perf (or if it cannot sample):
 # user/sys/idle from /usr/bin/time only, the rest "n/a".
+# Then why the engine woke the ranks, per message: the message layer's
+# wait loop's hand-backs by reason (BGLEMU_PROXY_STATS).
 # Then, where SimGrid's SMPI is installed (smpicc, smpirun: Debian
 # libsimgrid-dev), the same three programs under smpirun on a 4x4x4 TORUS
 # platform, wall time beside ours and the ratio (docs/simulated-time.md,
@@ -189,6 +191,24 @@ for name in wavefront multipart rowcol; do
     if ($10 == "n/a") { printf "  user %.1f%%, sys %.1f%%, breakdown n/a (no perf)", 100 * $2 / cap, 100 * $3 / cap }
     else for (i = 10; i <= last; i++) printf " %5.1f", 100 * $i / cap
     printf " %5.1f\n", 100 * (cap - $2 - $3) / cap }' "$tmp/$name.line"
+done
+
+# Why the engine woke the ranks, per MPI message: the message layer's
+# hand-backs by reason (ML_BACK_*: a message's first packet, whose upcall is
+# MPI's matching; a completion that is the rank's to run; the request the
+# wait is for done; a control packet; other) and the wakes that were no
+# hand-back (a rank blocked without handing its loop over). Simulated-state
+# counts: the same in every run (the last run's).
+echo "  why the engine woke the ranks, per message (BGLEMU_PROXY_STATS, ml-wait's hand-backs; the same every run):"
+echo "  job        new-msg rx-done tx-done wait-done control   other  no-hand-back"
+for name in wavefront multipart rowcol; do
+  sed -n 's/.*ml-wait handed processors back [0-9]* times: \(.*\)$/\1/p' "$tmp/$name.out" | head -1 |
+    awk -v n="$name" -v line="$(cat "$tmp/$name.line")" '{
+      split(line, f, " "); msgs = f[6] > 0 ? f[6] : 1; wakes = f[7]
+      nr = split($0, part, ", "); for (i = 1; i <= nr; i++) { split(part[i], w, " "); v[i] = w[1]; sum += w[1] }
+      # the order of ml_engine.c wait_backs: other, new, rx done, tx done, wait done, control
+      printf "  %-10s %7.2f %7.2f %7.2f %9.2f %7.2f %7.2f %13.2f\n", n, v[2] / msgs, v[3] / msgs, v[4] / msgs,
+             v[5] / msgs, v[6] / msgs, v[1] / msgs, (wakes - sum) / msgs }'
 done
 
 # The same three programs under SimGrid's SMPI, where it is installed (Debian

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "machine.h"
-#include "messagelayer/ml.h"
+#include "messagelayer/ml_internal.h"
 #include "suite.h"
 
 #define NR 4
@@ -507,6 +507,48 @@ JOBS_TEST(proxy_layouts_staged, check_staged,
           {"staged: three rendezvous, both ways", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 60000, 1, 16, 1, 1, 0, 0, 0, J_LAYOUT},
           {"staged: eager", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 0, 0, 0, J_LAYOUT})
 
+/* Why the engine hands a rank back (tsim_result.backs, ML_BACK_*): one
+ * way, one message at a time, each message hands its receiver back at its
+ * first packet (the upcall: MPI's matching) and at its completion, and its
+ * sender at its last packet; a receiver that says what it waits for
+ * (MPI_Waitall's order) has the others' completions recorded and is
+ * handed back when its own request is done. Every hand-back is a wake. */
+static void check_backs(const job *j, const uint64_t want[TSIM_BACKS])
+{
+    outcome o;
+    run(j, 1, &o);
+    uint64_t n = 0;
+    for (int k = 0; k < TSIM_BACKS; k++) {
+        ck_assert_msg(o.res.backs[ML_PROG_WAIT][k] == want[k], "%s: %llu hand-backs for reason %d, want %llu",
+                      j->what, (unsigned long long)o.res.backs[ML_PROG_WAIT][k], k, (unsigned long long)want[k]);
+        n += o.res.backs[ML_PROG_WAIT][k];
+    }
+    ck_assert_msg(n <= o.res.wakes, "%s: %llu hand-backs, %llu wakes", j->what, (unsigned long long)n,
+                  (unsigned long long)o.res.wakes);
+    printf("proxy: %-34s hand-backs: %llu new message, %llu reception done, %llu send done, %llu the "
+           "wait's request done (%llu wakes)\n",
+           j->what, (unsigned long long)want[ML_BACK_NEW], (unsigned long long)want[ML_BACK_RX_DONE],
+           (unsigned long long)want[ML_BACK_TX_DONE], (unsigned long long)want[ML_BACK_WAIT],
+           (unsigned long long)o.res.wakes);
+    for (int i = 0; i < 2; i++) free(o.data[i]);
+}
+
+START_TEST(proxy_backs)
+{
+    static const job rzv = {"backs: rendezvous", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 0, 0};
+    static const job eager = {"backs: eager", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 0, 0, 0, 0, 0, 0};
+    static const job quiet = {"backs: rendezvous, waitall", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 30000, 0, 16, 1, 1, 0, 0, 4, J_QUIET_RX};
+    uint64_t each[TSIM_BACKS] = {[ML_BACK_NEW] = MSGS, [ML_BACK_RX_DONE] = MSGS, [ML_BACK_TX_DONE] = MSGS};
+    check_backs(&rzv, each);
+    check_backs(&eager, each);
+    /* a burst: the first scout hands the receiver back, the grants and
+     * data of all three come while it waits; two of its waits end at their
+     * own request, the third's completion was recorded during another */
+    uint64_t waitall[TSIM_BACKS] = {[ML_BACK_NEW] = 1, [ML_BACK_TX_DONE] = MSGS, [ML_BACK_WAIT] = 2};
+    check_backs(&quiet, waitall);
+}
+END_TEST
+
 /* Loops handed over that the engine refuses run on their ranks at once. */
 START_TEST(proxy_refused)
 {
@@ -532,7 +574,7 @@ Suite *proxy_suite(void)
              proxy_rendezvous_coproc_split, proxy_rendezvous_coproc_split_odd,
              proxy_rendezvous_coproc_split_a2a, proxy_eager, proxy_sender_polls, proxy_rendezvous_grant,
              proxy_coproc_asleep, proxy_adaptive, proxy_bidirectional, proxy_vn_fallback, proxy_delegated_loop,
-             proxy_several_going_out, proxy_several_peers, proxy_refused, proxy_layouts,
+             proxy_several_going_out, proxy_several_peers, proxy_refused, proxy_backs, proxy_layouts,
              proxy_layouts_staged);
     return s;
 }
