@@ -510,13 +510,12 @@ static int wait_step(tsim_port *pt, void *state, void *priv, uint32_t *wait)
     }
     for (;;) {
         int rc = ml_adv_step(a, &engine_ops, &c, st->batch);
-        if (rc == TSIM_RUN_BACK) *wait = st->why;
-        if (rc) return rc;
-        if (st->wait_done) { /* the rank's wait is over with this advance */
+        if (!rc && st->wait_done) { /* the rank's wait is over with this advance */
             a->point = ML_RESUME_OVER;
-            *wait = ML_BACK_WAIT;
-            return back(st, ML_BACK_WAIT);
+            rc = back(st, ML_BACK_WAIT);
         }
+        if (rc == TSIM_RUN_BACK) *wait = st->why; /* the runtime counts why */
+        if (rc) return rc;
         if (a->moved && !(st->flat && a->empty)) { /* an advance that moved: the next one */
             st->empties = 0;
             ml_adv_begin(a);

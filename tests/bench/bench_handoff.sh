@@ -205,10 +205,12 @@ for name in wavefront multipart rowcol; do
   sed -n 's/.*ml-wait handed processors back [0-9]* times: \(.*\)$/\1/p' "$tmp/$name.out" | head -1 |
     awk -v n="$name" -v line="$(cat "$tmp/$name.line")" '{
       split(line, f, " "); msgs = f[6] > 0 ? f[6] : 1; wakes = f[7]
-      nr = split($0, part, ", "); for (i = 1; i <= nr; i++) { split(part[i], w, " "); v[i] = w[1]; sum += w[1] }
-      # the order of ml_engine.c wait_backs: other, new, rx done, tx done, wait done, control
-      printf "  %-10s %7.2f %7.2f %7.2f %9.2f %7.2f %7.2f %13.2f\n", n, v[2] / msgs, v[3] / msgs, v[4] / msgs,
-             v[5] / msgs, v[6] / msgs, v[1] / msgs, (wakes - sum) / msgs }'
+      # "N name" pairs, by the names ml_engine.c gives them
+      nr = split($0, part, ", ")
+      for (i = 1; i <= nr; i++) { c = part[i] + 0; sub(/^[0-9]+ /, "", part[i]); v[part[i]] = c; sum += c }
+      printf "  %-10s %7.2f %7.2f %7.2f %9.2f %7.2f %7.2f %13.2f\n", n, v["a new message"] / msgs,
+             v["a reception done"] / msgs, v["a send done"] / msgs, v["the wait'"'"'s request done"] / msgs,
+             v["a control packet"] / msgs, v["other"] / msgs, (wakes - sum) / msgs }'
 done
 
 # The same three programs under SimGrid's SMPI, where it is installed (Debian
