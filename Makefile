@@ -32,7 +32,7 @@ LAYERS   := torus-sim packetlayer messagelayer collectives traffic pictures
 LIB_SRCS := $(foreach d,$(LAYERS),$(wildcard $(d)/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libbglemu.a
-HDRS     := $(wildcard */*.h */*.def */*/*.h)
+HDRS     := $(filter-out build%,$(wildcard */*.h */*.def */*/*.h)) # not the generated ones
 
 BIN_SRCS := $(wildcard $(addsuffix /bin/*.c,$(LAYERS) adi3-device tests))
 BINS     := $(foreach s,$(BIN_SRCS),$(BUILD)/bin/$(basename $(notdir $(s))))
@@ -87,6 +87,20 @@ deps:
 # definition replace them at run time): calls among them may then be
 # inlined and specialized like static ones (issue 9, the engine's speed).
 $(BUILD)/torus-sim/%.o: CFLAGS += -fno-semantic-interposition
+
+# The build's identity (torus-sim/tsim_seg.c): a hash of the library's
+# sources, written into the segment mpirun makes and checked by every
+# process that attaches, so that an mpirun and a libmpi (or a tool) linked
+# from different builds never run one job: their shared structures, the
+# hand-off state among them, may differ while the segment's own does not.
+BUILD_ID_H := $(BUILD)/gen/tsim_build_id.h
+LIB_HDRS := $(foreach d,$(LAYERS),$(wildcard $(d)/*.h $(d)/*.def))
+$(BUILD_ID_H): $(LIB_SRCS) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	@echo "#define TSIM_BUILD_ID \"$$(cat $(sort $(LIB_SRCS) $(LIB_HDRS)) | sha1sum | cut -c1-16)\"" > $@.tmp
+	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+$(BUILD)/torus-sim/tsim_seg.o: $(BUILD_ID_H)
+$(BUILD)/torus-sim/tsim_seg.o: CFLAGS += -I$(BUILD)/gen
 
 $(BUILD)/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)

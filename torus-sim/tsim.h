@@ -333,7 +333,8 @@ static inline void tsim_count_add(_Atomic uint64_t *c, uint64_t x)
 }
 
 /* ---- the segment ------------------------------------------------------ */
-#define TSIM_MAGIC 0x42474c454d553031ull /* "BGLEMU01" */
+#define TSIM_MAGIC 0x42474c454d553032ull /* "BGLEMU02" */
+#define TSIM_BUILD_ID_LEN 24
 
 /* How a waiting rank waits before it sleeps (host time only): spinning
  * where cores are free, in turns that yield the one core the ranks share
@@ -344,6 +345,7 @@ enum { TSIM_WAIT_SPIN, TSIM_WAIT_TURNS, TSIM_WAIT_WATCH };
 typedef struct tsim_seg {
     uint64_t magic;
     uint64_t size;
+    char build[TSIM_BUILD_ID_LEN]; /* the maker's build (tsim_build_id): attach checks it */
     char name[64];                 /* shm name, "" for an anonymous segment */
     tsim_params params;
     tsim_geom geom;
@@ -407,6 +409,9 @@ size_t tsim_seg_bytes(int nnodes);
 tsim_seg *tsim_seg_create(const tsim_geom *g, const tsim_params *p, int named,
                           char *err, size_t errlen);
 tsim_seg *tsim_seg_attach(const char *name, char *err, size_t errlen);
+/* This build's identity: a hash of the library's sources (the Makefile's
+ * BUILD_ID_H). A segment made by another build is not attached. */
+const char *tsim_build_id(void);
 void tsim_seg_detach(tsim_seg *s);
 /* Makes an attached segment read-only to this process except the pages it
  * must write: processor proc's own (all but its engine page), the

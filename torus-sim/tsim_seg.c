@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tsim_build_id.h" /* generated: the Makefile's BUILD_ID_H */
+
 size_t tsim_seg_bytes(int nnodes)
 {
     size_t sz = sizeof(tsim_seg) + (size_t)nnodes * TSIM_CPUS * sizeof(tsim_proc);
@@ -25,6 +27,8 @@ static void ring_init(tsim_ring *r, uint32_t cap)
     atomic_init(&r->used, 0);
     r->cap = cap;
 }
+
+const char *tsim_build_id(void) { return TSIM_BUILD_ID; }
 
 tsim_seg *tsim_seg_create(const tsim_geom *gin, const tsim_params *p, int named,
                           char *err, size_t errlen)
@@ -99,6 +103,7 @@ tsim_seg *tsim_seg_create(const tsim_geom *gin, const tsim_params *p, int named,
     tsim_seg *s = mem; /* fresh mappings are zeroed */
     s->size = sz;
     strcpy(s->name, name);
+    snprintf(s->build, sizeof s->build, "%s", tsim_build_id());
     s->params = *p;
     s->geom = g;
     for (int i = 0; i < TSIM_MAX_PROCS; i++) s->rank_proc[i] = -1;
@@ -136,6 +141,13 @@ tsim_seg *tsim_seg_attach(const char *name, char *err, size_t errlen)
     tsim_seg *s = mem;
     if (s->magic != TSIM_MAGIC || s->size != (size_t)st.st_size) {
         snprintf(err, errlen, "%s is not a bglemu machine segment of this version", name);
+        munmap(mem, (size_t)st.st_size);
+        return NULL;
+    }
+    if (strncmp(s->build, tsim_build_id(), sizeof s->build) != 0) {
+        snprintf(err, errlen, "machine segment %s is bglemu build %.*s, this program build %s: "
+                 "relink it (make mpich) or run its own build's mpirun", name,
+                 (int)sizeof s->build, s->build, tsim_build_id());
         munmap(mem, (size_t)st.st_size);
         return NULL;
     }

@@ -113,10 +113,35 @@ START_TEST(named_segment_private)
 }
 END_TEST
 
+START_TEST(segment_of_another_build)
+{
+    printf("params: a segment made by another build (an mpirun and a libmpi not built together) is "
+           "not attached, and the error names both builds\n");
+    tsim_geom g = {{2, 1, 1}, {1, 1, 1}, 1, 0, 0};
+    tsim_params p;
+    char err[256];
+    tsim_params_default(&p);
+    tsim_seg *s = tsim_seg_create(&g, &p, 1, err, sizeof err);
+    ck_assert_msg(s, "%s", err);
+    ck_assert_str_eq(s->build, tsim_build_id());
+    ck_assert_uint_eq(strlen(tsim_build_id()), 16);
+    char mine[TSIM_BUILD_ID_LEN];
+    snprintf(mine, sizeof mine, "%s", s->build);
+    s->build[0] = s->build[0] == '0' ? '1' : '0'; /* as another build's mpirun wrote it */
+    ck_assert_ptr_null(tsim_seg_attach(s->name, err, sizeof err));
+    ck_assert_msg(strstr(err, s->build) && strstr(err, mine) && strstr(err, "make mpich"), "%s", err);
+    memcpy(s->build, mine, sizeof mine);
+    tsim_seg *a = tsim_seg_attach(s->name, err, sizeof err);
+    ck_assert_msg(a, "%s", err);
+    tsim_seg_detach(a);
+    tsim_seg_destroy(s);
+}
+END_TEST
+
 Suite *params_suite(void)
 {
     Suite *s = suite_create("params");
     UM_TCASE(s, "params", 0, defaults_are_bgl, set_and_reject, file_errors_name_line,
-             segment_rejects_bad_sizes, named_segment_private);
+             segment_rejects_bad_sizes, named_segment_private, segment_of_another_build);
     return s;
 }
