@@ -3,6 +3,7 @@
 #include "pl_internal.h"
 #include "pl_trace.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -177,14 +178,39 @@ static void spared(pl_proc *pp)
     atomic_store_explicit(&pp->p->syncs_spared, ++pp->syncs_spared, memory_order_relaxed);
 }
 
+/* BGLEMU_QUIET=check: each answer a promise gave is held against the one a
+ * sync gives, and a difference ends the run (abort) with both. Host time
+ * only: the sync charges nothing, so a run that passes has every simulated
+ * result of one without the check. Read where a promise answered, which is
+ * where a sync would have cost far more. */
+static int checking_promises(void)
+{
+    const char *q = getenv("BGLEMU_QUIET");
+    return q && strcmp(q, "check") == 0;
+}
+
+static _Noreturn void promise_broken(const pl_proc *pp, const char *what, long kept, long synced)
+{
+    fprintf(stderr, "bglemu: BGLEMU_QUIET=check: processor %d at %llu cycles: the engine's promise "
+            "answered %s %ld, a sync answers %ld\n", pp->index, (unsigned long long)pp->vt, what, kept,
+            synced);
+    abort();
+}
+
 /* Room for `chunks` in injection FIFO f at vt. A full answer is only
  * trusted once the engine has caught up with vt. */
 int pl_inj_has_room(pl_proc *pp, int f, unsigned chunks)
 {
     if (pl_inj_room(pp, f) >= chunks) return 1;
     if (atomic_load(&pp->seg->done) < pp->vt) {
-        if (quiet_to_vt(pp, 0)) spared(pp);
-        else pl_sync(pp);
+        if (!quiet_to_vt(pp, 0)) {
+            pl_sync(pp);
+        } else {
+            spared(pp);
+            unsigned kept = pl_inj_room(pp, f);
+            if (kept < chunks && checking_promises() && pl_sync(pp) == 0 && pl_inj_room(pp, f) >= chunks)
+                promise_broken(pp, "injection FIFO room (chunks)", (long)kept, (long)pl_inj_room(pp, f));
+        }
     }
     if (pl_inj_room(pp, f) >= chunks) return 1;
     /* full: unless its words were damaged, and it would wait for room the
@@ -308,6 +334,33 @@ static int intact(pl_proc *pp, int f)
     return f;
 }
 
+/* The reception FIFO in mask whose oldest packet arrived first (lowest
+ * FIFO on a tie), its arrival in *best_t; -1 if none holds one. */
+static int earliest(pl_proc *pp, unsigned mask, uint64_t *best_t)
+{
+    int best = -1;
+    *best_t = UINT64_MAX;
+    for (int f = 0; f < TSIM_NREC; f++) {
+        if (!(mask & TSIM_WAKE_REC(f))) continue;
+        tsim_ring *r = &pp->p->rec[f];
+        uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
+        uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+        if (h == tl) continue;
+        if (h - tl > TSIM_RING_SLOTS ||
+            h != atomic_load_explicit(&pp->p->eng.rec_head[f], memory_order_relaxed))
+            rec_check(pp, f, tl, h);
+        uint64_t a = r->slot[tl % TSIM_RING_SLOTS].m.t_arrive;
+        if (a < *best_t) *best_t = a, best = f;
+    }
+    return best;
+}
+
+/* The FIFO a poll at vt takes given earliest()'s answer, or -1. */
+static int taken_at(const pl_proc *pp, int best, uint64_t best_t)
+{
+    return best >= 0 && best_t < pp->vt ? best : -1;
+}
+
 /* pl_poll, which syncs when it must; with may_sync 0 it returns
  * PL_POLL_SYNC there instead, nothing charged. */
 static int poll_rec(pl_proc *pp, unsigned mask, int may_sync)
@@ -315,27 +368,21 @@ static int poll_rec(pl_proc *pp, unsigned mask, int may_sync)
     tsim_seg *s = pp->seg;
     for (int attempt = 0;; attempt++) {
         uint64_t done = atomic_load(&s->done);
-        int best = -1;
-        uint64_t best_t = UINT64_MAX;
-        for (int f = 0; f < TSIM_NREC; f++) {
-            if (!(mask & TSIM_WAKE_REC(f))) continue;
-            tsim_ring *r = &pp->p->rec[f];
-            uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
-            uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
-            if (h == tl) continue;
-            if (h - tl > TSIM_RING_SLOTS ||
-                h != atomic_load_explicit(&pp->p->eng.rec_head[f], memory_order_relaxed))
-                rec_check(pp, f, tl, h);
-            uint64_t a = r->slot[tl % TSIM_RING_SLOTS].m.t_arrive;
-            if (a < best_t) best_t = a, best = f;
-        }
+        uint64_t best_t;
+        int best = earliest(pp, mask, &best_t);
         /* Every delivery earlier than done is visible, so an earliest
          * candidate below done (and below vt) is final. */
         if (best >= 0 && best_t < pp->vt && best_t < done) return intact(pp, best);
         int promised = done < pp->vt && attempt == 0 && quiet_to_vt(pp, 1);
         if (promised) spared(pp);
+        if (promised && checking_promises() && pl_sync(pp) == 0) {
+            uint64_t t2;
+            int f2 = earliest(pp, mask, &t2), kept = taken_at(pp, best, best_t);
+            if (taken_at(pp, f2, t2) != kept || (kept >= 0 && t2 != best_t))
+                promise_broken(pp, "a poll with reception FIFO (-1: none)", kept, taken_at(pp, f2, t2));
+        }
         if (done >= pp->vt || attempt > 0 || promised) {
-            if (best >= 0 && best_t < pp->vt) return intact(pp, best);
+            if (taken_at(pp, best, best_t) >= 0) return intact(pp, best);
             /* a packet delivered to a running processor arrives before its
              * clock (the horizon never passes it), to a blocked one before
              * the time it is woken at: one "arriving" after everything

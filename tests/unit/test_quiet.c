@@ -8,9 +8,13 @@
  * the watched core (torus-sim/tsim_watch.h): host time only, too. */
 #include <check.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "machine.h"
 #include "packetlayer/pl.h"
@@ -341,6 +345,84 @@ START_TEST(quiet_rules)
 }
 END_TEST
 
+/* A broken promise, as an engine bug would make one: processor 0 at 1000
+ * cycles is promised nothing before 5000, but a packet arriving at 500 is
+ * delivered (by the thread below, standing in for the engine) only after
+ * the poll looked. Without the check the poll answers "nothing"; with
+ * BGLEMU_QUIET=check it syncs, sees the packet and ends the process. */
+typedef struct late_delivery {
+    tsim_seg *seg;
+} late_delivery;
+
+static void *deliver_late(void *arg)
+{
+    late_delivery *d = arg;
+    tsim_proc *p = &d->seg->procs[0];
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL); /* the poll has looked by now, and waits in its sync */
+    tsim_ring *r = &p->rec[0];
+    tsim_slot *sl = &r->slot[0];
+    memset(sl, 0, sizeof *sl);
+    sl->m.t_arrive = 500;
+    sl->p.hw.chunks = 1;
+    p->eng.rec_sum[0][0] = tsim_slot_sum(sl);
+    atomic_store(&p->eng.rec_head[0], 1);
+    atomic_store(&r->head, 1);
+    atomic_store(&d->seg->done, 1000000);
+    atomic_fetch_add(&p->bell, 1);
+    return NULL;
+}
+
+/* Exit status of a child that polls processor 0 under the promise (with
+ * check set or not): 0 nothing seen, 1 the packet seen; its stderr in err. */
+static int broken_promise_child(int check, char *err, size_t errlen)
+{
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    fflush(stdout);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        close(fd[0]);
+        if (check) setenv("BGLEMU_QUIET", "check", 1);
+        else unsetenv("BGLEMU_QUIET");
+        tsim_seg *seg = um_seg(2, 1, 1, 1, 1, NULL);
+        pl_proc pp;
+        pl_open(&pp, seg, 0, 1000);
+        promise(&seg->procs[0], 5000, 1);
+        late_delivery d = {seg};
+        pthread_t th;
+        pthread_create(&th, NULL, deliver_late, &d);
+        int f = pl_poll(&pp, TSIM_WAKE_REC_ALL);
+        pthread_join(th, NULL);
+        _exit(f >= 0);
+    }
+    close(fd[1]);
+    ssize_t n = read(fd[0], err, errlen - 1), k;
+    while (n >= 0 && (size_t)n < errlen - 1 && (k = read(fd[0], err + n, errlen - 1 - (size_t)n)) > 0) n += k;
+    err[n > 0 ? n : 0] = 0;
+    close(fd[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    return st;
+}
+
+START_TEST(quiet_check_catches_broken_promise)
+{
+    char err[512];
+    int st = broken_promise_child(0, err, sizeof err);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "without the check: status %#x, %s", st, err);
+    st = broken_promise_child(1, err, sizeof err);
+    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "with the check: status %#x, %s", st, err);
+    ck_assert_msg(strstr(err, "BGLEMU_QUIET=check: processor 0 at 1000 cycles") &&
+                  strstr(err, "answered a poll with reception FIFO (-1: none) -1, a sync answers 0"),
+                  "%s", err);
+    printf("quiet: BGLEMU_QUIET=check: a promise that hid a packet arriving before the clock is "
+           "caught (abort, both answers named); without the check the poll answered nothing\n");
+}
+END_TEST
+
 /* The engine's side, without its loop: what processor 1 injected at its
  * clock and then moved on from, before the engine took the packet, may
  * reach processor 0 before 1's clock: no promise then; without the packet,
@@ -378,6 +460,6 @@ Suite *quiet_suite(void)
     Suite *s = suite_create("quiet");
     UM_TCASE(s, "same results", 120, quiet_rules, quiet_untaken, quiet_neighbours,
              quiet_far_with_bystander, quiet_same_node, quiet_late_open, quiet_watched,
-             quiet_watch_order);
+             quiet_watch_order, quiet_check_catches_broken_promise);
     return s;
 }
