@@ -90,15 +90,23 @@ START_TEST(segment_rejects_bad_sizes)
 }
 END_TEST
 
-START_TEST(named_segment_private)
+/* A named 2x1x1 machine segment, as mpirun makes one. */
+static tsim_seg *named_segment(void)
 {
-    printf("params: a named machine segment is mode 0600 in /dev/shm and gone after destroy\n");
     tsim_geom g = {{2, 1, 1}, {1, 1, 1}, 1, 0, 0};
     tsim_params p;
     char err[256];
     tsim_params_default(&p);
     tsim_seg *s = tsim_seg_create(&g, &p, 1, err, sizeof err);
     ck_assert_msg(s, "%s", err);
+    return s;
+}
+
+START_TEST(named_segment_private)
+{
+    printf("params: a named machine segment is mode 0600 in /dev/shm and gone after destroy\n");
+    tsim_seg *s = named_segment();
+    char err[256];
     char path[128];
     snprintf(path, sizeof path, "/dev/shm%s", s->name);
     struct stat st;
@@ -117,12 +125,8 @@ START_TEST(segment_of_another_build)
 {
     printf("params: a segment made by another build (an mpirun and a libmpi not built together) is "
            "not attached, and the error names both builds\n");
-    tsim_geom g = {{2, 1, 1}, {1, 1, 1}, 1, 0, 0};
-    tsim_params p;
+    tsim_seg *s = named_segment();
     char err[256];
-    tsim_params_default(&p);
-    tsim_seg *s = tsim_seg_create(&g, &p, 1, err, sizeof err);
-    ck_assert_msg(s, "%s", err);
     ck_assert_str_eq(s->build, tsim_build_id());
     ck_assert_uint_eq(strlen(tsim_build_id()), 16);
     char mine[TSIM_BUILD_ID_LEN];
