@@ -45,8 +45,17 @@ void pl_publish(pl_proc *pp)
     }
 }
 
+/* BGLEMU_QUIET=check: each answer a promise gave is held against the one a
+ * sync gives, and a difference ends the run (abort) with both. Host time
+ * only: the sync charges nothing, so a run that passes has every simulated
+ * result of one without the check. The process's environment, as read by
+ * its last pl_open. */
+static _Atomic int check_promises;
+
 int pl_open(pl_proc *pp, tsim_seg *seg, int index, uint64_t vt)
 {
+    const char *q = getenv("BGLEMU_QUIET");
+    atomic_store_explicit(&check_promises, q && strcmp(q, "check") == 0, memory_order_relaxed);
     if (index < 0 || index >= seg->geom.nnodes * TSIM_CPUS) return -1;
     memset(pp, 0, sizeof *pp);
     pp->seg = seg;
@@ -178,16 +187,7 @@ static void spared(pl_proc *pp)
     atomic_store_explicit(&pp->p->syncs_spared, ++pp->syncs_spared, memory_order_relaxed);
 }
 
-/* BGLEMU_QUIET=check: each answer a promise gave is held against the one a
- * sync gives, and a difference ends the run (abort) with both. Host time
- * only: the sync charges nothing, so a run that passes has every simulated
- * result of one without the check. Read where a promise answered, which is
- * where a sync would have cost far more. */
-static int checking_promises(void)
-{
-    const char *q = getenv("BGLEMU_QUIET");
-    return q && strcmp(q, "check") == 0;
-}
+static int checking_promises(void) { return atomic_load_explicit(&check_promises, memory_order_relaxed); }
 
 static _Noreturn void promise_broken(const pl_proc *pp, const char *what, long kept, long synced)
 {
