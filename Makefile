@@ -32,7 +32,8 @@ LAYERS   := torus-sim packetlayer messagelayer collectives traffic pictures
 LIB_SRCS := $(foreach d,$(LAYERS),$(wildcard $(d)/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libbglemu.a
-HDRS     := $(filter-out build%,$(wildcard */*.h */*.def */*/*.h)) # not the generated ones
+# every header, but not the generated ones under build*/ (BUILD_ID_H)
+HDRS     := $(filter-out build%,$(wildcard */*.h */*.def */*/*.h))
 
 BIN_SRCS := $(wildcard $(addsuffix /bin/*.c,$(LAYERS) adi3-device tests))
 BINS     := $(foreach s,$(BIN_SRCS),$(BUILD)/bin/$(basename $(notdir $(s))))

@@ -207,9 +207,9 @@ int pl_inj_has_room(pl_proc *pp, int f, unsigned chunks)
             pl_sync(pp);
         } else {
             spared(pp);
-            unsigned kept = pl_inj_room(pp, f);
-            if (kept < chunks && checking_promises() && pl_sync(pp) == 0 && pl_inj_room(pp, f) >= chunks)
-                promise_broken(pp, "injection FIFO room (chunks)", (long)kept, (long)pl_inj_room(pp, f));
+            unsigned kept = pl_inj_room(pp, f), synced;
+            if (kept < chunks && checking_promises() && pl_sync(pp) == 0 && (synced = pl_inj_room(pp, f)) >= chunks)
+                promise_broken(pp, "injection FIFO room (chunks)", (long)kept, (long)synced);
         }
     }
     if (pl_inj_room(pp, f) >= chunks) return 1;
@@ -377,9 +377,10 @@ static int poll_rec(pl_proc *pp, unsigned mask, int may_sync)
         if (promised) spared(pp);
         if (promised && checking_promises() && pl_sync(pp) == 0) {
             uint64_t t2;
-            int f2 = earliest(pp, mask, &t2), kept = taken_at(pp, best, best_t);
-            if (taken_at(pp, f2, t2) != kept || (kept >= 0 && t2 != best_t))
-                promise_broken(pp, "a poll with reception FIFO (-1: none)", kept, taken_at(pp, f2, t2));
+            int f2 = earliest(pp, mask, &t2);
+            int kept = taken_at(pp, best, best_t), synced = taken_at(pp, f2, t2);
+            if (synced != kept || (kept >= 0 && t2 != best_t))
+                promise_broken(pp, "a poll with reception FIFO (-1: none)", kept, synced);
         }
         if (done >= pp->vt || attempt > 0 || promised) {
             if (taken_at(pp, best, best_t) >= 0) return intact(pp, best);
