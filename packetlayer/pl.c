@@ -362,18 +362,26 @@ static int taken_at(const pl_proc *pp, int best, uint64_t best_t)
 }
 
 /* pl_poll, which syncs when it must; with may_sync 0 it returns
- * PL_POLL_SYNC there instead, nothing charged. */
+ * PL_POLL_SYNC there instead, nothing charged.
+ *
+ * The engine's word is read before the FIFOs. done, and a promise, vouch
+ * for the deliveries the engine made before it published them: a scan
+ * that follows the read sees every one of those (the ring's head is
+ * stored before either is published). A scan that came first could miss a
+ * packet delivered between the two reads, which a promise published after
+ * that delivery would then pass as final: an empty poll, or the later of
+ * two packets, where a sync would have given the packet. */
 static int poll_rec(pl_proc *pp, unsigned mask, int may_sync)
 {
     tsim_seg *s = pp->seg;
     for (int attempt = 0;; attempt++) {
         uint64_t done = atomic_load(&s->done);
+        int promised = done < pp->vt && attempt == 0 && quiet_to_vt(pp, 1);
         uint64_t best_t;
         int best = earliest(pp, mask, &best_t);
         /* Every delivery earlier than done is visible, so an earliest
          * candidate below done (and below vt) is final. */
         if (best >= 0 && best_t < pp->vt && best_t < done) return intact(pp, best);
-        int promised = done < pp->vt && attempt == 0 && quiet_to_vt(pp, 1);
         if (promised) spared(pp);
         if (promised && checking_promises() && pl_sync(pp) == 0) {
             uint64_t t2;
