@@ -167,6 +167,11 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
         return 0;
     st->inj_full = (*wait >> 8) & 0xffu;
     st->res = (ml_resume){.point = at.point, .moved = at.moved, .consumed = at.consumed};
+    /* Handed over as it blocks, the loop has had its empty advances: once
+     * woken it counts from zero only after an advance that moves, as the
+     * rank's own loop (a new wait) would. The two agree because a wake always
+     * brings what the first advance moves: a packet arrived before the wake
+     * time, or room for a whole packet in a FIFO a message found full. */
     if (!start) st->empties = st->polls;
     st->blocked = !start;
     if (start && at.point == ML_RESUME_NONE) ml_adv_begin(&st->res);
