@@ -355,12 +355,9 @@ typedef struct late_delivery {
     tsim_seg *seg;
 } late_delivery;
 
-static void *deliver_late(void *arg)
+/* The engine's delivery to p's reception FIFO 0 of a packet arriving at 500. */
+static void deliver_at_500(tsim_proc *p)
 {
-    late_delivery *d = arg;
-    tsim_proc *p = &d->seg->procs[0];
-    struct timespec ts = {0, 50 * 1000 * 1000};
-    nanosleep(&ts, NULL); /* the poll has looked by now, and waits in its sync */
     tsim_ring *r = &p->rec[0];
     tsim_slot *sl = &r->slot[0];
     memset(sl, 0, sizeof *sl);
@@ -369,6 +366,15 @@ static void *deliver_late(void *arg)
     p->eng.rec_sum[0][0] = tsim_slot_sum(sl);
     atomic_store(&p->eng.rec_head[0], 1);
     atomic_store(&r->head, 1);
+}
+
+static void *deliver_late(void *arg)
+{
+    late_delivery *d = arg;
+    tsim_proc *p = &d->seg->procs[0];
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL); /* the poll has looked by now, and waits in its sync */
+    deliver_at_500(p);
     atomic_store(&d->seg->done, 1000000);
     atomic_fetch_add(&p->bell, 1);
     return NULL;
@@ -435,18 +441,6 @@ END_TEST
 static tsim_seg *race_seg;
 static uintptr_t race_page;
 static volatile sig_atomic_t race_faults;
-
-static void deliver_at_500(tsim_proc *p)
-{
-    tsim_ring *r = &p->rec[0];
-    tsim_slot *sl = &r->slot[0];
-    memset(sl, 0, sizeof *sl);
-    sl->m.t_arrive = 500;
-    sl->p.hw.chunks = 1;
-    p->eng.rec_sum[0][0] = tsim_slot_sum(sl);
-    atomic_store(&p->eng.rec_head[0], 1);
-    atomic_store(&r->head, 1);
-}
 
 static void promise_page_read(int sig, siginfo_t *si, void *uc)
 {
