@@ -435,9 +435,8 @@ END_TEST
  * nothing before 5000, just as the poll first reads the promise: the
  * promise's page is made unreadable, and the fault stands in for the
  * engine running at that moment. A poll that scanned the FIFOs before that
- * read would answer "nothing" under a promise made after the delivery (as
- * on a loaded host, about one job in 2,000 changed its cycles so); one that
- * reads the promise first finds the packet. */
+ * read would answer "nothing" under a promise made after the delivery; one
+ * that reads the promise first finds the packet. */
 static tsim_seg *race_seg;
 static uintptr_t race_page;
 static volatile sig_atomic_t race_faults;
