@@ -55,16 +55,19 @@ static inline int tsim_spins_one_core(void)
     return tsim_spin_setting(&spins, "BGLEMU_SPIN", 200);
 }
 
-/* The engine's spin before it sleeps: BGLEMU_ENGINE_SPIN, default 2000
- * pauses (about 100 us). Only taken while a core is left for it
- * (tsim_engine.c): a rank that runs alone answers within microseconds (it
- * blocks or syncs), and a futex hand-off costs as much as the rank's whole
- * turn; with more running ranks than spare cores the spin would take a
- * core from one of them. */
+/* The engine's spin before it sleeps: BGLEMU_ENGINE_SPIN, default 20000
+ * pauses (about 1 ms on the hosts of docs/simulated-time.md). Only taken
+ * while a core is left for it (tsim_engine.c), so it costs no rank a
+ * core; with more running ranks than spare cores it would take one. A
+ * rank that runs alone answers within microseconds (it blocks or syncs),
+ * but 64 ranks sharing one core answer in hundreds: the engine's sleeps
+ * in a multi-partition exchange last 0.26 ms at the median, and each one
+ * it sleeps through costs the ranks' busy core a wake system call that
+ * interrupts the engine's halted one. */
 static inline int tsim_engine_spins(void)
 {
     static _Atomic int spins = -1;
-    return tsim_spin_setting(&spins, "BGLEMU_ENGINE_SPIN", 2000);
+    return tsim_spin_setting(&spins, "BGLEMU_ENGINE_SPIN", 20000);
 }
 
 /* Spins briefly (the waker is often just about to answer on the other

@@ -24,6 +24,12 @@
 #include "tsim.h"
 #include "tsim_futex.h"
 
+/* How long a watcher takes turns before it sleeps. Longer than a pair of
+ * ranks' turns (TSIM_TURNS_NS): the engine, moving data for many waiting
+ * ranks, often answers after more than 100 us, and each answer that
+ * finds the ranks' core halted is a wake system call that interrupts it. */
+#define TSIM_WATCH_NS 1000000L
+
 /* How long a wake left to the watcher may wait before the engine makes
  * the call itself: a watcher that yields to a running rank sees the
  * request at its next turn, within microseconds when that rank blocks. */
@@ -137,7 +143,7 @@ static inline void tsim_watch_leave(tsim_seg *s, int self)
 }
 
 /* Processor self waits for its bell to leave b: as the core's watcher if
- * nobody is (or it still is), for up to TSIM_TURNS_NS. 1 if the bell rang
+ * nobody is (or it still is), for up to TSIM_WATCH_NS. 1 if the bell rang
  * meanwhile, 0 if the caller is to sleep. A watcher whose own bell rang
  * keeps the watch while it runs: the engine's wakes meanwhile wait for its
  * next wait, and the core goes from it to the rank woken in one switch,
@@ -164,7 +170,7 @@ static inline int tsim_watch(tsim_seg *s, int self, _Atomic uint32_t *bell, uint
         sched_yield();
         clock_gettime(CLOCK_MONOTONIC, &t);
         tsim_watch_beat(s, &t);
-        if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > TSIM_TURNS_NS) break;
+        if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > TSIM_WATCH_NS) break;
     }
     int to = tsim_watch_pick(s, UINT64_MAX);
     if (to >= 0) tsim_watch_pass(s, to);
