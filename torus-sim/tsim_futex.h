@@ -49,6 +49,12 @@ static inline int tsim_spins(void)
  * every hand-off wake a halted core (measured in docs/simulated-time.md,
  * "Costs on the host", **Cores**). */
 #define TSIM_TURNS_NS 100000L /* the turns' limit in wall time */
+
+/* Nanoseconds from t0 to t (CLOCK_MONOTONIC): the turns' limits. */
+static inline long tsim_ns_since(const struct timespec *t0, const struct timespec *t)
+{
+    return (t->tv_sec - t0->tv_sec) * 1000000000L + (t->tv_nsec - t0->tv_nsec);
+}
 static inline int tsim_spins_one_core(void)
 {
     static _Atomic int spins = -1;
@@ -95,7 +101,7 @@ static inline void tsim_wait_change_then(_Atomic uint32_t *w, uint32_t expect, i
         /* turns are for a core nobody else needs: where other ranks run,
          * one turn lasts their whole slice, and the turns end */
         clock_gettime(CLOCK_MONOTONIC, &t);
-        if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > TSIM_TURNS_NS) break;
+        if (tsim_ns_since(&t0, &t) > TSIM_TURNS_NS) break;
     }
     if (before_sleep) before_sleep(arg);
     atomic_store(asleep, 1);

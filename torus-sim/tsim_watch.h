@@ -170,7 +170,7 @@ static inline int tsim_watch(tsim_seg *s, int self, _Atomic uint32_t *bell, uint
         sched_yield();
         clock_gettime(CLOCK_MONOTONIC, &t);
         tsim_watch_beat(s, &t);
-        if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > TSIM_WATCH_NS) break;
+        if (tsim_ns_since(&t0, &t) > TSIM_WATCH_NS) break;
     }
     int to = tsim_watch_pick(s, UINT64_MAX);
     if (to >= 0) tsim_watch_pass(s, to);
