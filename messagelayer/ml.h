@@ -202,12 +202,21 @@ int ml_wait_idle(ml_ctx *ml, const char *why, unsigned polls);
  * goes on where the engine stopped), 1 if the loop could not be handed
  * over or the engine refused it (advance as usual), -1 if the job aborts. */
 int ml_wait_delegate(ml_ctx *ml, const char *why, unsigned polls, unsigned empties);
-/* What the next waits are for (an ml_msg's `completes`), or NULL (not
- * known: any completion may end them). While such a wait is handed to
- * the engine, the completions of other messages that only complete
- * something are recorded instead of waking the processor, and run (in
- * their order, their cycles charged where they happened) when it wakes. */
-void ml_wait_for(ml_ctx *ml, const void *what);
+/* What a wait is for, asked at each hand-off: fills what[] with the
+ * `completes` values (ml_msg's, ml_recv's) of the requests the wait is
+ * still for, those not complete yet, in its order, at most max; returns
+ * how many (0: not known, any completion may end it). arg is the upcall's
+ * (ml_init). */
+typedef unsigned (*ml_wait_fn)(void *arg, const void **what, unsigned max);
+/* Names what the next waits are for (NULL: not known). The wait is over
+ * once all of them are complete: MPI_Waitall names all the requests it
+ * still waits for, because between two of them it runs no code that costs
+ * or changes anything (so the engine goes on with the next one's wait
+ * where the rank would have handed it back). While such a wait is handed
+ * to the engine, the completions that only complete something are
+ * recorded instead of waking the processor, and run (in their order, their
+ * cycles charged where they happened) when it wakes. */
+void ml_wait_for(ml_ctx *ml, ml_wait_fn fn);
 
 /* A loop above the message layer that the engine can run too, as a
  * program of the layer that owns it (torus-sim/tsim_prog.h; the

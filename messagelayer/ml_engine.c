@@ -128,16 +128,18 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
         st->nrx > ML_HO_RX || (start && st->empties >= st->polls) ||
         (*wait & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL || st->ntx > ML_HO_TX ||
         st->nring > st->ntx || (st->nring && st->ring_pos >= st->nring) || st->nwt > ML_HO_WT ||
-        st->ngranted || st->co_owe || st->nfin || st->nco_fin || st->wait_done)
+        st->ngranted || st->co_owe || st->nfin || st->nco_fin || st->wait_done || st->nwait > ML_HO_WAIT ||
+        st->wait_left != st->nwait)
         return 0;
     if (!*priv && !(*priv = calloc(1, sizeof(wait_priv)))) return 0;
     wait_priv *w = *priv;
     int nprocs = pt->g->nnodes * TSIM_CPUS;
+    uint8_t qmax = st->nwait ? 2 : 0; /* quiet completions only in a wait that says what it is for */
     for (uint32_t k = 0; k < st->ntx; k++) {
         const ml_ho_tx *t = &st->tx[k];
         if (!t->live) continue;
         if (t->fifo >= TSIM_NINJ || t->dst >= (uint32_t)nprocs || t->off >= t->len ||
-            t->len > t->whole || t->group >= TSIM_CPUS || t->quiet > 2 * (k >= st->nring) || t->fin ||
+            t->len > t->whole || t->group >= TSIM_CPUS || t->quiet > qmax * (k >= st->nring) || t->fin ||
             (t->flags & ~(TSIM_F_DYNAMIC | TSIM_F_HP)) != 0)
             return 0;
         if (t->niov && read_layout(pt, t->iov, t->niov, t->len, &w->txiov[k], &w->txiov_cap[k],
@@ -151,14 +153,14 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
         const ml_ho_tx *t = &st->wt[i].t;
         if (st->wt[i].granted || t->fifo >= TSIM_NINJ || t->dst >= (uint32_t)nprocs || t->off ||
             !t->len || t->len != t->whole || t->group >= TSIM_CPUS || t->niov || t->charged ||
-            t->quiet > 2 || t->fin ||
+            t->quiet > qmax || t->fin ||
             t->type != T_RZV_DATA || t->id >= ML_MAX_IDS || (t->flags & ~(TSIM_F_DYNAMIC | TSIM_F_HP)) != 0)
             return 0;
         for (uint32_t j = 0; j < i; j++)
             if (st->wt[j].t.id == t->id) return 0;
     }
     for (uint32_t i = 0; i < st->nrx; i++)
-        if (st->rx[i].fin || st->rx[i].quiet > 2 || rx_take(pt, st, w, i) != 0) return 0;
+        if (st->rx[i].fin || st->rx[i].quiet > qmax || rx_take(pt, st, w, i) != 0) return 0;
     /* handed over at its start: before an advance, or at a poll of one
      * (ml_advance_then_hand: what it moved and read so far) */
     ml_resume at = st->res;
@@ -190,12 +192,21 @@ static int back(ml_wait_state *st, uint32_t why)
 /* A completion the engine records for the rank (ml_wait_for): the
  * callback's charge (ml_msg_finished's, ml_rx_complete's) here, the rest
  * the rank's when it wakes, in the order of these places (1, 2, ...).
- * The wait's own (quiet 2) ends the loop with its advance (wait_step). */
+ * The last of what the wait is for (quiet 2) ends the loop with its
+ * advance (wait_step). */
 static uint32_t record(tsim_port *pt, ml_wait_state *st, uint8_t quiet)
 {
     tsim_port_charge(pt, pt->prm->ml_callback_cycles);
-    if (quiet == 2) st->wait_done = 1;
+    if (quiet == 2 && st->wait_left && --st->wait_left == 0) st->wait_done = 1;
     return ++st->nfin;
+}
+
+/* 2 if the completion of `what` is one the wait is for, else 1. */
+static uint8_t wait_quiet(const ml_wait_state *st, uint64_t what)
+{
+    for (uint32_t i = 0; i < st->nwait; i++)
+        if (st->wait_for[i] == what) return 2;
+    return 1;
 }
 
 /* The engine reads a message's bytes ahead from the rank's memory. */
@@ -412,7 +423,7 @@ static int co_done(tsim_port *pt, ml_wait_state *st, int f, ml_sw sw)
     for (uint32_t i = 0; i < st->nco_fin; i++)
         if (st->co_fin[i] == sw.id) return back(st, ML_BACK_RX_DONE);
     if (sw.id & ML_CO_PART) return co_part_done(pt, st, f, id);
-    if (!st->co_slots || !st->wait_for) return back(st, ML_BACK_RX_DONE);
+    if (!st->co_slots || !st->nwait) return back(st, ML_BACK_RX_DONE);
     ml_rx img;
     uint64_t at = (uint64_t)(uintptr_t)ml_co_rx((ml_rx *)(uintptr_t)st->co_slots,
                                                 (ml_rx *)(uintptr_t)st->co_parts, sw.id);
@@ -423,7 +434,7 @@ static int co_done(tsim_port *pt, ml_wait_state *st, int f, ml_sw sw)
     tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
     st->co_fin[st->nco_fin] = sw.id;
     st->co_fin_n[st->nco_fin++] =
-        (uint16_t)record(pt, st, (uint64_t)(uintptr_t)img.r.completes == st->wait_for ? 2 : 1);
+        (uint16_t)record(pt, st, wait_quiet(st, (uint64_t)(uintptr_t)img.r.completes));
     return 1;
 }
 

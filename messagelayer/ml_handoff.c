@@ -48,22 +48,39 @@ void ml_ho_rx_set(ml_ho_rx *r, const ml_rx *rx, uint32_t src, uint8_t type, uint
 
 /* A completion the engine may record: it only completes something
  * (ml_msg.completes, ml_recv.completes), in a wait that says what it is
- * for (ml_wait_for): 2 for that, which ends the wait, 1 for another. */
-static uint8_t quiet(const ml_ctx *ml, const void *completes)
+ * for (d's wait_for): 2 for one of those (the last of them ends the wait),
+ * 1 for another. */
+static uint8_t quiet(const ml_wait_state *d, const void *completes)
 {
-    if (!completes || !ml->wait_for) return 0;
-    return completes == ml->wait_for ? 2 : 1;
+    if (!completes || !d->nwait) return 0;
+    for (uint32_t i = 0; i < d->nwait; i++)
+        if ((uint64_t)(uintptr_t)completes == d->wait_for[i]) return 2;
+    return 1;
 }
 
 /* A reception's, where ml_rx_complete is all the rank does at its last
  * packet or at the coprocessor's notice of its part of a split: not an
  * adaptive eager one's (also unlinked and freed), nor the VN fallback's. */
-static uint8_t rx_quiet(const ml_ctx *ml, const ml_rx *rx)
+static uint8_t rx_quiet(const ml_wait_state *d, const ml_rx *rx)
 {
-    return rx->dtype == T_EAGER_DATA || rx->dtype == T_RZV_DATA ? quiet(ml, rx->r.completes) : 0;
+    return rx->dtype == T_EAGER_DATA || rx->dtype == T_RZV_DATA ? quiet(d, rx->r.completes) : 0;
 }
 
-void ml_wait_for(ml_ctx *ml, const void *what) { ml->wait_for = what; }
+void ml_wait_for(ml_ctx *ml, ml_wait_fn fn) { ml->wait_for = fn; }
+
+/* What the wait is for now (ml_wait_fn), each once: two alike would be
+ * counted twice. */
+static void wait_list(ml_ctx *ml, ml_wait_state *d)
+{
+    const void *w[ML_HO_WAIT];
+    unsigned n = ml->wait_for ? ml->wait_for(ml->uarg, w, ML_HO_WAIT) : 0;
+    for (unsigned i = 0; i < n && i < ML_HO_WAIT; i++) {
+        uint32_t k = 0;
+        while (k < d->nwait && d->wait_for[k] != (uint64_t)(uintptr_t)w[i]) k++;
+        if (k == d->nwait && w[i]) d->wait_for[d->nwait++] = (uint64_t)(uintptr_t)w[i];
+    }
+    d->wait_left = d->nwait;
+}
 
 /* The send side in the order of a send round: the ring's peers (NULL for
  * one whose message waits for a confirmation: it sends nothing), then the
@@ -97,12 +114,13 @@ static int describe(ml_ctx *ml, ml_wait_state *d, unsigned polls)
     int ntx = tx_streams(ml, ml->reg_tx);
     if (ntx < 0) return 0;
     memset(d, 0, offsetof(ml_wait_state, tx));
+    wait_list(ml, d);
     for (int k = 0; k < ntx; k++) {
         ml_msg *m = ml->reg_tx[k];
         if (m) ml_proto_of(m->proto)->wire(ml, m, &d->tx[k]); /* what the rank would send next */
         else memset(&d->tx[k], 0, sizeof d->tx[k]);
         /* the data list's, sent to its end (a split's parts included) */
-        d->tx[k].quiet = m && k >= ml->nring ? quiet(ml, m->completes) : 0;
+        d->tx[k].quiet = m && k >= ml->nring ? quiet(d, m->completes) : 0;
     }
     d->ntx = (uint32_t)ntx;
     d->nring = (uint32_t)ml->nring;
@@ -114,16 +132,15 @@ static int describe(ml_ctx *ml, ml_wait_state *d, unsigned polls)
                      rx->dtype == T_RZV_DATA || rx->dtype == T_VN_DATA ? UINT32_MAX
                                                                       : (uint32_t)ml->map.proc[rx->src],
                      rx->dtype, rx->did, rx->dtype == T_RZV_DATA && rx->cpu == ML_CPU_SPLIT ? rx->co_lo : 0);
-        d->rx[n].quiet = rx_quiet(ml, rx);
+        d->rx[n].quiet = rx_quiet(d, rx);
         ml->reg_rx[n++] = rx;
     }
     d->nrx = n;
     /* the coprocessor's receptions, whose completion notices the engine
      * may take where it reads them quiet (ml_engine.c's co_done) */
-    if (ml->mode == ML_MODE_CO && ml->wait_for) {
+    if (ml->mode == ML_MODE_CO && d->nwait) {
         d->co_slots = (uint64_t)(uintptr_t)ml->slots;
         d->co_parts = (uint64_t)(uintptr_t)ml->co_part;
-        d->wait_for = (uint64_t)(uintptr_t)ml->wait_for;
     }
     /* the rendezvous sends whose grants the engine may take: the last
      * scouts sent, while they still wait (a layout's are left to the rank) */
@@ -137,7 +154,7 @@ static int describe(ml_ctx *ml, ml_wait_state *d, unsigned polls)
         if (j < nw) continue;
         d->wt[nw] = (ml_ho_wt){.granted = 0};
         ml_rzv_waiting(ml, m, &d->wt[nw].t);
-        d->wt[nw].t.quiet = quiet(ml, m->completes);
+        d->wt[nw].t.quiet = quiet(d, m->completes);
         ml->reg_wt[nw++] = m;
     }
     d->nwt = nw;

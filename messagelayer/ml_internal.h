@@ -128,6 +128,7 @@ typedef struct ml_peer {
 #define ML_HO_TX 8
 #define ML_HO_WT 8
 #define ML_HO_COFIN 16
+#define ML_HO_WAIT 16 /* what a wait is for (ml_wait_for): the first so many count */
 #define ML_PROG_WAIT 1
 /* Why the engine hands a waiting rank back (statistics: ml_wait_prog's
  * backs names them, BGLEMU_PROXY_STATS prints the counts). */
@@ -153,7 +154,7 @@ typedef struct ml_ho_rx {
     uint64_t buf, cap, len, got, hi;
     uint32_t src;
     uint8_t type;
-    uint8_t quiet;   /* its completion may be recorded (ml_wait_for): 1, 2 the wait's own */
+    uint8_t quiet;   /* its completion may be recorded (ml_wait_for): 1, 2 what the wait is for */
     uint16_t id;
     uint64_t iov, niov;
     uint32_t lo;
@@ -175,7 +176,7 @@ typedef struct ml_ho_tx {
     uint8_t type;
     uint16_t id;
     uint8_t live;    /* 0: a ring peer whose message waits (it sends nothing) */
-    uint8_t quiet;   /* data list: its completion may be recorded (ml_wait_for): 1, 2 the wait's own */
+    uint8_t quiet;   /* data list: its completion may be recorded (ml_wait_for): 1, 2 what the wait is for */
     uint8_t fin;     /* the engine's answer: sent in full and completed, in this order (1, 2, ...) */
     uint8_t b;       /* rendezvous: the grant's b (a split's parts: ml_rzv_next_part) */
     uint32_t whole;  /* the message's length: len ends the part being sent (a split's) */
@@ -213,17 +214,20 @@ typedef struct ml_wait_state {
      * whose notice to the main processor has still to go (ml_co_tell) */
     uint32_t co_owe;
     uint32_t nfin;       /* completions the engine recorded (ml_ho_tx.fin, ml_ho_rx.fin, co_fin) */
-    uint32_t wait_done;  /* one of them was the wait's own (quiet 2): the advance
-                            ends the engine's loop (ML_RESUME_OVER) */
+    uint32_t nwait;      /* what the wait is for (ml_wait_for's first ML_HO_WAIT,
+                            distinct): wait_for[0..nwait) */
+    uint32_t wait_left;  /* of those, not yet complete: each quiet 2 completion counts one */
+    uint32_t wait_done;  /* the last of them completed: the advance ends the
+                            engine's loop (ML_RESUME_OVER) */
     uint32_t why;        /* the engine's: why it handed the rank back (ML_BACK_*) */
     /* the main processor's loop: the coprocessor's notices the engine
      * took: of receptions whose completion may be recorded (read from
-     * ml->slots, co_slots, against the wait's own request, wait_for), slot
+     * ml->slots, co_slots, against what the wait is for, wait_for), slot
      * ids and their places among the completions; of a split's part
      * (id | ML_CO_PART, place 0), counted in its reception's got */
     uint32_t nco_fin;
     uint16_t co_fin[ML_HO_COFIN], co_fin_n[ML_HO_COFIN];
-    uint64_t wait_for;
+    uint64_t wait_for[ML_HO_WAIT];
     /* where the main processor sets up the receptions it grants to the
      * coprocessor (ml->slots, ml->co_part, ml_co_rx): the coprocessor's
      * loop reads one granted after the hand-off at its first data packet,
@@ -282,7 +286,7 @@ struct ml_ctx {
     int proxy;                  /* describe waits to the engine (BGLEMU_PROXY != 0) */
     int stage;                  /* stage fragmented layouts on the host (BGLEMU_STAGE != 0) */
     ml_resume resume;           /* where the next advance picks up */
-    const void *wait_for;       /* ml_wait_for */
+    ml_wait_fn wait_for;        /* ml_wait_for */
     ml_rx *reg_rx[ML_HO_RX];    /* what the last hand-off named */
     ml_msg *reg_tx[ML_HO_TX];
     ml_msg *reg_wt[ML_HO_WT];

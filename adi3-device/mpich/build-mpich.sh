@@ -248,19 +248,25 @@ grep -q 'MPIDI_NM_progress(vci, wait)' "$PROG" ||
 #     the job's critical path. The array comes from calloc (mmap'd pages
 #     are already zero) and only the arguments present are touched.
 # 5. What a wait is for (docs/simulated-time.md, "Quiet completions"):
-#    MPIR_Wait and MPIR_Waitall name the request they wait for while they
-#    call MPID_Progress_wait (MPIDI_BGL_wait_req, cleared before anything
-#    else can run), and MPICH says whether a progress hook is active
-#    (MPIR_Progress_hook_any_active): then the netmod lets the engine record
-#    the completions of the rank's other sends instead of waking it for each.
-python3 - "$TREE" <<'PY' || die "could not patch MPICH (layout of this MPICH version differs)"
+#    MPIR_Wait, MPIR_Waitall and MPIR_Sendrecv_impl name the requests they
+#    still wait for, in their order, while they call MPID_Progress_wait
+#    (MPIDI_BGL_wait_reqs and _nreqs, cleared before anything else can
+#    run), and MPICH says
+#    whether a progress hook is active (MPIR_Progress_hook_any_active):
+#    then the netmod lets the engine record the completions of the rank's
+#    requests instead of waking it for each, until all are complete.
+# A file is patched from MPICH's own copy of it (in $SRC) whenever it lacks
+# its patch's mark, so a cached tree patched by an earlier version of a
+# patch takes the current one.
+python3 - "$TREE" "$SRC" <<'PY' || die "could not patch MPICH (layout of this MPICH version differs)"
 import sys
-tree = sys.argv[1]
+tree, src = sys.argv[1], sys.argv[2]
 def patch(rel, edits, mark):
     path = tree + "/" + rel
     s = open(path).read()
     if mark in s:
         return
+    s = open(src + "/" + rel).read()
     for old, new in edits:
         if s.count(old) != 1:
             sys.exit("%s: expected text not found: %r" % (rel, old[:60]))
@@ -287,20 +293,29 @@ for rel, loops in (("src/pm/hydra/pm/pmiserv/pmip_cb.c",
                    ("src/pm/hydra/pm/pmiserv/pmiserv_cb.c",
                     [("", "    for (i = 0; i < MAX_PMI_ARGS; i++)\n        args[i] = NULL;\n")])):
     patch(rel, [(pmi_args % k + loop, calloc % k) for k, loop in loops], "bglemu: zero pages, untouched")
-named = ("MPIDI_BGL_wait_req = %s;\n%smpi_errno = MPID_Progress_wait(state);\n"
-         "%sMPIDI_BGL_wait_req = NULL;\n")
+def named(reqs, n, ind):
+    return ("MPIDI_BGL_wait_reqs = %s;\n%sMPIDI_BGL_wait_nreqs = %s;\n%smpi_errno = MPID_Progress_wait(state);\n"
+            "%sMPIDI_BGL_wait_nreqs = 0;\n") % (reqs, ind, n, ind, ind)
 patch("src/mpi/request/request_impl.c", [
-    ('#include "mpiimpl.h"\n', '#include "mpiimpl.h"\n/* bglemu: what a wait is for */\n'
-     'extern void *MPIDI_BGL_wait_req;\n'),
+    ('#include "mpiimpl.h"\n', '#include "mpiimpl.h"\n/* bglemu: what a wait is for, all of it */\n'
+     'extern MPIR_Request **MPIDI_BGL_wait_reqs;\nextern int MPIDI_BGL_wait_nreqs;\n'),
     ('    while (!MPIR_Request_is_complete(request_ptr)) {\n        mpi_errno = MPID_Progress_wait(state);\n',
-     '    while (!MPIR_Request_is_complete(request_ptr)) {\n        ' + named % ("request_ptr", " " * 8, " " * 8)),
+     '    while (!MPIR_Request_is_complete(request_ptr)) {\n        ' + named("&request_ptr", "1", " " * 8)),
     ('            while (!MPIR_Request_is_complete(request_ptrs[i])) {\n'
      '                mpi_errno = MPID_Progress_wait(state);\n',
      '            while (!MPIR_Request_is_complete(request_ptrs[i])) {\n                '
-     + named % ("request_ptrs[i]", " " * 16, " " * 16)),
+     + named("request_ptrs + i", "count - i", " " * 16)),
     ('GREQUEST);\n\n                mpi_errno = MPID_Progress_wait(state);\n',
-     'GREQUEST);\n\n                ' + named % ("request_ptrs[i]", " " * 16, " " * 16)),
-], "bglemu: what a wait is for")
+     'GREQUEST);\n\n                ' + named("request_ptrs + i", "count - i", " " * 16)),
+], "bglemu: what a wait is for, all of it")
+patch("src/mpi/pt2pt/sendrecv.c", [
+    ('#include "mpiimpl.h"\n', '#include "mpiimpl.h"\n/* bglemu: what a wait is for, both */\n'
+     'extern MPIR_Request **MPIDI_BGL_wait_reqs;\nextern int MPIDI_BGL_wait_nreqs;\n'),
+    ('            mpi_errno = MPID_Progress_wait(&progress_state);\n',
+     '            MPIR_Request *bglemu_reqs[2] = { sreq, rreq };\n'
+     '            MPIDI_BGL_wait_reqs = bglemu_reqs;\n            MPIDI_BGL_wait_nreqs = 2;\n'
+     '            mpi_errno = MPID_Progress_wait(&progress_state);\n            MPIDI_BGL_wait_nreqs = 0;\n'),
+], "bglemu: what a wait is for, both")
 patch("src/util/mpir_progress_hook.c", [
     ('static progress_hook_slot_t progress_hooks[MAX_PROGRESS_HOOKS];\n',
      'static progress_hook_slot_t progress_hooks[MAX_PROGRESS_HOOKS];\n\n'

@@ -23,8 +23,10 @@
  * waits for its messages one at a time, the last first (MPI_Waitall on
  * receives posted in another order than they complete), saying which, its
  * receptions' callbacks only marking them complete (ml_recv.completes);
- * J_RX_WAITALL, the same loop without saying which. */
-enum { J_LAYOUT = 1, J_NOCOPY = 2, J_IDLE = 4, J_QUIET = 8, J_QUIET_RX = 16, J_RX_WAITALL = 32 };
+ * J_RX_WAITALL, the same loop without saying which; J_WAIT_REST, with
+ * J_QUIET or J_QUIET_RX: each wait names all the loop still waits for, in
+ * its order, as MPI_Waitall does (ml_wait_for), not only the next. */
+enum { J_LAYOUT = 1, J_NOCOPY = 2, J_IDLE = 4, J_QUIET = 8, J_QUIET_RX = 16, J_RX_WAITALL = 32, J_WAIT_REST = 64 };
 typedef struct job {
     const char *what;
     ml_mode mode;
@@ -68,7 +70,22 @@ typedef struct rank {
     size_t sn[NR], rn[NR];
     volatile int got, sent;
     uint64_t end, staged;
+    /* what the wait loop waits for (J_QUIET, J_QUIET_RX): requests in its
+     * order and the flags their completions set */
+    const void *wl[NR];
+    volatile int *wl_done[NR];
+    int nwl;
 } rank;
+
+/* ml_wait_fn: those of the loop's requests not complete yet. */
+static unsigned waiting_for(void *arg, const void **what, unsigned max)
+{
+    rank *r = arg;
+    unsigned n = 0;
+    for (int i = 0; i < r->nwl && n < max; i++)
+        if (!*r->wl_done[i]) what[n++] = r->wl[i];
+    return n;
+}
 
 static void on_done(ml_ctx *ml, void *arg)
 {
@@ -136,7 +153,12 @@ static void *rank_main(void *arg)
         ck_assert_int_eq(ml_send(r->ml, &m[k]), 0);
         unsigned polls = j->send_polls ? (unsigned)j->send_polls : 1, empty = 0;
         for (int w = quiet && k == MSGS - 1 ? 0 : MSGS; w <= MSGS; w++) { /* J_QUIET: one at a time */
-            if (w < MSGS) ml_wait_for(r->ml, (const void *)&m[w]);
+            if (w < MSGS) { /* this one, or all from it on */
+                r->nwl = 0;
+                for (int x = w; x < (j->flags & J_WAIT_REST ? MSGS : w + 1); x++, r->nwl++)
+                    r->wl[r->nwl] = &m[x], r->wl_done[r->nwl] = &fin[x];
+                ml_wait_for(r->ml, waiting_for);
+            }
             while (w < MSGS ? !fin[w]
                             : r->sent < (j->burst || j->fan || j->a2a ? (k == MSGS - 1 ? MSGS : 0) : k + 1)) {
                 if (ml_advance(r->ml)) {
@@ -158,7 +180,14 @@ static void *rank_main(void *arg)
     int empty = 0, each = (j->flags & (J_QUIET_RX | J_RX_WAITALL)) != 0;
     for (int i = 0; recvs && i < (each ? want : 1); i++) {
         int w = i == 0 ? want / 2 : i <= want / 2 ? i - 1 : i;
-        if (j->flags & J_QUIET_RX) ml_wait_for(r->ml, (const void *)&r->rfin[w]);
+        if (j->flags & J_QUIET_RX) { /* this one, or all from it on in this order */
+            r->nwl = 0;
+            for (int x = i; x < (j->flags & J_WAIT_REST ? want : i + 1); x++, r->nwl++) {
+                volatile int *f = &r->rfin[x == 0 ? want / 2 : x <= want / 2 ? x - 1 : x];
+                r->wl[r->nwl] = (const void *)f, r->wl_done[r->nwl] = f;
+            }
+            ml_wait_for(r->ml, waiting_for);
+        }
         while (each ? !r->rfin[w] : r->got < want) {
             if (j->delegate && ml_wait_delegate(r->ml, "test: receive", 4, (unsigned)empty) < 0) break;
             if (ml_advance(r->ml)) {
@@ -320,6 +349,26 @@ static void check_quiet(const job *j)
     for (int i = 0; i < 2; i++) free(q.data[i]), free(p.data[i]);
 }
 
+/* J_WAIT_REST: the same results as the loop that names only the next of
+ * what it waits for, with fewer wakes: the engine goes on with the next
+ * wait where the rank would have handed it back. */
+static void check_rest(const job *j)
+{
+    check_same(j);
+    job one = *j;
+    one.flags &= ~(unsigned)J_WAIT_REST;
+    outcome q, p;
+    run(j, 1, &q);
+    run(&one, 1, &p);
+    same_results(j, &p, &q, "naming all the wait is for");
+    ck_assert_msg(q.res.wakes < p.res.wakes, "%s: %llu wakes naming all the wait is for, %llu naming the next",
+                  j->what, (unsigned long long)q.res.wakes, (unsigned long long)p.res.wakes);
+    printf("proxy: %-34s all the wait is for: wakes %llu -> %llu, same end %llu cycles\n", j->what,
+           (unsigned long long)p.res.wakes, (unsigned long long)q.res.wakes,
+           (unsigned long long)q.res.end_time);
+    for (int i = 0; i < 2; i++) free(q.data[i]), free(p.data[i]);
+}
+
 /* A test of several jobs, each run both ways by check (check_same,
  * check_staged, check_quiet). */
 #define JOBS_TEST(name, check, ...)                                                                 \
@@ -432,6 +481,21 @@ JOBS_TEST(proxy_quiet_receptions, check_quiet,
           {"quiet rx: split, both ways (BT)", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 30001, 1, 16, 1, 1, 0, 0, 4, J_QUIET | J_QUIET_RX},
           {"quiet rx: rendezvous, main", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 30000, 0, 16, 1, 1, 0, 0, 4, J_QUIET_RX},
           {"quiet rx: eager, main", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 1, 1, 0, 0, 4, J_QUIET_RX})
+
+/* Loops naming all they still wait for (MPI_Waitall): the engine records
+ * even the completion of the one waited for, and wakes the rank once all
+ * are complete — receivers whose messages complete in another order than
+ * they wait for them. */
+JOBS_TEST(proxy_wait_rest, check_rest,
+          {"rest rx: coprocessor receives", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 2800, 0, 0, 1, 1, 0, 0, 4, J_QUIET_RX | J_WAIT_REST},
+          {"rest rx: rendezvous, main", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 30000, 0, 16, 1, 1, 0, 0, 4, J_QUIET_RX | J_WAIT_REST},
+          {"rest rx: eager, main", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_EAGER, 20000, 0, 16, 1, 1, 0, 0, 4, J_QUIET_RX | J_WAIT_REST})
+/* ... and senders, both ways (no wake to spare in these: their waits end
+ * at completions that are the rank's anyway), the same results. */
+JOBS_TEST(proxy_wait_rest_send, check_same,
+          {"rest: rendezvous burst", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 2800, 0, 0, 0, 1, 0, 0, 4, J_QUIET | J_WAIT_REST},
+          {"rest: rendezvous to three peers", ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 2800, 0, 16, 0, 0, 1, 0, 4, J_QUIET | J_WAIT_REST},
+          {"rest rx: split, both ways (BT)", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 30001, 1, 16, 1, 1, 0, 0, 4, J_QUIET | J_QUIET_RX | J_WAIT_REST})
 
 JOBS_TEST(proxy_sender_polls, check_same,
           {"rendezvous, sender polls 4", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 4, 0},
@@ -546,6 +610,12 @@ START_TEST(proxy_backs)
      * own request, the third's completion was recorded during another */
     uint64_t waitall[TSIM_BACKS] = {[ML_BACK_NEW] = 1, [ML_BACK_TX_DONE] = MSGS, [ML_BACK_WAIT] = 2};
     check_backs(&quiet, waitall);
+    /* naming all three: one wait, ended by the last of them */
+    job rest = quiet;
+    rest.what = "backs: rendezvous, waitall naming all";
+    rest.flags |= J_WAIT_REST;
+    uint64_t all[TSIM_BACKS] = {[ML_BACK_NEW] = 1, [ML_BACK_TX_DONE] = MSGS, [ML_BACK_WAIT] = 1};
+    check_backs(&rest, all);
 }
 END_TEST
 
@@ -570,7 +640,7 @@ Suite *proxy_suite(void)
 {
     Suite *s = suite_create("proxy");
     UM_TCASE(s, "same results", 120, proxy_rendezvous_heater, proxy_rendezvous_coproc, proxy_quiet_completions, proxy_quiet_split,
-             proxy_quiet_receptions,
+             proxy_quiet_receptions, proxy_wait_rest, proxy_wait_rest_send,
              proxy_rendezvous_coproc_split, proxy_rendezvous_coproc_split_odd,
              proxy_rendezvous_coproc_split_a2a, proxy_eager, proxy_sender_polls, proxy_rendezvous_grant,
              proxy_coproc_asleep, proxy_adaptive, proxy_bidirectional, proxy_vn_fallback, proxy_delegated_loop,

@@ -436,25 +436,49 @@ static int expecting_network(MPIDI_BGL_global_t * g)
         g->deferred;
 }
 
-/* The request MPIR_Wait and MPIR_Waitall wait for while they call
- * MPID_Progress_wait (set and cleared around that call by the patch in
- * adi3-device/mpich/build-mpich.sh), else NULL. */
-void *MPIDI_BGL_wait_req;
+/* The requests MPIR_Wait and MPIR_Waitall still wait for, in their order,
+ * while they call MPID_Progress_wait: wait_reqs[0..wait_nreqs), the one
+ * they wait for first (set and cleared around that call by the patch in
+ * adi3-device/mpich/build-mpich.sh); none outside it. */
+MPIR_Request **MPIDI_BGL_wait_reqs;
+int MPIDI_BGL_wait_nreqs;
 /* Patched into MPICH's mpir_progress_hook.c by the same script. */
 int MPIR_Progress_hook_any_active(void);
 
-/* What this wait is for, for the message layer (ml_wait_for): a
- * point-to-point request still incomplete, whose completion only the
- * network brings, and no progress hook active (a nonblocking collective's
- * schedule, which only this rank runs, may be waiting for a completion
- * the engine would hold back): else not known. Under MPI_THREAD_MULTIPLE
- * another thread may wait for what this one's hint would hold back. */
-static const void *waited_for(void)
+/* What this wait is for (ml_wait_fn): the point-to-point requests it still
+ * waits for, incomplete, whose completions only the network brings, in
+ * MPI's order up to the first of another kind (a generalized or RMA
+ * request: only this rank completes it); none if a progress hook is active
+ * (a nonblocking collective's schedule, which only this rank runs, may be
+ * waiting for a completion the engine would hold back). Under
+ * MPI_THREAD_MULTIPLE another thread may wait for what this one's would
+ * hold back. Beyond the first, only while MPICH's code between two waits
+ * is not charged as computation (mpirun's entry hooks, or no cputime). */
+static unsigned waited_for(void *arg, const void **what, unsigned max)
 {
-    MPIR_Request *req = MPIDI_BGL_wait_req;
-    if (!req || MPIR_IS_THREADED || MPIR_Request_is_complete(req) || MPIR_Progress_hook_any_active())
-        return NULL;
-    return req->kind == MPIR_REQUEST_KIND__SEND || req->kind == MPIR_REQUEST_KIND__RECV ? req : NULL;
+    (void) arg;
+    MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
+    if (!MPIDI_BGL_wait_nreqs || MPIR_IS_THREADED || MPIR_Progress_hook_any_active())
+        return 0;
+    if (!g->hooked && g->clock != MPIDI_BGL_CLOCK_NONE && max > 1)
+        max = 1;
+    unsigned n = 0;
+    for (int i = 0; i < MPIDI_BGL_wait_nreqs && n < max; i++) {
+        MPIR_Request *req = MPIDI_BGL_wait_reqs[i];
+        if (!req || MPIR_Request_is_complete(req))
+            continue;
+        if (req->kind != MPIR_REQUEST_KIND__SEND && req->kind != MPIR_REQUEST_KIND__RECV)
+            break;
+        what[n++] = req;
+    }
+    return n;
+}
+
+/* 1 while this wait is for something still incomplete (waited_for). */
+static int waiting(void)
+{
+    const void *w;
+    return waited_for(NULL, &w, 1) > 0;
 }
 
 static int progress(MPIDI_BGL_global_t * g, int blocking);
@@ -465,7 +489,7 @@ int MPIDI_BGL_progress(int vci, int blocking)
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
     if (!g->ml)
         return MPI_SUCCESS;
-    ml_wait_for(g->ml, blocking ? waited_for() : NULL);
+    ml_wait_for(g->ml, blocking ? waited_for : NULL);
     int mpi_errno = progress(g, blocking);
     ml_wait_for(g->ml, NULL);
     return mpi_errno;
@@ -508,7 +532,7 @@ static int progress(MPIDI_BGL_global_t * g, int blocking)
      * next call can. Refused a second time in a row, the advance polls on
      * with syncs. A request complete by then ends the advance here, as it
      * would have, unless the next MPI call can (below). */
-    int waits = stop && waited_for();
+    int waits = stop && waiting();
     int moved = waits ? ml_advance_then_hand(g->ml) : ml_advance(g->ml);
     if (ml_advance_stopped(g->ml)) {
         /* Complete by now, the request's wait returns. If that wait is
@@ -519,7 +543,7 @@ static int progress(MPIDI_BGL_global_t * g, int blocking)
          * cputime, which charges the computation between the calls at the
          * next entry, before these polls; moved > 0 leaves nothing of
          * this call's ending to the next but the polls. */
-        int pending = waited_for() != NULL;
+        int pending = waiting();
         int leave = !pending && waits && moved > 0 && g->call != MPIDI_BGL_CALL_OTHER &&
             g->clock == MPIDI_BGL_CLOCK_NONE && !MPIR_Progress_hook_any_active();
         if (pending || leave) {
