@@ -369,6 +369,18 @@ else
   notok "multi-partition exchange with and without the engine's help"
 fi
 
+# ---- MPI_Waitall over a synchronous send and a rendezvous one: once the
+# rendezvous is done the rank waits for the acknowledgement alone and polls
+# as a wait owed nothing by the network; the engine, told what the wait is
+# for, must not block it after fewer polls (the report of ranks woken per
+# packet) ----
+helped ssw -np 2 -shape 2x1x1 -clock none "$out/waitall_ssend"
+if same_report ssw && [ "$(grep -o 'ok [0-9] - waitall_ssend: round' "$tmp/ssw-help.out" | wc -l)" = 4 ]; then
+  ok "MPI_Waitall over MPI_Issend and a 100 KB MPI_Isend, both orders, the acknowledgement late: data checked; the report is that of ranks woken per packet"
+else
+  notok "MPI_Waitall over a synchronous and a rendezvous send with and without the engine's help"
+fi
+
 # ---- CG's row and transpose exchanges: rendezvous vectors and one-double
 # sums between fixed partners, each rank in MPI_Wait for the one it needs
 # next; the report is that of ranks woken per packet ----

@@ -143,6 +143,9 @@ static int send_am(int world_rank, int handler_id, const void *am_hdr, MPI_Aint 
                               MPIDIG_global.origin_cbs[handler_id] == MPIDIG_send_data_origin_cb)
             ? sreq : NULL
     };
+    if (handler_id == MPIDIG_SEND &&
+        (((const MPIDIG_hdr_t *) am_hdr)->flags & MPIDIG_AM_SEND_FLAGS_SYNC))
+        g->ssend_acks++;        /* its request completes at the acknowledgement (waited_for) */
     g->empty_polls = 0;
     if (ml_send(g->ml, &s->m) != 0) {
         send_free(s);
@@ -281,6 +284,8 @@ static void upcall(ml_ctx * ml, int src, const void *hdr, size_t hdrlen, size_t 
     out->buf = NULL;
     out->cap = 0;
     out->done = NULL;
+    if (handler_id == MPIDIG_SSEND_ACK)
+        g->ssend_acks--;
 
     if (len == 0) {
         MPIDIG_global.target_msg_cbs[handler_id] (am_hdr, NULL, 0, attr, NULL);
@@ -445,25 +450,25 @@ int MPIDI_BGL_wait_nreqs;
 /* Patched into MPICH's mpir_progress_hook.c by the same script. */
 int MPIR_Progress_hook_any_active(void);
 
-/* What this wait is for (ml_wait_fn): the point-to-point requests it still
- * waits for, incomplete, whose completions only the network brings, in
- * MPI's order up to the first of another kind (a generalized or RMA
- * request: only this rank completes it); none if a progress hook is active
+/* The point-to-point requests this wait still waits for, incomplete,
+ * whose completions only the network brings, in MPI's order up to the
+ * first of another kind (a generalized or RMA request: only this rank
+ * completes it), at most max: how many. None if a progress hook is active
  * (a nonblocking collective's schedule, which only this rank runs, may be
- * waiting for a completion the engine would hold back). Under
- * MPI_THREAD_MULTIPLE another thread may wait for what this one's would
- * hold back. Beyond the first, only while MPICH's code between two waits
- * is not charged as computation (mpirun's entry hooks, or no cputime). */
-static unsigned waited_for(void *arg, const void **what, unsigned max)
+ * waiting for a completion the engine would hold back), or under
+ * MPI_THREAD_MULTIPLE (another thread may wait for what this one's would
+ * hold back). Beyond the one waited for first, only while MPICH's code
+ * between two waits is not charged as computation (mpirun's entry hooks,
+ * or no cputime): else an advance left stopped for the next wait
+ * (progress) would straddle that charge. */
+static unsigned wait_left(const void **what, unsigned max)
 {
-    (void) arg;
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
     if (!MPIDI_BGL_wait_nreqs || MPIR_IS_THREADED || MPIR_Progress_hook_any_active())
         return 0;
-    if (!g->hooked && g->clock != MPIDI_BGL_CLOCK_NONE && max > 1)
-        max = 1;
+    int nreqs = !g->hooked && g->clock != MPIDI_BGL_CLOCK_NONE ? 1 : MPIDI_BGL_wait_nreqs;
     unsigned n = 0;
-    for (int i = 0; i < MPIDI_BGL_wait_nreqs && n < max; i++) {
+    for (int i = 0; i < nreqs && n < max; i++) {
         MPIR_Request *req = MPIDI_BGL_wait_reqs[i];
         if (!req || MPIR_Request_is_complete(req))
             continue;
@@ -474,11 +479,24 @@ static unsigned waited_for(void *arg, const void **what, unsigned max)
     return n;
 }
 
-/* 1 while this wait is for something still incomplete (waited_for). */
+/* 1 while MPI's wait goes on (it calls progress again): wait_left. */
 static int waiting(void)
 {
     const void *w;
-    return waited_for(NULL, &w, 1) > 0;
+    return wait_left(&w, 1) > 0;
+}
+
+/* What this wait is for (ml_wait_fn): wait_left's requests, but none
+ * while a synchronous send waits for its acknowledgement. Once its data
+ * has gone the network still owes the rank that message, but
+ * expecting_network no longer says so: the rank's own loop, waiting for
+ * that send alone, would poll idle, where the engine's loop, handed over
+ * while other requests were pending, would block after
+ * MPIDI_BGL_SPIN_POLLS polls. */
+static unsigned waited_for(void *arg, const void **what, unsigned max)
+{
+    (void) arg;
+    return MPIDI_BGL_global.ssend_acks > 0 ? 0 : wait_left(what, max);
 }
 
 static int progress(MPIDI_BGL_global_t * g, int blocking);

@@ -38,6 +38,7 @@ typedef struct {
     int empty_polls;            /* consecutive progress calls that moved nothing */
     MPIDI_BGL_deferred_t *deferred;
     int rx_inflight;            /* receptions whose data is still arriving */
+    int ssend_acks;             /* synchronous sends whose acknowledgement is still to come */
     MPIDI_BGL_clock_mode clock;
     int hooked;                 /* the preloaded wrappers mark MPI's entry and exit */
     MPIDI_BGL_call_kind call;   /* the application's MPI call under way */
