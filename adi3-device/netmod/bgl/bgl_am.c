@@ -81,6 +81,8 @@ static int send_am(int world_rank, int handler_id, const void *am_hdr, MPI_Aint 
     memset(s->hdr.b, 0, MPIDI_BGL_PREFIX);
     s->hdr.b[0] = (uint8_t) handler_id;
     memcpy(s->hdr.b + MPIDI_BGL_PREFIX, am_hdr, am_hdr_sz);
+    int sync = handler_id == MPIDIG_SEND &&
+        (((const MPIDIG_hdr_t *) am_hdr)->flags & MPIDIG_AM_SEND_FLAGS_SYNC) != 0;
 
     const void *buf = NULL;
     MPI_Aint data_sz = 0;
@@ -138,20 +140,22 @@ static int send_am(int world_rank, int handler_id, const void *am_hdr, MPI_Aint 
         .iov = s->lay.iov,.niov = s->lay.n,.layout_key = s->lay.key,.proto = p,.done = send_done,
         .arg = s,
         /* a send's completion only completes its request (and frees host
-         * memory): it may run later, in a wait for another request */
-        .completes = sreq && (MPIDIG_global.origin_cbs[handler_id] == MPIDIG_send_origin_cb ||
-                              MPIDIG_global.origin_cbs[handler_id] == MPIDIG_send_data_origin_cb)
+         * memory): it may run later, in a wait for another request; not a
+         * synchronous send's, whose request completes at the
+         * acknowledgement */
+        .completes = sreq && !sync &&
+            (MPIDIG_global.origin_cbs[handler_id] == MPIDIG_send_origin_cb ||
+             MPIDIG_global.origin_cbs[handler_id] == MPIDIG_send_data_origin_cb)
             ? sreq : NULL
     };
-    if (handler_id == MPIDIG_SEND &&
-        (((const MPIDIG_hdr_t *) am_hdr)->flags & MPIDIG_AM_SEND_FLAGS_SYNC))
-        g->ssend_acks++;        /* its request completes at the acknowledgement (waited_for) */
     g->empty_polls = 0;
     if (ml_send(g->ml, &s->m) != 0) {
         send_free(s);
         s = NULL;
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_RANK, "**bgl_send", "**bgl_send %d", world_rank);
     }
+    if (sync)
+        g->ssend_acks++;        /* waited_for */
 
   fn_exit:
     MPIDI_BGL_clock_leave();
@@ -452,8 +456,9 @@ int MPIR_Progress_hook_any_active(void);
 
 /* The point-to-point requests this wait still waits for, incomplete,
  * whose completions only the network brings, in MPI's order up to the
- * first of another kind (a generalized or RMA request: only this rank
- * completes it), at most max: how many. None if a progress hook is active
+ * first of another kind (a generalized or RMA request, or one on a
+ * communicator of this rank alone: only this rank completes it), at most
+ * max: how many. None if a progress hook is active
  * (a nonblocking collective's schedule, which only this rank runs, may be
  * waiting for a completion the engine would hold back), or under
  * MPI_THREAD_MULTIPLE (another thread may wait for what this one's would
@@ -472,7 +477,8 @@ static unsigned wait_left(const void **what, unsigned max)
         MPIR_Request *req = MPIDI_BGL_wait_reqs[i];
         if (!req || MPIR_Request_is_complete(req))
             continue;
-        if (req->kind != MPIR_REQUEST_KIND__SEND && req->kind != MPIR_REQUEST_KIND__RECV)
+        if ((req->kind != MPIR_REQUEST_KIND__SEND && req->kind != MPIR_REQUEST_KIND__RECV) ||
+            (req->comm && MPIDI_is_self_comm(req->comm)))
             break;
         what[n++] = req;
     }
