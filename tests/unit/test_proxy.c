@@ -624,6 +624,53 @@ START_TEST(proxy_backs)
 }
 END_TEST
 
+extern const tsim_prog ml_wait_prog;
+
+/* What a wait is for is the rank's word, and the engine checks it before
+ * it runs the loop (ml_engine.c's wait_adopt): a reception whose
+ * completion ends the wait is taken only with a count of what the wait is
+ * for that adds up; a quiet completion without one, a count over
+ * ML_HO_WAIT or one already started is refused (the rank's own loop runs). */
+START_TEST(proxy_adopt_wait_counts)
+{
+    tsim_geom g = {.dim = {2, 1, 1}, .torus = {1, 1, 1}, .cpus = 1, .nnodes = 2, .nranks = 2};
+    uint64_t vt = 0;
+    tsim_port pt = {.vt = &vt, .g = &g, .engine = 1};
+    static ml_wait_state st;
+    struct {
+        const char *what;
+        uint32_t nwait, left;
+        uint8_t quiet;
+        int want;
+    } cases[] = {
+        {"one request, its reception's completion ends the wait", 1, 1, 2, 1},
+        {"three requests, one of them in the hand-off", 3, 3, 2, 1},
+        {"a reception recorded quietly, the wait for another", 1, 1, 1, 1},
+        {"a completion that ends a wait for nothing", 0, 0, 2, 0},
+        {"a quiet completion in a wait that names nothing", 0, 0, 1, 0},
+        {"more requests than a hand-off carries", ML_HO_WAIT + 1, ML_HO_WAIT + 1, 2, 0},
+        {"a count already started", 2, 1, 2, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        memset(&st, 0, sizeof st);
+        st.polls = 4;
+        st.batch = 16;
+        st.nrx = 1;
+        st.rx[0] = (ml_ho_rx){.buf = 4096, .cap = 1000, .len = 1000, .src = UINT32_MAX, .type = T_RZV_DATA,
+                              .quiet = cases[i].quiet, .id = 7};
+        st.nwait = cases[i].nwait;
+        st.wait_left = cases[i].left;
+        for (uint32_t k = 0; k < cases[i].nwait && k < ML_HO_WAIT; k++) st.wait_for[k] = 0x1000 + 8 * k;
+        void *priv = NULL;
+        uint32_t wait = TSIM_WAKE_REC_ALL;
+        int got = ml_wait_prog.adopt(&pt, &st, &priv, &wait, 0);
+        ml_wait_prog.free(priv);
+        ck_assert_msg(got == cases[i].want, "%s: adopted %d, want %d", cases[i].what, got, cases[i].want);
+        printf("proxy: hand-off check: %-55s %s\n", cases[i].what, got ? "taken" : "refused");
+    }
+}
+END_TEST
+
 /* Loops handed over that the engine refuses run on their ranks at once. */
 START_TEST(proxy_refused)
 {
@@ -649,7 +696,7 @@ Suite *proxy_suite(void)
              proxy_rendezvous_coproc_split, proxy_rendezvous_coproc_split_odd,
              proxy_rendezvous_coproc_split_a2a, proxy_eager, proxy_sender_polls, proxy_rendezvous_grant,
              proxy_coproc_asleep, proxy_adaptive, proxy_bidirectional, proxy_vn_fallback, proxy_delegated_loop,
-             proxy_several_going_out, proxy_several_peers, proxy_refused, proxy_backs, proxy_layouts,
+             proxy_several_going_out, proxy_several_peers, proxy_refused, proxy_adopt_wait_counts, proxy_backs, proxy_layouts,
              proxy_layouts_staged);
     return s;
 }
