@@ -201,14 +201,6 @@ static uint32_t record(tsim_port *pt, ml_wait_state *st, uint8_t quiet)
     return ++st->nfin;
 }
 
-/* 2 if the completion of `what` is one the wait is for, else 1. */
-static uint8_t wait_quiet(const ml_wait_state *st, uint64_t what)
-{
-    for (uint32_t i = 0; i < st->nwait; i++)
-        if (st->wait_for[i] == what) return 2;
-    return 1;
-}
-
 /* The engine reads a message's bytes ahead from the rank's memory. */
 typedef struct engine_src {
     tsim_port *pt;
@@ -434,7 +426,7 @@ static int co_done(tsim_port *pt, ml_wait_state *st, int f, ml_sw sw)
     tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
     st->co_fin[st->nco_fin] = sw.id;
     st->co_fin_n[st->nco_fin++] =
-        (uint16_t)record(pt, st, wait_quiet(st, (uint64_t)(uintptr_t)img.r.completes));
+        (uint16_t)record(pt, st, ml_ho_quiet(st, (uint64_t)(uintptr_t)img.r.completes));
     return 1;
 }
 

@@ -48,14 +48,10 @@ void ml_ho_rx_set(ml_ho_rx *r, const ml_rx *rx, uint32_t src, uint8_t type, uint
 
 /* A completion the engine may record: it only completes something
  * (ml_msg.completes, ml_recv.completes), in a wait that says what it is
- * for (d's wait_for): 2 for one of those (the last of them ends the wait),
- * 1 for another. */
+ * for (ml_ho_quiet). */
 static uint8_t quiet(const ml_wait_state *d, const void *completes)
 {
-    if (!completes || !d->nwait) return 0;
-    for (uint32_t i = 0; i < d->nwait; i++)
-        if ((uint64_t)(uintptr_t)completes == d->wait_for[i]) return 2;
-    return 1;
+    return ml_ho_quiet(d, (uint64_t)(uintptr_t)completes);
 }
 
 /* A reception's, where ml_rx_complete is all the rank does at its last

@@ -239,6 +239,18 @@ typedef struct ml_wait_state {
 } ml_wait_state;
 _Static_assert(sizeof(ml_wait_state) <= TSIM_HANDOFF_BYTES, "the wait loop's state fits a hand-off");
 
+/* A completion's `quiet` in the wait d describes (ml_wait_for): 2 for
+ * one of what the wait is for (the last of them ends it), 1 for another
+ * that only completes something (what != 0), 0 in a wait that names
+ * nothing. */
+static inline uint8_t ml_ho_quiet(const ml_wait_state *d, uint64_t what)
+{
+    if (!what || !d->nwait) return 0;
+    for (uint32_t i = 0; i < d->nwait; i++)
+        if (d->wait_for[i] == what) return 2;
+    return 1;
+}
+
 struct ml_ctl;
 
 struct ml_ctx {

@@ -251,10 +251,10 @@ grep -q 'MPIDI_NM_progress(vci, wait)' "$PROG" ||
 #    MPIR_Wait, MPIR_Waitall and MPIR_Sendrecv_impl name the requests they
 #    still wait for, in their order, while they call MPID_Progress_wait
 #    (MPIDI_BGL_wait_reqs and _nreqs, cleared before anything else can
-#    run), and MPICH says
-#    whether a progress hook is active (MPIR_Progress_hook_any_active):
-#    then the netmod lets the engine record the completions of the rank's
-#    requests instead of waking it for each, until all are complete.
+#    run), and MPICH says whether a progress hook is active
+#    (MPIR_Progress_hook_any_active): then the netmod lets the engine record
+#    the completions of the rank's requests instead of waking it for each,
+#    until all are complete.
 # A file is patched from MPICH's own copy of it (in $SRC) whenever it lacks
 # its patch's mark, so a cached tree patched by an earlier version of a
 # patch takes the current one.
@@ -293,12 +293,14 @@ for rel, loops in (("src/pm/hydra/pm/pmiserv/pmip_cb.c",
                    ("src/pm/hydra/pm/pmiserv/pmiserv_cb.c",
                     [("", "    for (i = 0; i < MAX_PMI_ARGS; i++)\n        args[i] = NULL;\n")])):
     patch(rel, [(pmi_args % k + loop, calloc % k) for k, loop in loops], "bglemu: zero pages, untouched")
-def named(reqs, n, ind):
-    return ("MPIDI_BGL_wait_reqs = %s;\n%sMPIDI_BGL_wait_nreqs = %s;\n%smpi_errno = MPID_Progress_wait(state);\n"
-            "%sMPIDI_BGL_wait_nreqs = 0;\n") % (reqs, ind, n, ind, ind)
+def named(reqs, n, ind, state="state"):
+    return ("MPIDI_BGL_wait_reqs = %s;\n%sMPIDI_BGL_wait_nreqs = %s;\n%smpi_errno = MPID_Progress_wait(%s);\n"
+            "%sMPIDI_BGL_wait_nreqs = 0;\n") % (reqs, ind, n, ind, state, ind)
+def declared(mark):
+    return ('#include "mpiimpl.h"\n', '#include "mpiimpl.h"\n/* %s */\n' % mark +
+            'extern MPIR_Request **MPIDI_BGL_wait_reqs;\nextern int MPIDI_BGL_wait_nreqs;\n')
 patch("src/mpi/request/request_impl.c", [
-    ('#include "mpiimpl.h"\n', '#include "mpiimpl.h"\n/* bglemu: what a wait is for, all of it */\n'
-     'extern MPIR_Request **MPIDI_BGL_wait_reqs;\nextern int MPIDI_BGL_wait_nreqs;\n'),
+    declared("bglemu: what a wait is for, all of it"),
     ('    while (!MPIR_Request_is_complete(request_ptr)) {\n        mpi_errno = MPID_Progress_wait(state);\n',
      '    while (!MPIR_Request_is_complete(request_ptr)) {\n        ' + named("&request_ptr", "1", " " * 8)),
     ('            while (!MPIR_Request_is_complete(request_ptrs[i])) {\n'
@@ -309,12 +311,10 @@ patch("src/mpi/request/request_impl.c", [
      'GREQUEST);\n\n                ' + named("request_ptrs + i", "count - i", " " * 16)),
 ], "bglemu: what a wait is for, all of it")
 patch("src/mpi/pt2pt/sendrecv.c", [
-    ('#include "mpiimpl.h"\n', '#include "mpiimpl.h"\n/* bglemu: what a wait is for, both */\n'
-     'extern MPIR_Request **MPIDI_BGL_wait_reqs;\nextern int MPIDI_BGL_wait_nreqs;\n'),
+    declared("bglemu: what a wait is for, both"),
     ('            mpi_errno = MPID_Progress_wait(&progress_state);\n',
-     '            MPIR_Request *bglemu_reqs[2] = { sreq, rreq };\n'
-     '            MPIDI_BGL_wait_reqs = bglemu_reqs;\n            MPIDI_BGL_wait_nreqs = 2;\n'
-     '            mpi_errno = MPID_Progress_wait(&progress_state);\n            MPIDI_BGL_wait_nreqs = 0;\n'),
+     '            MPIR_Request *bglemu_reqs[2] = { sreq, rreq };\n            '
+     + named("bglemu_reqs", "2", " " * 12, "&progress_state")),
 ], "bglemu: what a wait is for, both")
 patch("src/util/mpir_progress_hook.c", [
     ('static progress_hook_slot_t progress_hooks[MAX_PROGRESS_HOOKS];\n',
