@@ -119,6 +119,25 @@ static int rx_take(tsim_port *pt, ml_wait_state *st, wait_priv *w, uint32_t i)
     return 0;
 }
 
+/* The posted receives and reserved slots (ml_engine_match.c): as the
+ * hand-off describes them, nothing taken yet. */
+static int posted_ok(const ml_wait_state *st)
+{
+    if (!st->nposted) return !st->ntaken && !st->grant_owe;
+    if (st->flat || st->nposted > ML_HO_POST || st->nres > ML_HO_TAKEN || st->ntaken || st->grant_owe ||
+        !st->peers || !st->ranks || !st->slots || !st->parts)
+        return 0;
+    for (int i = 0; i < ML_MATCH_KEYS; i++)
+        if (st->rule.off[i] > ML_HO_HDR - sizeof(uint32_t)) return 0;
+    if (st->rule.veto_off > ML_HO_HDR - sizeof(uint32_t)) return 0;
+    for (uint32_t i = 0; i < st->nposted; i++)
+        if (st->posted[i].taken) return 0;
+    for (uint32_t i = 0; i < st->nres; i++)
+        for (uint32_t j = 0; j <= i; j++)
+            if (st->res_slot[i] >= ML_MAX_IDS || (j < i && st->res_slot[j] == st->res_slot[i])) return 0;
+    return 1;
+}
+
 /* Takes a hand-off the rank's loop could be in, every message and
  * reception checked: anything else is refused (the rank runs it). */
 static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, int start)
@@ -129,7 +148,7 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
         (*wait & TSIM_WAKE_REC_ALL) != TSIM_WAKE_REC_ALL || st->ntx > ML_HO_TX ||
         st->nring > st->ntx || (st->nring && st->ring_pos >= st->nring) || st->nwt > ML_HO_WT ||
         st->ngranted || st->co_owe || st->nfin || st->nco_fin || st->wait_done || st->nwait > ML_HO_WAIT ||
-        st->wait_left != st->nwait)
+        st->wait_left != st->nwait || !posted_ok(st))
         return 0;
     if (!*priv && !(*priv = calloc(1, sizeof(wait_priv)))) return 0;
     wait_priv *w = *priv;
@@ -178,15 +197,6 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
     st->blocked = !start;
     if (start && at.point == ML_RESUME_NONE) ml_adv_begin(&st->res);
     return 1;
-}
-
-/* Gives the rank back where its own advance picks up: the cursor stands
- * there already. why: ML_BACK_*. */
-static int back(ml_wait_state *st, uint32_t why)
-{
-    st->res.inj_full = st->inj_full << 8;
-    st->why = why;
-    return TSIM_RUN_BACK;
 }
 
 /* A completion the engine records for the rank (ml_wait_for): the
@@ -248,10 +258,10 @@ static int send_round(void *ctx, ml_resume *a)
              * message would now be */
             if (t->live && t->off >= t->len && t->off < t->whole &&
                 ml_rzv_next_part(t, pt->prm->ml_coproc_align) != 0)
-                return back(st, ML_BACK_OTHER);
+                return ml_ho_back(st, ML_BACK_OTHER);
             if (!t->live || t->off >= t->len) continue;
             if (t->len == t->whole && t->len - t->off <= TSIM_PAYLOAD_MAX && !t->quiet) { /* the last packet */
-                if (tsim_port_room(pt, t->fifo, tsim_chunks(t->len - t->off)) == 1) return back(st, ML_BACK_TX_DONE);
+                if (tsim_port_room(pt, t->fifo, tsim_chunks(t->len - t->off)) == 1) return ml_ho_back(st, ML_BACK_TX_DONE);
                 if (!pt->ops->settled(pt)) return TSIM_RUN_WAIT; /* its gather is the rank's if room comes */
             }
             engine_src src = {pt, st, w, (int)k};
@@ -322,9 +332,9 @@ static int take_grant(tsim_port *pt, ml_wait_state *st, wait_priv *w, int f, ml_
     ml_ho_wt *g = NULL;
     for (uint32_t i = 0; i < st->nwt && !g; i++)
         if (!st->wt[i].granted && st->wt[i].t.id == sw.id) g = &st->wt[i];
-    if (!g || st->ntx >= ML_HO_TX || sw.w >= ML_MAX_IDS) return back(st, ML_BACK_CTL);
+    if (!g || st->ntx >= ML_HO_TX || sw.w >= ML_MAX_IDS) return ml_ho_back(st, ML_BACK_CTL);
     ml_ho_tx t = g->t;
-    if (ml_rzv_grant(&t, (uint16_t)sw.w, sw.b, pt->prm->ml_coproc_align) != 0) return back(st, ML_BACK_OTHER);
+    if (ml_rzv_grant(&t, (uint16_t)sw.w, sw.b, pt->prm->ml_coproc_align) != 0) return ml_ho_back(st, ML_BACK_OTHER);
     pt->ops->consume(pt, f);
     tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
     tsim_port_charge(pt, pt->prm->ml_rzv_cycles);
@@ -376,7 +386,7 @@ static int co_notice(tsim_port *pt, ml_wait_state *st)
     if (!st->co_owe) return 1;
     int rc = ml_co_tell(pt, T_CO_RZV_DONE, (uint16_t)(st->co_owe - 1));
     if (rc == 1) st->co_owe = 0;
-    return rc == 0 ? back(st, ML_BACK_OTHER) : rc;
+    return rc == 0 ? ml_ho_back(st, ML_BACK_OTHER) : rc;
 }
 
 /* The coprocessor's part of a split reception is in (T_CO_RZV_DONE with
@@ -389,11 +399,11 @@ static int co_part_done(tsim_port *pt, ml_wait_state *st, int f, uint16_t id)
     ml_ho_rx *rx = NULL;
     for (uint32_t i = 0; i < st->nrx && !rx; i++)
         if (st->rx[i].type == T_RZV_DATA && st->rx[i].id == id && st->rx[i].lo) rx = &st->rx[i];
-    if (!rx || rx->got >= rx->len) return back(st, ML_BACK_CTL);
+    if (!rx || rx->got >= rx->len) return ml_ho_back(st, ML_BACK_CTL);
     uint64_t co = ml_split_end(rx->len, rx->lo, pt->prm->ml_coproc_align) - rx->lo;
     int done = rx->got + co >= rx->len;
-    if (rx->got + co > rx->len) return back(st, ML_BACK_OTHER);
-    if (done && !rx->quiet) return back(st, ML_BACK_RX_DONE);
+    if (rx->got + co > rx->len) return ml_ho_back(st, ML_BACK_OTHER);
+    if (done && !rx->quiet) return ml_ho_back(st, ML_BACK_RX_DONE);
     pt->ops->consume(pt, f);
     tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
     rx->got += co;
@@ -411,17 +421,17 @@ static int co_part_done(tsim_port *pt, ml_wait_state *st, int f, uint16_t id)
 static int co_done(tsim_port *pt, ml_wait_state *st, int f, ml_sw sw)
 {
     uint16_t id = sw.id & (ML_CO_PART - 1);
-    if (st->flat || id >= ML_MAX_IDS || st->nco_fin >= ML_HO_COFIN) return back(st, ML_BACK_RX_DONE);
+    if (st->flat || id >= ML_MAX_IDS || st->nco_fin >= ML_HO_COFIN) return ml_ho_back(st, ML_BACK_RX_DONE);
     for (uint32_t i = 0; i < st->nco_fin; i++)
-        if (st->co_fin[i] == sw.id) return back(st, ML_BACK_RX_DONE);
+        if (st->co_fin[i] == sw.id) return ml_ho_back(st, ML_BACK_RX_DONE);
     if (sw.id & ML_CO_PART) return co_part_done(pt, st, f, id);
-    if (!st->co_slots || !st->nwait) return back(st, ML_BACK_RX_DONE);
+    if (!st->co_slots || !st->nwait) return ml_ho_back(st, ML_BACK_RX_DONE);
     ml_rx img;
     uint64_t at = (uint64_t)(uintptr_t)ml_co_rx((ml_rx *)(uintptr_t)st->co_slots,
                                                 (ml_rx *)(uintptr_t)st->co_parts, sw.id);
     if (pt->ops->read(pt, &img, at, sizeof img, "hand-off: a reception the engine cannot read") != 0 ||
         !img.used || img.cpu != ML_CPU_CO || !img.r.completes)
-        return back(st, ML_BACK_RX_DONE);
+        return ml_ho_back(st, ML_BACK_RX_DONE);
     pt->ops->consume(pt, f);
     tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
     st->co_fin[st->nco_fin] = sw.id;
@@ -440,6 +450,7 @@ static int poll_once(void *ctx, ml_resume *a)
     tsim_port *pt = c->pt;
     ml_wait_state *st = c->st;
     wait_priv *w = c->w;
+    if (st->grant_owe) return ml_engine_grant(pt, st, a); /* the scout it took goes on */
     int rc = co_notice(pt, st);
     if (rc != 1) return rc;
     int f = pt->ops->poll(pt);
@@ -461,15 +472,16 @@ static int poll_once(void *ctx, ml_resume *a)
      * main processor. A reception it completed is over (its slot may
      * already carry the next one). */
     int last = rx && off <= rx->len && rx->got + n >= rx->len;
-    if (!rx) return back(st, ml_type_starts(sw.type) ? ML_BACK_NEW : ML_BACK_CTL);
-    if (off > rx->len || rx->got >= rx->len) return back(st, ML_BACK_OTHER);
-    if (last && !st->flat && !rx->quiet) return back(st, ML_BACK_RX_DONE);
+    if (!rx && sw.type == T_SCOUT) return ml_engine_scout(pt, st, f, s, sw, a);
+    if (!rx) return ml_ho_back(st, ml_type_starts(sw.type) ? ML_BACK_NEW : ML_BACK_CTL);
+    if (off > rx->len || rx->got >= rx->len) return ml_ho_back(st, ML_BACK_OTHER);
+    if (last && !st->flat && !rx->quiet) return ml_ho_back(st, ML_BACK_RX_DONE);
     /* the bytes first: a write that fails leaves the packet to the rank
      * (the pieces written are rewritten by it) */
     size_t i = (size_t)(rx - st->rx);
     ml_sink k = {rx->buf, rx->cap, w->rxiov[i], rx->niov, &w->rxcur[i]};
     int segs = ml_data_put(pt, &k, off, s->p.payload, (size_t)n);
-    if (segs < 0) return back(st, ML_BACK_OTHER);
+    if (segs < 0) return ml_ho_back(st, ML_BACK_OTHER);
     pt->ops->consume(pt, f);
     /* the message layer's dispatch of a data packet, and its scatter */
     tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
@@ -520,7 +532,7 @@ static int wait_step(tsim_port *pt, void *state, void *priv, uint32_t *wait)
         int rc = ml_adv_step(a, &engine_ops, &c, st->batch);
         if (!rc && st->wait_done) { /* the rank's wait is over with this advance */
             a->point = ML_RESUME_OVER;
-            rc = back(st, ML_BACK_WAIT);
+            rc = ml_ho_back(st, ML_BACK_WAIT);
         }
         if (rc == TSIM_RUN_BACK) *wait = st->why; /* the runtime counts why */
         if (rc) return rc;

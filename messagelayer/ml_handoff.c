@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "ml_internal.h"
+#include "../packetlayer/pl_trace.h"
 
 void ml_act_add(ml_ctx *ml, ml_rx *rx, uint8_t dtype, uint16_t did)
 {
@@ -63,6 +64,37 @@ static uint8_t rx_quiet(const ml_wait_state *d, const ml_rx *rx)
 }
 
 void ml_wait_for(ml_ctx *ml, ml_wait_fn fn) { ml->wait_for = fn; }
+
+void ml_match_for(ml_ctx *ml, ml_posted_fn fn) { ml->posted = fn; }
+
+/* The posted receives (ml_match_for), and the free slots the engine
+ * gives the scouts it takes, in the order ml_slot_alloc would have. The
+ * rank replays what the engine matched (ml_rzv_replay), so nothing its
+ * code does is skipped, only put off: not while its receptions are
+ * traced (the trace would show them at the replay). */
+static void posted_list(ml_ctx *ml, ml_wait_state *d)
+{
+    if (!ml->posted || pl_tracing()) return;
+    ml_posted rows[ML_HO_POST];
+    unsigned n = ml->posted(ml->uarg, &d->rule, rows, ML_HO_POST);
+    if (!n || n > ML_HO_POST) return;
+    for (unsigned i = 0; i < n; i++) {
+        ml_ho_post *p = &d->posted[i];
+        *p = (ml_ho_post){.any = rows[i].any, .land = rows[i].land, .buf = (uint64_t)(uintptr_t)rows[i].buf,
+                          .cap = rows[i].cap, .arg = (uint64_t)(uintptr_t)rows[i].arg,
+                          .completes = (uint64_t)(uintptr_t)rows[i].completes};
+        memcpy(p->key, rows[i].key, sizeof p->key);
+        memcpy(&p->done, &rows[i].done, sizeof p->done);
+    }
+    for (uint16_t k = 0; k < ML_MAX_IDS && d->nres < ML_HO_TAKEN; k++)
+        if (!ml->slots[k].used) d->res_slot[d->nres++] = k;
+    d->nposted = n;
+    d->co_running = (uint32_t)ml->co_running;
+    d->peers = (uint64_t)(uintptr_t)ml->peer;
+    d->ranks = (uint64_t)(uintptr_t)ml->map.rank;
+    d->slots = (uint64_t)(uintptr_t)ml->slots;
+    d->parts = (uint64_t)(uintptr_t)ml->co_part;
+}
 
 /* What the wait is for now (ml_wait_fn), each once: two alike would be
  * counted twice. */
@@ -154,6 +186,7 @@ static int describe(ml_ctx *ml, ml_wait_state *d, unsigned polls)
         ml->reg_wt[nw++] = m;
     }
     d->nwt = nw;
+    posted_list(ml, d);
     ml->reg_ntx = ntx;
     d->polls = polls;
     d->batch = ML_ADVANCE_BATCH;
@@ -172,6 +205,8 @@ void ml_resume_apply(ml_ctx *ml, const ml_resume *r)
 /* The engine's progress becomes this rank's. */
 static void apply(ml_ctx *ml, const ml_wait_state *d)
 {
+    /* the scouts it took first, as they came: MPI's matching runs in that order */
+    for (uint32_t i = 0; i < d->ntaken; i++) ml_rzv_replay(ml, d, &d->taken[i]);
     for (uint32_t i = 0; i < d->nrx; i++) {
         ml->reg_rx[i]->got = d->rx[i].got;
         ml->reg_rx[i]->hi = d->rx[i].hi;
@@ -195,6 +230,8 @@ static void apply(ml_ctx *ml, const ml_wait_state *d)
         }
     ml->ring_pos = (int)d->ring_pos;
     ml_resume_apply(ml, &d->res);
+    /* a grant whose FIFO was full goes as the rank's dispatch would have sent it */
+    for (uint32_t i = 0; i < d->ntaken; i++) ml_rzv_owed(ml, &d->taken[i]);
     /* the coprocessor's parts of splits the engine counted are free again */
     for (uint32_t i = 0; i < d->nco_fin; i++)
         if (d->co_fin[i] & ML_CO_PART) ml->co_part[d->co_fin[i] & (ML_CO_PART - 1)].used = 0;

@@ -129,6 +129,8 @@ typedef struct ml_peer {
 #define ML_HO_WT 8
 #define ML_HO_COFIN 16
 #define ML_HO_WAIT 16 /* what a wait is for (ml_wait_for): the first so many count */
+#define ML_HO_POST 16 /* posted receives described (ml_match_for) */
+#define ML_HO_TAKEN 8 /* scouts the engine takes before it hands the rank back */
 #define ML_PROG_WAIT 1
 /* Why the engine hands a waiting rank back (statistics: ml_wait_prog's
  * backs names them, BGLEMU_PROXY_STATS prints the counts). */
@@ -196,6 +198,37 @@ typedef struct ml_ho_wt {
     uint32_t resv;
 } ml_ho_wt;
 
+/* A posted receive as the hand-off describes it (ml_posted; taken: the
+ * engine matched a scout to it). */
+typedef struct ml_ho_post {
+    uint32_t key[ML_MATCH_KEYS];
+    uint8_t any, land, taken, pad;
+    uint64_t buf, cap, done, arg, completes;
+} ml_ho_post;
+
+/* Where a rendezvous reception's data goes (the grant's b): the main
+ * processor, the coprocessor, or a split (co_lo, co_hi: the coprocessor's
+ * whole lines). ml_rzv_to decides it, for the rank's grant and the engine's. */
+typedef struct ml_rzv_dest {
+    uint8_t b, cpu;
+    uint32_t co_lo, co_hi;
+} ml_rzv_dest;
+
+/* A scout the engine took for the waiting rank (ml_engine_match.c), in
+ * the order it took them: the rank replays each when it wakes
+ * (ml_rzv_replay). */
+#define ML_HO_HDR 64 /* header bytes kept for the replay */
+typedef struct ml_ho_scout {
+    int32_t src;           /* the sender's rank */
+    uint32_t len;
+    uint16_t slot, sender_id;
+    uint8_t row, hl;
+    uint8_t sent;          /* the grant went (0: its FIFO was full: the rank sends it) */
+    uint8_t rxi;           /* the main processor's reception: its place in rx[] (ML_HO_RX: none) */
+    ml_rzv_dest to;
+    uint8_t hdr[ML_HO_HDR];
+} ml_ho_scout;
+
 typedef struct ml_wait_state {
     ml_resume res;       /* the answer: where this rank's advance picks up */
     uint32_t polls;      /* empty advances of the loop before it blocks */
@@ -233,9 +266,21 @@ typedef struct ml_wait_state {
      * loop reads one granted after the hand-off at its first data packet,
      * the main processor's one the coprocessor completed at its notice */
     uint64_t co_slots, co_parts;
+    /* the posted receives (ml_match_for) the engine may match a
+     * rendezvous scout to, while it has a slot this rank reserved for it
+     * (res_slot: free when described, in the order it takes them) */
+    uint32_t nposted, nres, ntaken;
+    uint32_t grant_owe;  /* 1 + the scout whose grant is still to go, */
+    uint32_t grant_proc; /* to this processor */
+    uint32_t co_running; /* the coprocessor receives (CO mode) */
+    uint64_t peers, ranks, slots, parts; /* ml->peer, ml->map.rank, ml->slots, ml->co_part */
+    ml_match_rule rule;
+    uint16_t res_slot[ML_HO_TAKEN];
     ml_ho_tx tx[ML_HO_TX];
     ml_ho_rx rx[ML_HO_RX];
     ml_ho_wt wt[ML_HO_WT];
+    ml_ho_post posted[ML_HO_POST];
+    ml_ho_scout taken[ML_HO_TAKEN];
 } ml_wait_state;
 _Static_assert(sizeof(ml_wait_state) <= TSIM_HANDOFF_BYTES, "the wait loop's state fits a hand-off");
 
@@ -250,6 +295,23 @@ static inline uint8_t ml_ho_quiet(const ml_wait_state *d, uint64_t what)
         if (d->wait_for[i] == what) return 2;
     return 1;
 }
+
+/* The engine hands the rank back where its own advance picks up (the
+ * cursor stands there already). why: ML_BACK_*. */
+static inline int ml_ho_back(ml_wait_state *st, uint32_t why)
+{
+    st->res.inj_full = st->inj_full << 8;
+    st->why = why;
+    return TSIM_RUN_BACK;
+}
+
+/* ml_engine_match.c: a rendezvous scout the waiting rank posted the
+ * receive of, taken by the engine (f: its FIFO, a: the advance's cursor):
+ * 1, or TSIM_RUN_* (TSIM_RUN_BACK: the rank takes it). */
+int ml_engine_scout(tsim_port *pt, ml_wait_state *st, int f, const tsim_slot *s, ml_sw sw, ml_resume *a);
+/* The grant of the scout it took last (grant_owe), at the clock: 1, or
+ * TSIM_RUN_WAIT, or TSIM_RUN_BACK when its FIFO is full (the rank sends it). */
+int ml_engine_grant(tsim_port *pt, ml_wait_state *st, ml_resume *a);
 
 struct ml_ctl;
 
@@ -299,6 +361,7 @@ struct ml_ctx {
     int stage;                  /* stage fragmented layouts on the host (BGLEMU_STAGE != 0) */
     ml_resume resume;           /* where the next advance picks up */
     ml_wait_fn wait_for;        /* ml_wait_for */
+    ml_posted_fn posted;        /* ml_match_for */
     ml_rx *reg_rx[ML_HO_RX];    /* what the last hand-off named */
     ml_msg *reg_tx[ML_HO_TX];
     ml_msg *reg_wt[ML_HO_WT];
@@ -378,6 +441,19 @@ const ml_proto_ops *ml_proto_of(ml_proto p);
 int ml_type_starts(unsigned type);
 /* ml_accept's answer for a deferred message of each protocol */
 void ml_rzv_accept(ml_ctx *ml, uint16_t slot);
+/* Where a rendezvous reception of len bytes whose data goes to `at` (a
+ * buffer of cap bytes, or a layout's first segment) is received. */
+void ml_rzv_to(uint64_t at, int layout, uint64_t cap, uint64_t len, size_t align, int co_running,
+               ml_rzv_dest *d);
+/* Reception rx takes d; a split's coprocessor part is set up in *part
+ * (NULL: it is already). */
+void ml_rzv_bind(ml_rx *rx, ml_rx *part, const ml_rzv_dest *d);
+/* A scout the engine took, replayed by the rank as it wakes (before
+ * anything else): MPI's part of the match, uncharged, checked against the
+ * engine's; the reception in its slot. The grant the engine could not
+ * send is the caller's (ml_rzv_owed, once the engine's cursor is back). */
+void ml_rzv_replay(ml_ctx *ml, const ml_wait_state *d, const ml_ho_scout *t);
+void ml_rzv_owed(ml_ctx *ml, const ml_ho_scout *t);
 /* Rendezvous (ml_rzv.c), the grant at the sender. A send waiting for its
  * grant as the wire will carry its data (t->id: the message id the grant
  * names). */
@@ -470,6 +546,8 @@ void ml_msg_finished(ml_ctx *ml, ml_msg *m);
 void ml_msg_done(ml_ctx *ml, ml_msg *m);
 void ml_pop_head(ml_peer *p);
 int ml_fifo_for(const ml_ctx *ml, int dst_rank); /* injection FIFO by direction */
+/* The same from node to processor dst_proc, for either driver. */
+int ml_fifo_to(const tsim_geom *g, int node, int dst_proc);
 /* The n bytes at offset off of m's data (a layout's gather charged once
  * per offset): in place, or gathered into tmp. */
 const void *ml_msg_bytes(ml_ctx *ml, ml_msg *m, size_t off, size_t n, uint8_t *tmp);
@@ -515,6 +593,8 @@ void ml_rx_finish(ml_ctx *ml, ml_rx *rx);
 void ml_upcall(ml_ctx *ml, int src, const uint8_t *hdr, size_t hl, size_t len, ml_rx *rx, ml_proto proto,
                unsigned token);
 uint16_t ml_slot_alloc(ml_ctx *ml);
+/* A reception begins: r (the upcall's answer), len bytes from rank src. */
+void ml_rx_begin(ml_rx *rx, const ml_recv *r, uint64_t len, int src);
 /* Holds a packet for later, in arrival order (replayed after the next
  * first packet of its peer). */
 void ml_stash(ml_peer *p, const tsim_slot *s);

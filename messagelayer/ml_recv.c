@@ -100,21 +100,23 @@ void ml_rx_finish(ml_ctx *ml, ml_rx *rx)
     if (r.done) r.done(ml, r.arg);
 }
 
+void ml_rx_begin(ml_rx *rx, const ml_recv *r, uint64_t len, int src)
+{
+    *rx = (ml_rx){.r = *r, .len = len, .src = src, .used = 1};
+}
+
 void ml_upcall(ml_ctx *ml, int src, const uint8_t *hdr, size_t hl, size_t len, ml_rx *rx, ml_proto proto,
                unsigned token)
 {
     ml_act_del(ml, rx);
     memset(rx, 0, sizeof *rx);
-    rx->r.proto = (uint8_t)proto;
-    rx->r.token = token;
+    ml_recv r = {.proto = (uint8_t)proto, .token = token};
     uint64_t t0 = pl_now(ml->pp);
     ml_charge(ml, ml->prm->ml_callback_cycles);
-    ml->upcall(ml, src, hdr, hl, len, &rx->r, ml->uarg);
+    ml->upcall(ml, src, hdr, hl, len, &r, ml->uarg);
+    ml_rx_begin(rx, &r, len, src);
     ml_rx_set_cap(ml, rx);
     if (pl_tracing()) pl_trace_msg(ml->pp, PLT_RECV, proto, t0, pl_now(ml->pp), src, len);
-    rx->len = len;
-    rx->src = src;
-    rx->used = 1;
 }
 
 uint16_t ml_slot_alloc(ml_ctx *ml)

@@ -65,38 +65,50 @@ void ml_rzv_granted(ml_ctx *ml, uint16_t id, uint16_t slot, uint8_t b)
     ml_data_phase(ml, m, slot, b);
 }
 
+/* Data whose buffer (or a layout's first segment) is cache-line aligned
+ * is received by the coprocessor; a flat buffer that is not, by both: the
+ * coprocessor its whole lines, if it has any (ml_split_end). */
+void ml_rzv_to(uint64_t at, int layout, uint64_t cap, uint64_t len, size_t align, int co_running,
+               ml_rzv_dest *d)
+{
+    *d = (ml_rzv_dest){ML_CPU_MAIN, ML_CPU_MAIN, 0, 0};
+    if (!co_running || !align || cap < len) return;
+    size_t head = (align - at % align) % align;
+    if (!head) {
+        d->b = d->cpu = ML_CPU_CO;
+    } else if (!layout && align <= 128 && head < len && ml_split_end(len, head, align) > head) {
+        d->b = (uint8_t)(ML_CPU_SPLIT + head);
+        d->cpu = ML_CPU_SPLIT;
+        d->co_lo = (uint32_t)head;
+        d->co_hi = (uint32_t)ml_split_end(len, head, align);
+    }
+}
+
+void ml_rzv_bind(ml_rx *rx, ml_rx *part, const ml_rzv_dest *d)
+{
+    rx->cpu = d->cpu;
+    if (d->cpu != ML_CPU_SPLIT) return;
+    rx->co_lo = d->co_lo;
+    rx->co_hi = d->co_hi;
+    if (part) /* its bytes already counted as there */
+        *part = (ml_rx){.r = {.buf = rx->r.buf, .cap = rx->r.cap}, .len = d->co_hi, .got = d->co_lo,
+                        .src = rx->src, .used = 1, .cpu = ML_CPU_CO};
+}
+
 /* Tells the sender where the data goes (now or, if the upcall deferred it,
  * from ml_accept). */
 static void grant(ml_ctx *ml, uint16_t k)
 {
     ml_rx *rx = &ml->slots[k];
-    /* data whose buffer (or a layout's first segment) is cache-line aligned
-     * is received by the coprocessor; a flat buffer that is not, by both:
-     * the coprocessor its whole lines, if it has any (ml_split_end) */
-    size_t align = ml->prm->ml_coproc_align;
+    ml_rzv_dest d;
     uintptr_t at = rx->r.niov ? (uintptr_t)rx->r.iov[0].iov_base : (uintptr_t)rx->r.buf;
-    uint8_t b = ML_CPU_MAIN, cpu = ML_CPU_MAIN;
-    if (ml->co_running && align && rx->r.cap >= rx->len) {
-        size_t head = (align - at % align) % align;
-        if (!head) {
-            b = cpu = ML_CPU_CO;
-        } else if (!rx->r.niov && align <= 128 && head < rx->len &&
-                   ml_split_end(rx->len, head, align) > head) {
-            b = (uint8_t)(ML_CPU_SPLIT + head);
-            cpu = ML_CPU_SPLIT;
-            rx->co_lo = (uint32_t)head;
-            rx->co_hi = (uint32_t)ml_split_end(rx->len, head, align);
-            ml_rx *c = &ml->co_part[k]; /* its bytes already counted as there */
-            *c = (ml_rx){.r = {.buf = rx->r.buf, .cap = rx->r.cap}, .len = rx->co_hi,
-                         .got = rx->co_lo, .src = rx->src, .used = 1, .cpu = ML_CPU_CO};
-        }
-    }
-    rx->cpu = cpu;
-    ml_send_ctl(ml, rx->src, ml_fifo_for(ml, rx->src), T_GRANT, b, rx->sender_id, k);
+    ml_rzv_to(at, rx->r.niov != 0, rx->r.cap, rx->len, ml->prm->ml_coproc_align, ml->co_running, &d);
+    ml_rzv_bind(rx, &ml->co_part[k], &d);
+    ml_send_ctl(ml, rx->src, ml_fifo_for(ml, rx->src), T_GRANT, d.b, rx->sender_id, k);
     if (rx->len == 0) ml_rx_complete(ml, rx);
     /* a split's partial lines are the main processor's: the engine may
      * take them while it waits (its handed-over reception's lo) */
-    else if (cpu != ML_CPU_CO) ml_act_add(ml, rx, T_RZV_DATA, k);
+    else if (d.cpu != ML_CPU_CO) ml_act_add(ml, rx, T_RZV_DATA, k);
 }
 
 void ml_rzv_accept(ml_ctx *ml, uint16_t k) { grant(ml, k); }
@@ -113,6 +125,39 @@ static void rzv_first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
     ml_upcall(ml, src, pl, hl, sw.w, rx, ML_RZV, k);
     rx->sender_id = id;
     if (!rx->r.defer) grant(ml, k);
+}
+
+void ml_rzv_replay(ml_ctx *ml, const ml_wait_state *d, const ml_ho_scout *t)
+{
+    const ml_ho_post *row = &d->posted[t->row];
+    ml->peer[t->src].rx_seq++;
+    ml_recv r = {.proto = ML_RZV, .token = t->slot};
+    uint64_t vt = pl_now(ml->pp);
+    ml->upcall(ml, t->src, t->hdr, t->hl, t->len, &r, ml->uarg);
+    ml->pp->vt = vt; /* charged where the engine took it */
+    uint64_t done;
+    memcpy(&done, &r.done, sizeof done);
+    if (r.defer || r.niov || (uint64_t)(uintptr_t)r.buf != row->buf || r.cap != row->cap ||
+        done != row->done || (uint64_t)(uintptr_t)r.arg != row->arg ||
+        (uint64_t)(uintptr_t)r.completes != row->completes)
+        pl_damaged(ml->pp, "rank %d: a message from rank %d that the engine received into %#llx (%llu "
+                   "bytes) belongs at %p (%zu bytes): the receives this rank described have changed",
+                   ml->rank, t->src, (unsigned long long)row->buf, (unsigned long long)row->cap, r.buf,
+                   r.cap);
+    /* the coprocessor's reception is in its slot already (the engine wrote
+     * it before the grant): the coprocessor may be receiving into it */
+    if (t->to.cpu == ML_CPU_CO) return;
+    ml_rx *rx = &ml->slots[t->slot];
+    ml_rx_begin(rx, &r, t->len, t->src);
+    rx->sender_id = t->sender_id;
+    ml_rzv_bind(rx, NULL, &t->to);
+    ml_act_add(ml, rx, T_RZV_DATA, t->slot);
+    ml->reg_rx[t->rxi] = rx;
+}
+
+void ml_rzv_owed(ml_ctx *ml, const ml_ho_scout *t)
+{
+    if (!t->sent) ml_send_ctl(ml, t->src, ml_fifo_for(ml, t->src), T_GRANT, t->to.b, t->sender_id, t->slot);
 }
 
 static void rzv_packet(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)

@@ -23,14 +23,18 @@
  * the deterministic route (dimension order), the same for every packet to a
  * destination, so a destination's packets keep their order. Packets to the
  * own node (no direction) use FIFO 0. */
+int ml_fifo_to(const tsim_geom *g, int node, int dst_proc)
+{
+    int c[3];
+    tsim_coords(g, dst_proc / TSIM_CPUS, c);
+    const uint8_t dst[3] = {(uint8_t)c[0], (uint8_t)c[1], (uint8_t)c[2]};
+    int port = tsim_route_det(g, node, dst);
+    return port < 0 ? 0 : port % 3;
+}
+
 int ml_fifo_for(const ml_ctx *ml, int dst_rank)
 {
-    const tsim_geom *g = &ml->pp->seg->geom;
-    int c[3];
-    tsim_coords(g, ml->map.proc[dst_rank] / TSIM_CPUS, c);
-    const uint8_t dst[3] = {(uint8_t)c[0], (uint8_t)c[1], (uint8_t)c[2]};
-    int port = tsim_route_det(g, ml->pp->node, dst);
-    return port < 0 ? 0 : port % 3;
+    return ml_fifo_to(&ml->pp->seg->geom, ml->pp->node, ml->map.proc[dst_rank]);
 }
 
 int ml_try_inject(ml_ctx *ml, int dst_proc, int fifo, unsigned flags, unsigned group, const ml_sw *sw,

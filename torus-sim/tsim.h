@@ -238,7 +238,7 @@ enum tsim_pstate {
  * before it blocks, copied and checked by the engine while it is blocked;
  * the engine's answer (the state as it left it) goes back in the same
  * block before the wake. The engine never reads the state's bytes itself. */
-#define TSIM_HANDOFF_BYTES 4096
+#define TSIM_HANDOFF_BYTES 8192
 typedef struct tsim_handoff {
     _Atomic uint32_t gen;     /* bumped for every hand-off (0: none given) */
     uint32_t prog;            /* tsim_prog.id; 0: nothing to hand over */
@@ -401,7 +401,7 @@ static inline void tsim_header(const tsim_geom *g, tsim_hwhdr *hw, int dst, size
 static inline int tsim_proc_index(int node, int cpu) { return node * TSIM_CPUS + cpu; }
 
 /* The bytes of a machine segment of nnodes nodes (every processor's part,
- * whether used or not: 264 KiB a node), for checks before creating one. */
+ * whether used or not: 272 KiB a node), for checks before creating one. */
 size_t tsim_seg_bytes(int nnodes);
 /* Creates a segment for geometry g (nnodes, nranks filled in by the call).
  * name_hint NULL: anonymous MAP_SHARED memory, inherited across fork().

@@ -129,8 +129,9 @@ void mpirun_limits(const mpirun_job *j)
         uint64_t room = (uint64_t)vfs.f_bavail * vfs.f_frsize;
         if (room < seg)
             mpirun_die("%s: %s has %.1f MiB free, the machine's segment for %d nodes needs %.1f MiB "
-                       "(264 KiB a node): free or enlarge %s, or run fewer nodes",
-                       what, shm, mib(room), g->nnodes, mib(seg), shm);
+                       "(%llu KiB a node): free or enlarge %s, or run fewer nodes",
+                       what, shm, mib(room), g->nnodes, mib(seg),
+                       (unsigned long long)(TSIM_CPUS * sizeof(tsim_proc) >> 10), shm);
     }
 
     /* memory: the ranks, the segment (shared, every page may be touched),

@@ -36,7 +36,7 @@ refused() {
 
 # ---- memory ----
 refused "64 ranks with 20 MB of memory" \
-  '^mpirun: -np 64 -mode CO -shape 4x4x4: needs at least 35 MiB of memory \(0.25 MiB a rank, 16.5 MiB the segment\), the host has 19 MiB available' \
+  '^mpirun: -np 64 -mode CO -shape 4x4x4: needs at least 35 MiB of memory \(0.25 MiB a rank, 17.0 MiB the segment\), the host has 19 MiB available' \
   env BGLEMU_MEM_AVAILABLE=20000000 mpirun -np 64 tp_idle
 if BGLEMU_MEM_AVAILABLE=100000000 mpirun -np 64 tp_idle >"$tmp/out" 2>&1; then
   ok "64 ranks with 100 MB of memory run"
@@ -47,7 +47,7 @@ fi
 # ---- /dev/shm ----
 if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
   refused "a 64-node machine with a 1 MiB /dev/shm" \
-    '^mpirun: -np 64 -mode CO -shape 4x4x4: /dev/shm has 1.0 MiB free, the machine.s segment for 64 nodes needs 16.5 MiB' \
+    '^mpirun: -np 64 -mode CO -shape 4x4x4: /dev/shm has 1.0 MiB free, the machine.s segment for 64 nodes needs 17.0 MiB' \
     unshare -m bash -c 'mount -t tmpfs -o size=1m tmpfs /dev/shm && exec mpirun -np 64 tp_idle'
   if unshare -m bash -c 'mount -t tmpfs -o size=1m tmpfs /dev/shm && exec mpirun -np 2 tp_idle' >"$tmp/out" 2>&1; then
     ok "a 2-node machine (0.5 MiB) runs with a 1 MiB /dev/shm"

@@ -25,8 +25,12 @@
  * receptions' callbacks only marking them complete (ml_recv.completes);
  * J_RX_WAITALL, the same loop without saying which; J_WAIT_REST, with
  * J_QUIET or J_QUIET_RX: each wait names all the loop still waits for, in
- * its order, as MPI_Waitall does (ml_wait_for), not only the next. */
-enum { J_LAYOUT = 1, J_NOCOPY = 2, J_IDLE = 4, J_QUIET = 8, J_QUIET_RX = 16, J_RX_WAITALL = 32, J_WAIT_REST = 64 };
+ * its order, as MPI_Waitall does (ml_wait_for), not only the next;
+ * J_POSTED, the receiver describes its receives as posted (ml_match_for:
+ * one per message, matched by the header's message number), so that the
+ * engine can take their rendezvous scouts. */
+enum { J_LAYOUT = 1, J_NOCOPY = 2, J_IDLE = 4, J_QUIET = 8, J_QUIET_RX = 16, J_RX_WAITALL = 32, J_WAIT_REST = 64,
+       J_POSTED = 128 };
 typedef struct job {
     const char *what;
     ml_mode mode;
@@ -75,6 +79,7 @@ typedef struct rank {
     const void *wl[NR];
     volatile int *wl_done[NR];
     int nwl;
+    int matched[NR]; /* J_POSTED: the upcall took message k (by header) */
 } rank;
 
 /* ml_wait_fn: those of the loop's requests not complete yet. */
@@ -106,6 +111,7 @@ static void on_up(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t le
     rank *r = uarg;
     int k;
     memcpy(&k, hdr, sizeof k);
+    r->matched[k] = 1;
     out->buf = r->dst + (size_t)k * len;
     out->cap = len;
     if (r->j->flags & J_LAYOUT) {
@@ -121,6 +127,28 @@ static void on_up(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t le
         out->arg = (void *)&r->rfin[k];
         if (r->j->flags & J_QUIET_RX) out->completes = (const void *)&r->rfin[k];
     }
+}
+
+/* J_POSTED (ml_posted_fn): the receives not matched yet, one per
+ * message by its number (the header), landing where on_up lands them. */
+static unsigned posted(void *arg, ml_match_rule *rule, ml_posted *rows, unsigned max)
+{
+    rank *r = arg;
+    *rule = (ml_match_rule){.mask = {UINT32_MAX}};
+    unsigned n = 0;
+    for (int k = 0; k < NR && n < max; k++) {
+        if (r->matched[k] || (!r->j->a2a && k >= MSGS) || (r->j->a2a && k == r->me)) continue;
+        ml_posted *p = &rows[n++];
+        *p = (ml_posted){.key = {(uint32_t)k}, .land = !(r->j->flags & J_LAYOUT),
+                         .buf = r->dst + (size_t)k * r->j->len, .cap = r->j->len, .done = on_done,
+                         .arg = (void *)&r->got};
+        if (r->j->flags & (J_QUIET_RX | J_RX_WAITALL)) {
+            p->done = on_rx_k;
+            p->arg = (void *)&r->rfin[k];
+            if (r->j->flags & J_QUIET_RX) p->completes = (const void *)&r->rfin[k];
+        }
+    }
+    return n;
 }
 
 static void *rank_main(void *arg)
@@ -178,6 +206,7 @@ static void *rank_main(void *arg)
      * first (whichever end the messages complete from, one completes
      * while it waits for another) */
     int empty = 0, each = (j->flags & (J_QUIET_RX | J_RX_WAITALL)) != 0;
+    if (j->flags & J_POSTED) ml_match_for(r->ml, posted);
     for (int i = 0; recvs && i < (each ? want : 1); i++) {
         int w = i == 0 ? want / 2 : i <= want / 2 ? i - 1 : i;
         if (j->flags & J_QUIET_RX) { /* this one, or all from it on in this order */
@@ -201,6 +230,7 @@ static void *rank_main(void *arg)
         r->got += each ? r->rfin[w] : 0;
     }
     ml_wait_for(r->ml, NULL);
+    ml_match_for(r->ml, NULL);
     r->end = pl_now(&r->pp);
     r->staged = ml_get_stats(r->ml)->staged;
     ml_finalize(r->ml);
@@ -502,6 +532,43 @@ JOBS_TEST(proxy_wait_rest_send, check_rest_same,
           {"rest: rendezvous to three peers", ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 2800, 0, 16, 0, 0, 1, 0, 4, J_QUIET | J_WAIT_REST},
           {"rest rx: split, both ways (BT)", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 30001, 1, 16, 1, 1, 0, 0, 4, J_QUIET | J_QUIET_RX | J_WAIT_REST})
 
+/* J_POSTED: the same results as the receiver that describes no receive,
+ * and fewer wakes: the engine takes the scouts of posted receives (their
+ * grants, their data, ml_engine_match.c) where the receiver woke for
+ * each. */
+static void check_posted(const job *j)
+{
+    check_same(j);
+    job plain = *j;
+    plain.flags &= ~(unsigned)J_POSTED;
+    outcome q, p;
+    run(j, 1, &q);
+    run(&plain, 1, &p);
+    same_results(j, &p, &q, "with its receives described");
+    uint64_t qn = q.res.backs[ML_PROG_WAIT][ML_BACK_NEW], pn = p.res.backs[ML_PROG_WAIT][ML_BACK_NEW];
+    ck_assert_msg(q.res.wakes < p.res.wakes && qn < pn,
+                  "%s: %llu wakes (%llu for a new message) with its receives described, %llu (%llu) without",
+                  j->what, (unsigned long long)q.res.wakes, (unsigned long long)qn,
+                  (unsigned long long)p.res.wakes, (unsigned long long)pn);
+    printf("proxy: %-34s receives described: wakes %llu -> %llu (new message %llu -> %llu), same end %llu "
+           "cycles\n", j->what, (unsigned long long)p.res.wakes, (unsigned long long)q.res.wakes,
+           (unsigned long long)pn, (unsigned long long)qn, (unsigned long long)q.res.end_time);
+    for (int i = 0; i < 2; i++) free(q.data[i]), free(p.data[i]);
+}
+
+/* Rendezvous receives posted before their scouts come, as BT's and SP's
+ * are: received by the main processor, the coprocessor (the engine writes
+ * the reception into the slot the rank reserved, for the coprocessor to
+ * read at its first data packet), split (its whole lines the
+ * coprocessor's), by several peers at once, in a wait naming all. */
+JOBS_TEST(proxy_posted, check_posted,
+          {"posted: rendezvous, main", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 30000, 0, 16, 1, 0, 0, 0, 4, J_POSTED},
+          {"posted: coprocessor receives", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 2800, 0, 0, 1, 0, 0, 0, 4, J_POSTED},
+          {"posted: split, odd length", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 30001, 0, 16, 1, 0, 0, 0, 4, J_POSTED},
+          {"posted: split, three receivers", ML_MODE_CO, 4, {2, 2, 1}, 1, ML_RZV, 4593, 0, 3, 1, 0, 1, 0, 4, J_POSTED},
+          {"posted: waitall naming all, split", ML_MODE_CO, 2, {2, 1, 1}, 1, ML_RZV, 30001, 0, 16, 1, 1, 0, 0, 4, J_QUIET_RX | J_WAIT_REST | J_POSTED},
+          {"posted: VN mode, three receivers", ML_MODE_VN, 4, {2, 1, 1}, 2, ML_RZV, 2800, 0, 16, 1, 0, 1, 0, 4, J_POSTED})
+
 JOBS_TEST(proxy_sender_polls, check_same,
           {"rendezvous, sender polls 4", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 4, 0},
           {"rendezvous, sender polls 16", ML_MODE_HEATER, 2, {2, 1, 1}, 1, ML_RZV, 300000, 0, 16, 0, 0, 0, 0, 16, 0},
@@ -697,6 +764,6 @@ Suite *proxy_suite(void)
              proxy_rendezvous_coproc_split_a2a, proxy_eager, proxy_sender_polls, proxy_rendezvous_grant,
              proxy_coproc_asleep, proxy_adaptive, proxy_bidirectional, proxy_vn_fallback, proxy_delegated_loop,
              proxy_several_going_out, proxy_several_peers, proxy_refused, proxy_adopt_wait_counts, proxy_backs, proxy_layouts,
-             proxy_layouts_staged);
+             proxy_layouts_staged, proxy_posted);
     return s;
 }

@@ -505,6 +505,55 @@ static unsigned waited_for(void *arg, const void **what, unsigned max)
     return MPIDI_BGL_global.ssend_acks > 0 ? 0 : wait_left(what, max);
 }
 
+/* The receives posted, as MPIDIG's matching tries them (ml_posted_fn):
+ * MPIDIG_match_request's test of a posted request (source, tag without
+ * its error bits, context id; the wildcards), on MPIDIG_send_target_msg_cb's
+ * messages only, not a synchronous send's (its acknowledgement) nor an
+ * MPIDIG rendezvous (bgl sends none). A contiguous receive lands as land()
+ * would land it: in its buffer, its completion only completing it. None
+ * under MPI_THREAD_MULTIPLE: another thread may post a receive while this
+ * one waits. */
+static unsigned posted_rows(void *arg, ml_match_rule * rule, ml_posted * rows, unsigned max)
+{
+    (void) arg;
+    if (MPIR_IS_THREADED)
+        return 0;
+    const size_t p = MPIDI_BGL_PREFIX;
+    *rule = (ml_match_rule) {
+        .off = {0, p + offsetof(MPIDIG_hdr_t, src_rank), p + offsetof(MPIDIG_hdr_t, tag),
+                p + offsetof(MPIDIG_hdr_t, context_id)},
+        .mask = {0xff, UINT32_MAX, UINT32_MAX, (uint32_t) (MPIR_Context_id_t) - 1},
+        .veto_off = p + offsetof(MPIDIG_hdr_t, flags),
+        .veto_mask = MPIDIG_AM_SEND_FLAGS_SYNC | MPIDIG_AM_SEND_FLAGS_RTS,
+        .upcall_cycles = (uint32_t) MPIDI_BGL_global.prm->mpi_recv_cycles,
+    };
+    unsigned n = 0;
+    for (MPIR_Request * r = MPIDI_global.per_vci[0].posted_list; r && n < max; r = r->next) {
+        int src = MPIDIG_REQUEST(r, u.recv.source), tag = MPIDIG_REQUEST(r, u.recv.tag);
+        ml_posted *row = &rows[n++];
+        *row = (ml_posted) {
+            .key = {MPIDIG_SEND, (uint32_t) src, (uint32_t) MPIR_TAG_MASK_ERROR_BITS(tag),
+                    MPIDIG_REQUEST(r, u.recv.context_id)},
+            .any = (uint8_t) ((src == MPI_ANY_SOURCE) << 1 | (tag == MPI_ANY_TAG) << 2),
+        };
+        int contig;
+        MPI_Aint bytes, lb;
+        MPIR_Datatype *dt;
+        MPIDI_Datatype_get_info(MPIDIG_REQUEST(r, count), MPIDIG_REQUEST(r, datatype), contig, bytes,
+                                dt, lb);
+        (void) dt;
+        if (!contig)
+            continue;
+        row->land = 1;
+        row->buf = (char *) MPIDIG_REQUEST(r, buffer) + lb;
+        row->cap = (size_t) bytes;
+        row->done = recv_done;
+        row->arg = r;
+        row->completes = r;
+    }
+    return n;
+}
+
 static int progress(MPIDI_BGL_global_t * g, int blocking);
 static int progress_end(MPIDI_BGL_global_t * g, int blocking, int moved);
 
@@ -514,8 +563,10 @@ int MPIDI_BGL_progress(int vci, int blocking)
     if (!g->ml)
         return MPI_SUCCESS;
     ml_wait_for(g->ml, blocking ? waited_for : NULL);
+    ml_match_for(g->ml, blocking ? posted_rows : NULL);
     int mpi_errno = progress(g, blocking);
     ml_wait_for(g->ml, NULL);
+    ml_match_for(g->ml, NULL);
     return mpi_errno;
 }
 
