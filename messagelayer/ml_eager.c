@@ -82,6 +82,60 @@ static void eager_first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
     }
 }
 
+/* The peer's eager reception (ml_peer.eager) was handed over and its
+ * completion recorded: the rank runs it when it wakes, from that
+ * reception, after the replay of a new one would have taken its place. */
+static int peer_busy(const ml_wait_state *st, uint32_t proc)
+{
+    for (uint32_t i = 0; i < st->nrx; i++) {
+        if (st->rx[i].type != T_EAGER_DATA || st->rx[i].src != proc) continue;
+        uint32_t k = 0;
+        while (k < st->ntaken && st->taken[k].rxi != i) k++;
+        if (k == st->ntaken) return 1;
+    }
+    return 0;
+}
+
+/* The engine's driver of eager_first for a waiting rank
+ * (ml_engine_match.c): the first packet's bytes into the receive's
+ * buffer, the rest of the message then the engine's like any reception's;
+ * a message complete at its first packet only where its completion may be
+ * recorded. Adaptive eager's confirmation and early data are the rank's. */
+static int eager_take(tsim_port *pt, ml_wait_state *st, int f, const tsim_slot *s, ml_sw sw, ml_ho_match *t,
+                      ml_resume *a)
+{
+    const ml_ho_post *p = &st->posted[t->row];
+    size_t room = ml_payload_of(s) - t->hl, n = sw.w < room ? sw.w : room;
+    uint8_t quiet = ml_ho_quiet(st, p->completes);
+    if (sw.type != T_EAGER || (n >= sw.w && !quiet) || st->nrx >= ML_HO_RX || peer_busy(st, s->m.src))
+        return ml_ho_back(st, ML_BACK_NEW);
+    ml_sink k = {p->buf, p->cap, NULL, 0, NULL};
+    if (ml_data_put(pt, &k, 0, s->p.payload + t->hl, n) < 0) return ml_ho_back(st, ML_BACK_OTHER);
+    t->proto = ML_EAGER;
+    ml_engine_taken(pt, st, f, t, pt->prm->ml_eager_cycles, a);
+    ml_ho_rx *h = &st->rx[st->nrx];
+    *h = (ml_ho_rx){.buf = p->buf, .cap = p->cap, .len = sw.w, .got = n, .src = s->m.src, .type = T_EAGER_DATA,
+                    .quiet = quiet, .id = sw.id};
+    t->rxi = (uint8_t)st->nrx++;
+    if (n >= sw.w) h->fin = ml_ho_record(pt, st, quiet); /* ml_rx_complete's */
+    return 1;
+}
+
+/* The peer's eager reception as eager_first leaves it, the engine's
+ * progress (its bytes, its completion) applied after; one the engine
+ * completed lives in tmp until its completion has run (the peer's next
+ * message may have come behind it). */
+static void eager_replay(ml_ctx *ml, const ml_wait_state *d, const ml_ho_match *t, const ml_recv *r, ml_rx *tmp)
+{
+    int done = d->rx[t->rxi].got >= t->len;
+    ml_rx *rx = done ? tmp : &ml->peer[t->src].eager;
+    if (!done) ml_act_del(ml, rx);
+    ml_rx_begin(rx, r, t->len, t->src);
+    rx->seq = t->seq;
+    if (!done) ml_act_add(ml, rx, T_EAGER_DATA, t->seq);
+    ml->reg_rx[t->rxi] = rx;
+}
+
 static void eager_packet(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
 {
     ml_peer *p = &ml->peer[src];
@@ -128,4 +182,6 @@ const ml_proto_ops ml_eager_proto = {
     .first = eager_first,
     .packet = eager_packet,
     .wire = eager_wire,
+    .take = eager_take,
+    .replay = eager_replay,
 };

@@ -123,8 +123,8 @@ static int rx_take(tsim_port *pt, ml_wait_state *st, wait_priv *w, uint32_t i)
  * hand-off describes them, nothing taken yet. */
 static int posted_ok(const ml_wait_state *st)
 {
-    if (!st->nposted) return !st->ntaken && !st->grant_owe;
-    if (st->flat || st->nposted > ML_HO_POST || st->nres > ML_HO_TAKEN || st->ntaken || st->grant_owe ||
+    if (!st->nposted) return !st->ntaken && !st->nslots && !st->grant_owe;
+    if (st->flat || st->nposted > ML_HO_POST || st->nres > ML_HO_TAKEN || st->ntaken || st->nslots || st->grant_owe ||
         !st->peers || !st->ranks || !st->slots || !st->parts)
         return 0;
     for (int i = 0; i < ML_MATCH_KEYS; i++)
@@ -199,18 +199,6 @@ static int wait_adopt(tsim_port *pt, void *state, void **priv, uint32_t *wait, i
     return 1;
 }
 
-/* A completion the engine records for the rank (ml_wait_for): the
- * callback's charge (ml_msg_finished's, ml_rx_complete's) here, the rest
- * the rank's when it wakes, in the order of these places (1, 2, ...).
- * The last of what the wait is for (quiet 2) ends the loop with its
- * advance (wait_step). */
-static uint32_t record(tsim_port *pt, ml_wait_state *st, uint8_t quiet)
-{
-    tsim_port_charge(pt, pt->prm->ml_callback_cycles);
-    if (quiet == 2 && st->wait_left && --st->wait_left == 0) st->wait_done = 1;
-    return ++st->nfin;
-}
-
 /* The engine reads a message's bytes ahead from the rank's memory. */
 typedef struct engine_src {
     tsim_port *pt;
@@ -274,7 +262,7 @@ static int send_round(void *ctx, ml_resume *a)
             a->pkts_sent++;
             a->moved++;
             a->round_sent++;
-            if (t->off >= t->whole) t->fin = (uint8_t)record(pt, st, t->quiet); /* a quiet one's */
+            if (t->off >= t->whole) t->fin = (uint8_t)ml_ho_record(pt, st, t->quiet); /* a quiet one's */
         }
         int again = a->round_sent > 0;
         a->round_pos = a->round_sent = 0;
@@ -409,7 +397,7 @@ static int co_part_done(tsim_port *pt, ml_wait_state *st, int f, uint16_t id)
     rx->got += co;
     st->co_fin[st->nco_fin] = (uint16_t)(id | ML_CO_PART);
     st->co_fin_n[st->nco_fin++] = 0;
-    if (done) rx->fin = record(pt, st, rx->quiet);
+    if (done) rx->fin = ml_ho_record(pt, st, rx->quiet);
     return 1;
 }
 
@@ -436,7 +424,7 @@ static int co_done(tsim_port *pt, ml_wait_state *st, int f, ml_sw sw)
     tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
     st->co_fin[st->nco_fin] = sw.id;
     st->co_fin_n[st->nco_fin++] =
-        (uint16_t)record(pt, st, ml_ho_quiet(st, (uint64_t)(uintptr_t)img.r.completes));
+        (uint16_t)ml_ho_record(pt, st, ml_ho_quiet(st, (uint64_t)(uintptr_t)img.r.completes));
     return 1;
 }
 
@@ -472,8 +460,8 @@ static int poll_once(void *ctx, ml_resume *a)
      * main processor. A reception it completed is over (its slot may
      * already carry the next one). */
     int last = rx && off <= rx->len && rx->got + n >= rx->len;
-    if (!rx && sw.type == T_SCOUT) return ml_engine_scout(pt, st, f, s, sw, a);
-    if (!rx) return ml_ho_back(st, ml_type_starts(sw.type) ? ML_BACK_NEW : ML_BACK_CTL);
+    if (!rx && ml_type_starts(sw.type)) return ml_engine_first(pt, st, f, s, sw, a);
+    if (!rx) return ml_ho_back(st, ML_BACK_CTL);
     if (off > rx->len || rx->got >= rx->len) return ml_ho_back(st, ML_BACK_OTHER);
     if (last && !st->flat && !rx->quiet) return ml_ho_back(st, ML_BACK_RX_DONE);
     /* the bytes first: a write that fails leaves the packet to the rank
@@ -490,7 +478,7 @@ static int poll_once(void *ctx, ml_resume *a)
     rx->got += n;
     a->pkts_recv++;
     if (last && st->flat) st->co_owe = 1u + rx->id; /* sent before the next poll, at this clock */
-    else if (last) rx->fin = record(pt, st, rx->quiet);
+    else if (last) rx->fin = ml_ho_record(pt, st, rx->quiet);
     return 1;
 }
 

@@ -1,23 +1,25 @@
-/* MPI's matching of a rendezvous scout, taken by the engine for a waiting
- * rank (ML_PROG_WAIT, ml_engine.c).
+/* MPI's matching of a message's first packet, done by the engine for a
+ * waiting rank (ML_PROG_WAIT, ml_engine.c).
  *
- * A rank waiting in MPI_Wait for a rendezvous receive would wake twice:
- * at the scout, to match it and send the grant, and at the data's end. The
- * hand-off describes the receives it has posted, in the order its
- * matching tries them (ml_match_for), and reserves free slots. A scout
- * whose first matching receive lands in a contiguous buffer is taken here
- * as the rank's dispatch would take it (ml_rzv.c's rzv_first and grant):
- * the same charges at the same clock, the grant from the same slot with
- * the same b, the reception then the engine's or the coprocessor's like
- * any other. When the rank wakes it replays each scout taken, in order,
- * before anything else (ml_rzv_replay): MPI's matching runs on the same
- * posted list (nothing ran on the rank in between), takes the same
- * receive, and must land it where the engine did.
+ * A rank waiting in MPI_Wait wakes at every message's first packet: its
+ * upcall runs MPI's matching and says where the data goes (and, for a
+ * rendezvous scout, sends the grant). The hand-off describes the receives
+ * the rank has posted, in the order its matching tries them (ml_match_for),
+ * and reserves free slots. A first packet whose first matching receive
+ * lands in a contiguous buffer is taken here: matched, read and charged as
+ * the rank's dispatch would, then handed to its protocol's engine driver
+ * (ml_proto_ops.take: rzv_take, eager_take, onepkt_take), which does what
+ * the protocol's first-packet handler does at the same clock. When the
+ * rank wakes it replays each first packet taken, in order, before
+ * anything else (ml_replay_first): MPI's matching runs on the same posted
+ * list (nothing ran on the rank in between), takes the same receive, and
+ * must land the message where the engine did.
  *
- * The rank takes everything else: a scout out of per-pair order or with
+ * The rank takes the rest: a first packet out of per-pair order or with
  * held packets behind it, one that matches no described receive, one
  * whose receive is not contiguous, a synchronous send's (its
- * acknowledgement), and every other first packet. */
+ * acknowledgement), adaptive eager and VN messages, and one whose
+ * completion would be the rank's at once. */
 #include <string.h>
 
 #include "ml_internal.h"
@@ -63,72 +65,54 @@ static int next_of_peer(tsim_port *pt, const ml_wait_state *st, uint32_t proc, u
     return p.stash || seq != next;
 }
 
-int ml_engine_scout(tsim_port *pt, ml_wait_state *st, int f, const tsim_slot *s, ml_sw sw, ml_resume *a)
+int ml_engine_first(tsim_port *pt, ml_wait_state *st, int f, const tsim_slot *s, ml_sw sw, ml_resume *a)
 {
     size_t hl = sw.b;
-    if (st->flat || !st->nposted || st->ntaken >= st->nres || hl > ML_HO_HDR || !sw.w ||
-        hl + sizeof(uint16_t) > ml_payload_of(s))
+    const ml_proto_ops *proto = ml_type_first(sw.type);
+    if (!proto || !proto->take || st->flat || !st->nposted || st->ntaken >= ML_HO_TAKEN || hl > ML_HO_HDR ||
+        !sw.w || hl > ml_payload_of(s))
         return ml_ho_back(st, ML_BACK_NEW);
-    const uint8_t *pl = s->p.payload;
-    int row = match_row(st, pl, hl);
+    int row = match_row(st, s->p.payload, hl);
     if (row < 0 || !st->posted[row].land) return ml_ho_back(st, ML_BACK_NEW);
     int32_t src;
     int rc = next_of_peer(pt, st, s->m.src, sw.id, &src);
     if (rc) return rc == 1 ? ml_ho_back(st, ML_BACK_NEW) : rc;
-    ml_ho_post *p = &st->posted[row];
-    ml_rzv_dest to;
-    ml_rzv_to(p->buf, 0, p->cap, sw.w, pt->prm->ml_coproc_align, (int)st->co_running, &to);
-    if (to.cpu != ML_CPU_CO && st->nrx >= ML_HO_RX) return ml_ho_back(st, ML_BACK_NEW);
-    uint16_t id, k = st->res_slot[st->ntaken];
-    memcpy(&id, pl + hl, sizeof id);
-    /* the reception as the upcall and the grant leave it in slot k */
-    ml_recv r = {.buf = (void *)(uintptr_t)p->buf, .cap = p->cap, .arg = (void *)(uintptr_t)p->arg,
-                 .completes = (const void *)(uintptr_t)p->completes, .proto = ML_RZV, .token = k};
-    memcpy(&r.done, &p->done, sizeof r.done);
-    ml_rx rx, part;
-    ml_rx_begin(&rx, &r, sw.w, src);
-    rx.sender_id = id;
-    ml_rzv_bind(&rx, &part, &to);
-    /* the coprocessor reads its reception from the rank's memory at its
-     * first data packet: written before the grant (ml_engine_grant) */
-    if (to.cpu == ML_CPU_CO &&
-        pt->ops->write(pt, st->slots + (uint64_t)k * sizeof rx, &rx, sizeof rx) != 0)
-        return TSIM_RUN_FAIL;
-    if (to.cpu == ML_CPU_SPLIT &&
-        pt->ops->write(pt, st->parts + (uint64_t)k * sizeof part, &part, sizeof part) != 0)
-        return TSIM_RUN_FAIL;
-    /* taken: what the rank's dispatch charges up to the grant (ml_recv.c's
-     * dispatch, rzv_first, ml_upcall and the upcall's own) */
+    ml_ho_match *t = &st->taken[st->ntaken];
+    *t = (ml_ho_match){.src = src, .len = sw.w, .type = sw.type, .row = (uint8_t)row, .hl = (uint8_t)hl,
+                       .seq = sw.id, .rxi = ML_HO_RX};
+    memcpy(t->hdr, s->p.payload, hl);
+    return proto->take(pt, st, f, s, sw, t, a);
+}
+
+void ml_engine_taken(tsim_port *pt, ml_wait_state *st, int f, const ml_ho_match *t, uint64_t cycles,
+                     ml_resume *a)
+{
     pt->ops->consume(pt, f);
     tsim_port_charge(pt, pt->prm->ml_dispatch_cycles);
-    tsim_port_charge(pt, pt->prm->ml_rzv_cycles);
-    tsim_port_charge(pt, pt->prm->ml_callback_cycles);
+    tsim_port_charge(pt, cycles);
+    tsim_port_charge(pt, pt->prm->ml_callback_cycles); /* ml_upcall's */
     tsim_port_charge(pt, st->rule.upcall_cycles);
-    p->taken = 1;
-    ml_ho_scout *t = &st->taken[st->ntaken++];
-    *t = (ml_ho_scout){.src = src, .len = sw.w, .slot = k, .sender_id = id, .row = (uint8_t)row,
-                       .hl = (uint8_t)hl, .rxi = ML_HO_RX, .to = to};
-    memcpy(t->hdr, pl, hl);
-    if (to.cpu != ML_CPU_CO) { /* the main processor's data: the engine's while the rank waits */
-        ml_ho_rx *h = &st->rx[st->nrx];
-        ml_ho_rx_set(h, &rx, UINT32_MAX, T_RZV_DATA, k, to.cpu == ML_CPU_SPLIT ? to.co_lo : 0);
-        h->quiet = ml_ho_quiet(st, p->completes);
-        t->rxi = (uint8_t)st->nrx++;
-    }
-    st->grant_proc = s->m.src;
-    st->grant_owe = st->ntaken;
-    return ml_engine_grant(pt, st, a);
+    st->posted[t->row].taken = 1;
+    st->ntaken++;
+    a->pkts_recv++;
+}
+
+ml_recv ml_ho_post_recv(const ml_ho_post *p, ml_proto proto, unsigned token)
+{
+    ml_recv r = {.buf = (void *)(uintptr_t)p->buf, .cap = p->cap, .arg = (void *)(uintptr_t)p->arg,
+                 .completes = (const void *)(uintptr_t)p->completes, .proto = (uint8_t)proto, .token = token};
+    memcpy(&r.done, &p->done, sizeof r.done);
+    return r;
 }
 
 int ml_engine_grant(tsim_port *pt, ml_wait_state *st, ml_resume *a)
 {
-    ml_ho_scout *t = &st->taken[st->grant_owe - 1];
+    ml_ho_match *t = &st->taken[st->grant_owe - 1];
     int dst = (int)st->grant_proc, fifo = ml_fifo_to(pt->g, pt->proc / TSIM_CPUS, dst);
     int room = tsim_port_room(pt, fifo, tsim_chunks(0));
     if (room == TSIM_PORT_WAIT) return TSIM_RUN_WAIT;
     st->grant_owe = 0;
     if (room != 1) { /* the rank queues it, at this clock, the scout read */
-        a->pkts_recv++;
         a->consumed++;
         a->moved++;
         return ml_ho_back(st, ML_BACK_OTHER);
@@ -141,7 +125,6 @@ int ml_engine_grant(tsim_port *pt, ml_wait_state *st, ml_resume *a)
     memcpy(sw8, &g, sizeof sw8);
     pt->ops->inject(pt, fifo, &hw, sw8, NULL, 0);
     t->sent = 1;
-    a->pkts_recv++;
     a->pkts_sent++;
     return 1;
 }

@@ -69,7 +69,7 @@ void ml_match_for(ml_ctx *ml, ml_posted_fn fn) { ml->posted = fn; }
 
 /* The posted receives (ml_match_for), and the free slots the engine
  * gives the scouts it takes, in the order ml_slot_alloc would have. The
- * rank replays what the engine matched (ml_rzv_replay), so nothing its
+ * rank replays what the engine matched (ml_replay_first), so nothing its
  * code does is skipped, only put off: not while its receptions are
  * traced (the trace would show them at the replay). */
 static void posted_list(ml_ctx *ml, ml_wait_state *d)
@@ -205,8 +205,11 @@ void ml_resume_apply(ml_ctx *ml, const ml_resume *r)
 /* The engine's progress becomes this rank's. */
 static void apply(ml_ctx *ml, const ml_wait_state *d)
 {
-    /* the scouts it took first, as they came: MPI's matching runs in that order */
-    for (uint32_t i = 0; i < d->ntaken; i++) ml_rzv_replay(ml, d, &d->taken[i]);
+    /* the first packets it took first, as they came: MPI's matching runs
+     * in that order (a one-packet message's reception lives in tmp until
+     * its completion has run, below) */
+    ml_rx tmp[ML_HO_TAKEN];
+    for (uint32_t i = 0; i < d->ntaken; i++) ml_replay_first(ml, d, &d->taken[i], &tmp[i]);
     for (uint32_t i = 0; i < d->nrx; i++) {
         ml->reg_rx[i]->got = d->rx[i].got;
         ml->reg_rx[i]->hi = d->rx[i].hi;

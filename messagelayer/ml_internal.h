@@ -130,7 +130,7 @@ typedef struct ml_peer {
 #define ML_HO_COFIN 16
 #define ML_HO_WAIT 16 /* what a wait is for (ml_wait_for): the first so many count */
 #define ML_HO_POST 16 /* posted receives described (ml_match_for) */
-#define ML_HO_TAKEN 8 /* scouts the engine takes before it hands the rank back */
+#define ML_HO_TAKEN 8 /* first packets the engine matches before it hands the rank back */
 #define ML_PROG_WAIT 1
 /* Why the engine hands a waiting rank back (statistics: ml_wait_prog's
  * backs names them, BGLEMU_PROXY_STATS prints the counts). */
@@ -214,20 +214,22 @@ typedef struct ml_rzv_dest {
     uint32_t co_lo, co_hi;
 } ml_rzv_dest;
 
-/* A scout the engine took for the waiting rank (ml_engine_match.c), in
- * the order it took them: the rank replays each when it wakes
- * (ml_rzv_replay). */
+/* A first packet the engine matched for the waiting rank
+ * (ml_engine_match.c), in the order it took them: the rank replays each
+ * when it wakes (ml_replay_first). */
 #define ML_HO_HDR 64 /* header bytes kept for the replay */
-typedef struct ml_ho_scout {
+typedef struct ml_ho_match {
     int32_t src;           /* the sender's rank */
     uint32_t len;
-    uint16_t slot, sender_id;
+    uint8_t type, proto;   /* its first packet's type, the upcall's ml_proto */
     uint8_t row, hl;
-    uint8_t sent;          /* the grant went (0: its FIFO was full: the rank sends it) */
-    uint8_t rxi;           /* the main processor's reception: its place in rx[] (ML_HO_RX: none) */
+    uint16_t slot, sender_id; /* rendezvous: the reserved slot, the sender's message id */
+    uint16_t seq;          /* its per-pair sequence number */
+    uint8_t sent;          /* rendezvous: the grant went (0: its FIFO was full: the rank sends it) */
+    uint8_t rxi;           /* its reception's place in rx[] (ML_HO_RX: none there) */
     ml_rzv_dest to;
     uint8_t hdr[ML_HO_HDR];
-} ml_ho_scout;
+} ml_ho_match;
 
 typedef struct ml_wait_state {
     ml_resume res;       /* the answer: where this rank's advance picks up */
@@ -269,7 +271,7 @@ typedef struct ml_wait_state {
     /* the posted receives (ml_match_for) the engine may match a
      * rendezvous scout to, while it has a slot this rank reserved for it
      * (res_slot: free when described, in the order it takes them) */
-    uint32_t nposted, nres, ntaken;
+    uint32_t nposted, nres, ntaken, nslots; /* nslots: reserved slots taken */
     uint32_t grant_owe;  /* 1 + the scout whose grant is still to go, */
     uint32_t grant_proc; /* to this processor */
     uint32_t co_running; /* the coprocessor receives (CO mode) */
@@ -280,7 +282,7 @@ typedef struct ml_wait_state {
     ml_ho_rx rx[ML_HO_RX];
     ml_ho_wt wt[ML_HO_WT];
     ml_ho_post posted[ML_HO_POST];
-    ml_ho_scout taken[ML_HO_TAKEN];
+    ml_ho_match taken[ML_HO_TAKEN];
 } ml_wait_state;
 _Static_assert(sizeof(ml_wait_state) <= TSIM_HANDOFF_BYTES, "the wait loop's state fits a hand-off");
 
@@ -305,13 +307,35 @@ static inline int ml_ho_back(ml_wait_state *st, uint32_t why)
     return TSIM_RUN_BACK;
 }
 
-/* ml_engine_match.c: a rendezvous scout the waiting rank posted the
- * receive of, taken by the engine (f: its FIFO, a: the advance's cursor):
- * 1, or TSIM_RUN_* (TSIM_RUN_BACK: the rank takes it). */
-int ml_engine_scout(tsim_port *pt, ml_wait_state *st, int f, const tsim_slot *s, ml_sw sw, ml_resume *a);
+/* A completion the engine records for the rank (ml_wait_for): the
+ * callback's charge (ml_msg_finished's, ml_rx_complete's) here, the rest
+ * the rank's when it wakes, in the order of these places (1, 2, ...).
+ * The last of what the wait is for (quiet 2) ends the loop with its
+ * advance (ml_engine.c's wait_step). */
+static inline uint32_t ml_ho_record(tsim_port *pt, ml_wait_state *st, uint8_t quiet)
+{
+    tsim_port_charge(pt, pt->prm->ml_callback_cycles);
+    if (quiet == 2 && st->wait_left && --st->wait_left == 0) st->wait_done = 1;
+    return ++st->nfin;
+}
+
+/* ml_engine_match.c: a message's first packet (f: its FIFO, a: the
+ * advance's cursor) matched to a receive the waiting rank posted, taken
+ * by its protocol's engine driver (ml_proto_ops.take): 1, or TSIM_RUN_*
+ * (TSIM_RUN_BACK: the rank takes it). */
+int ml_engine_first(tsim_port *pt, ml_wait_state *st, int f, const tsim_slot *s, ml_sw sw, ml_resume *a);
+/* What every taking does once the protocol takes the packet: read,
+ * dispatched, charged as the rank's dispatch, the protocol's first-packet
+ * handler (cycles) and the upcall would be; its receive taken; *t kept
+ * for the replay. */
+void ml_engine_taken(tsim_port *pt, ml_wait_state *st, int f, const ml_ho_match *t, uint64_t cycles,
+                     ml_resume *a);
 /* The grant of the scout it took last (grant_owe), at the clock: 1, or
  * TSIM_RUN_WAIT, or TSIM_RUN_BACK when its FIFO is full (the rank sends it). */
 int ml_engine_grant(tsim_port *pt, ml_wait_state *st, ml_resume *a);
+/* The reception a described receive gives a message it matches, as the
+ * upcall would answer (ml_recv). */
+ml_recv ml_ho_post_recv(const ml_ho_post *p, ml_proto proto, unsigned token);
 
 struct ml_ctl;
 
@@ -432,6 +456,15 @@ typedef struct ml_proto_ops {
     void (*packet)(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw);
     /* m's data packets from m->off, as the wire carries them (NULL: none) */
     void (*wire)(const ml_ctx *ml, const ml_msg *m, ml_ho_tx *t);
+    /* the engine's driver of `first` for a waiting rank: the packet in FIFO
+     * f, matched to the described receive t->row (ml_engine_match.c):
+     * 1 taken (ml_engine_taken), or TSIM_RUN_* (NULL: the rank's always) */
+    int (*take)(tsim_port *pt, ml_wait_state *st, int f, const tsim_slot *s, ml_sw sw, ml_ho_match *t,
+                ml_resume *a);
+    /* the rank's end of a taking, as it wakes: r is the upcall's answer,
+     * the engine's landing; *tmp a reception that lives until the
+     * engine's completions have run */
+    void (*replay)(ml_ctx *ml, const ml_wait_state *d, const ml_ho_match *t, const ml_recv *r, ml_rx *tmp);
 } ml_proto_ops;
 extern const ml_proto_ops ml_onepkt_proto, ml_eager_proto, ml_rzv_proto, ml_vn_proto;
 const ml_proto_ops *ml_proto_of(ml_proto p);
@@ -439,6 +472,14 @@ const ml_proto_ops *ml_proto_of(ml_proto p);
  * runs MPI's matching), 0 for one that carries a message's data or a
  * protocol's answer. */
 int ml_type_starts(unsigned type);
+/* The protocol whose first packet has this type, or NULL. */
+const ml_proto_ops *ml_type_first(unsigned type);
+/* A first packet the engine took while this rank waited, replayed as it
+ * wakes, before anything else (ml_handoff.c's apply): the per-pair order
+ * moves on, the upcall runs again, uncharged (MPI's part of the match),
+ * and must land the message where the engine did, or the job ends naming
+ * this rank; then its protocol's replay. */
+void ml_replay_first(ml_ctx *ml, const ml_wait_state *d, const ml_ho_match *t, ml_rx *tmp);
 /* ml_accept's answer for a deferred message of each protocol */
 void ml_rzv_accept(ml_ctx *ml, uint16_t slot);
 /* Where a rendezvous reception of len bytes whose data goes to `at` (a
@@ -448,12 +489,9 @@ void ml_rzv_to(uint64_t at, int layout, uint64_t cap, uint64_t len, size_t align
 /* Reception rx takes d; a split's coprocessor part is set up in *part
  * (NULL: it is already). */
 void ml_rzv_bind(ml_rx *rx, ml_rx *part, const ml_rzv_dest *d);
-/* A scout the engine took, replayed by the rank as it wakes (before
- * anything else): MPI's part of the match, uncharged, checked against the
- * engine's; the reception in its slot. The grant the engine could not
- * send is the caller's (ml_rzv_owed, once the engine's cursor is back). */
-void ml_rzv_replay(ml_ctx *ml, const ml_wait_state *d, const ml_ho_scout *t);
-void ml_rzv_owed(ml_ctx *ml, const ml_ho_scout *t);
+/* The grant of a scout the engine took and could not send (its FIFO was
+ * full): the rank's, once the engine's cursor is back. */
+void ml_rzv_owed(ml_ctx *ml, const ml_ho_match *t);
 /* Rendezvous (ml_rzv.c), the grant at the sender. A send waiting for its
  * grant as the wire will carry its data (t->id: the message id the grant
  * names). */

@@ -25,8 +25,41 @@ static void onepkt_first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
     if (rx.got >= len) ml_rx_complete(ml, &rx);
 }
 
+/* The engine's driver of onepkt_first for a waiting rank
+ * (ml_engine_match.c): only where the completion may be recorded (else
+ * it is the rank's at once, and so is the packet). */
+static int onepkt_take(tsim_port *pt, ml_wait_state *st, int f, const tsim_slot *s, ml_sw sw, ml_ho_match *t,
+                       ml_resume *a)
+{
+    const ml_ho_post *p = &st->posted[t->row];
+    size_t room = ml_payload_of(s) - t->hl, n = sw.w < room ? sw.w : room;
+    uint8_t quiet = ml_ho_quiet(st, p->completes);
+    if (n < sw.w || !quiet || st->nrx >= ML_HO_RX) return ml_ho_back(st, ML_BACK_NEW);
+    ml_sink k = {p->buf, p->cap, NULL, 0, NULL};
+    if (ml_data_put(pt, &k, 0, s->p.payload + t->hl, n) < 0) return ml_ho_back(st, ML_BACK_OTHER);
+    t->proto = ML_ONEPKT;
+    ml_engine_taken(pt, st, f, t, 0, a);
+    /* complete: no packet's type (0), for the rank's completion of it alone */
+    st->rx[st->nrx] = (ml_ho_rx){.buf = p->buf, .cap = p->cap, .len = sw.w, .got = n, .src = s->m.src,
+                                 .quiet = quiet, .id = sw.id};
+    st->rx[st->nrx].fin = ml_ho_record(pt, st, quiet); /* ml_rx_complete's */
+    t->rxi = (uint8_t)st->nrx++;
+    return 1;
+}
+
+/* Its reception, for its completion to run (it lives in the caller's tmp). */
+static void onepkt_replay(ml_ctx *ml, const ml_wait_state *d, const ml_ho_match *t, const ml_recv *r, ml_rx *tmp)
+{
+    (void)d;
+    ml_rx_begin(tmp, r, t->len, t->src);
+    tmp->seq = t->seq;
+    ml->reg_rx[t->rxi] = tmp;
+}
+
 const ml_proto_ops ml_onepkt_proto = {
     .name = "one-packet",
     .send = onepkt_send,
     .first = onepkt_first,
+    .take = onepkt_take,
+    .replay = onepkt_replay,
 };

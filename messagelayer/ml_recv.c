@@ -28,6 +28,25 @@ static const struct {
 
 int ml_type_starts(unsigned type) { return type < T_NTYPES && types[type].first; }
 
+const ml_proto_ops *ml_type_first(unsigned type) { return ml_type_starts(type) ? types[type].proto : NULL; }
+
+void ml_replay_first(ml_ctx *ml, const ml_wait_state *d, const ml_ho_match *t, ml_rx *tmp)
+{
+    const ml_ho_post *row = &d->posted[t->row];
+    ml->peer[t->src].rx_seq++;
+    ml_recv r = {.proto = t->proto, .token = t->slot};
+    uint64_t vt = pl_now(ml->pp);
+    ml->upcall(ml, t->src, t->hdr, t->hl, t->len, &r, ml->uarg);
+    ml->pp->vt = vt; /* charged where the engine took it */
+    ml_recv want = ml_ho_post_recv(row, (ml_proto)t->proto, t->slot);
+    if (r.defer || r.niov || r.buf != want.buf || r.cap != want.cap || r.done != want.done ||
+        r.arg != want.arg || r.completes != want.completes)
+        pl_damaged(ml->pp, "rank %d: a message from rank %d that the engine received into %p (%zu bytes) "
+                   "belongs at %p (%zu bytes): the receives this rank described have changed",
+                   ml->rank, t->src, want.buf, want.cap, r.buf, r.cap);
+    types[t->type].proto->replay(ml, d, t, &r, tmp);
+}
+
 const ml_proto_ops *ml_proto_of(ml_proto p)
 {
     switch (p) {

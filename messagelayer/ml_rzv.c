@@ -127,37 +127,65 @@ static void rzv_first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
     if (!rx->r.defer) grant(ml, k);
 }
 
-void ml_rzv_replay(ml_ctx *ml, const ml_wait_state *d, const ml_ho_scout *t)
+/* The engine's driver of rzv_first for a waiting rank (ml_engine_match.c):
+ * the grant from a slot the rank reserved, with the b its grant would
+ * choose; the main processor's data then the engine's like any
+ * reception's, the coprocessor's read by the coprocessor's loop from the
+ * rank's slot, so written there (and published) before the grant goes. */
+static int rzv_take(tsim_port *pt, ml_wait_state *st, int f, const tsim_slot *s, ml_sw sw, ml_ho_match *t,
+                    ml_resume *a)
 {
-    const ml_ho_post *row = &d->posted[t->row];
-    ml->peer[t->src].rx_seq++;
-    ml_recv r = {.proto = ML_RZV, .token = t->slot};
-    uint64_t vt = pl_now(ml->pp);
-    ml->upcall(ml, t->src, t->hdr, t->hl, t->len, &r, ml->uarg);
-    ml->pp->vt = vt; /* charged where the engine took it */
-    uint64_t done;
-    memcpy(&done, &r.done, sizeof done);
-    if (r.defer || r.niov || (uint64_t)(uintptr_t)r.buf != row->buf || r.cap != row->cap ||
-        done != row->done || (uint64_t)(uintptr_t)r.arg != row->arg ||
-        (uint64_t)(uintptr_t)r.completes != row->completes)
-        pl_damaged(ml->pp, "rank %d: a message from rank %d that the engine received into %#llx (%llu "
-                   "bytes) belongs at %p (%zu bytes): the receives this rank described have changed",
-                   ml->rank, t->src, (unsigned long long)row->buf, (unsigned long long)row->cap, r.buf,
-                   r.cap);
-    /* the coprocessor's reception is in its slot already (the engine wrote
-     * it before the grant): the coprocessor may be receiving into it */
+    const ml_ho_post *p = &st->posted[t->row];
+    if (st->nslots >= st->nres || t->hl + sizeof t->sender_id > ml_payload_of(s))
+        return ml_ho_back(st, ML_BACK_NEW);
+    ml_rzv_to(p->buf, 0, p->cap, sw.w, pt->prm->ml_coproc_align, (int)st->co_running, &t->to);
+    if (t->to.cpu != ML_CPU_CO && st->nrx >= ML_HO_RX) return ml_ho_back(st, ML_BACK_NEW);
+    t->proto = ML_RZV;
+    t->slot = st->res_slot[st->nslots];
+    memcpy(&t->sender_id, s->p.payload + t->hl, sizeof t->sender_id);
+    ml_recv r = ml_ho_post_recv(p, ML_RZV, t->slot);
+    ml_rx rx, part;
+    ml_rx_begin(&rx, &r, sw.w, t->src);
+    rx.sender_id = t->sender_id;
+    ml_rzv_bind(&rx, &part, &t->to);
+    if (t->to.cpu == ML_CPU_CO &&
+        pt->ops->write(pt, st->slots + (uint64_t)t->slot * sizeof rx, &rx, sizeof rx) != 0)
+        return TSIM_RUN_FAIL;
+    if (t->to.cpu == ML_CPU_SPLIT &&
+        pt->ops->write(pt, st->parts + (uint64_t)t->slot * sizeof part, &part, sizeof part) != 0)
+        return TSIM_RUN_FAIL;
+    ml_engine_taken(pt, st, f, t, pt->prm->ml_rzv_cycles, a);
+    st->nslots++;
+    if (t->to.cpu != ML_CPU_CO) {
+        ml_ho_rx *h = &st->rx[st->nrx];
+        ml_ho_rx_set(h, &rx, UINT32_MAX, T_RZV_DATA, t->slot, t->to.cpu == ML_CPU_SPLIT ? t->to.co_lo : 0);
+        h->quiet = ml_ho_quiet(st, p->completes);
+        t->rxi = (uint8_t)st->nrx++;
+    }
+    st->grant_proc = s->m.src;
+    st->grant_owe = st->ntaken;
+    return ml_engine_grant(pt, st, a);
+}
+
+/* The reception goes into its slot as grant() would have left it; the
+ * coprocessor's is there already (the engine wrote it), and the
+ * coprocessor may be receiving into it. */
+static void rzv_replay(ml_ctx *ml, const ml_wait_state *d, const ml_ho_match *t, const ml_recv *r, ml_rx *tmp)
+{
+    (void)d, (void)tmp;
     if (t->to.cpu == ML_CPU_CO) return;
     ml_rx *rx = &ml->slots[t->slot];
-    ml_rx_begin(rx, &r, t->len, t->src);
+    ml_rx_begin(rx, r, t->len, t->src);
     rx->sender_id = t->sender_id;
     ml_rzv_bind(rx, NULL, &t->to);
     ml_act_add(ml, rx, T_RZV_DATA, t->slot);
     ml->reg_rx[t->rxi] = rx;
 }
 
-void ml_rzv_owed(ml_ctx *ml, const ml_ho_scout *t)
+void ml_rzv_owed(ml_ctx *ml, const ml_ho_match *t)
 {
-    if (!t->sent) ml_send_ctl(ml, t->src, ml_fifo_for(ml, t->src), T_GRANT, t->to.b, t->sender_id, t->slot);
+    if (t->type == T_SCOUT && !t->sent)
+        ml_send_ctl(ml, t->src, ml_fifo_for(ml, t->src), T_GRANT, t->to.b, t->sender_id, t->slot);
 }
 
 static void rzv_packet(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
@@ -192,4 +220,6 @@ const ml_proto_ops ml_rzv_proto = {
     .first = rzv_first,
     .packet = rzv_packet,
     .wire = rzv_wire,
+    .take = rzv_take,
+    .replay = rzv_replay,
 };

@@ -381,6 +381,20 @@ else
   notok "MPI_Waitall over a synchronous and a rendezvous send with and without the engine's help"
 fi
 
+# ---- Receives posted before their rendezvous messages come: the engine
+# matches the scouts for the waiting rank (tags, wildcards, truncation, a
+# type whose data starts 64 bytes in, a synchronous send, a vector, splits,
+# more receives than a hand-off describes); the report is that of ranks
+# woken per packet, and the engine took scouts ----
+helped posted -np 3 -shape 3x1x1 -clock none "$out/posted"
+news=$(grep -o '[0-9]* a new message' "$tmp/posted-help.out" | awk '{print $1}')
+if same_report posted && [ "$(grep -o 'ok 0 - posted: ' "$tmp/posted-help.out" | wc -l)" = 8 ] &&
+   ! grep -q 'not ok' "$tmp/posted-help.out" && [ -n "$news" ] && [ "$news" -lt 16 ]; then
+  ok "posted receives matched by the engine: 8 rounds of MPI matching rules, data and statuses checked; $news first packets handed the rank back (32 rendezvous messages to it); the report is that of ranks woken per packet"
+else
+  grep 'handed' "$tmp/posted-help.out"; notok "posted receives with and without the engine's help"
+fi
+
 # ---- CG's row and transpose exchanges: rendezvous vectors and one-double
 # sums between fixed partners, each rank in MPI_Wait for the one it needs
 # next; the report is that of ranks woken per packet ----
