@@ -781,6 +781,66 @@ START_TEST(proxy_adopt_posted)
 }
 END_TEST
 
+/* The grant of a scout the engine took goes at the clock it took it:
+ * with room, as the rank's T_GRANT would (the slot, the receiving cpu's
+ * b, the sender's id); a port that can't tell yet has the step taken
+ * again, the grant still owed; a full FIFO hands the rank back to queue
+ * it itself (ml_rzv_owed), the scout counted as read in the advance. */
+static int fake_room;
+static int fake_injected;
+static uint8_t fake_sw[8];
+static int fake_room_fn(tsim_port *pt, int f, unsigned chunks)
+{
+    (void)pt, (void)f, (void)chunks;
+    return fake_room;
+}
+static void fake_inject(tsim_port *pt, int f, const tsim_hwhdr *hw, const uint8_t sw[8], const void *data, size_t n)
+{
+    (void)pt, (void)f, (void)hw, (void)data, (void)n;
+    fake_injected++;
+    memcpy(fake_sw, sw, sizeof fake_sw);
+}
+
+START_TEST(proxy_grant_owed)
+{
+    tsim_geom g = {.dim = {2, 1, 1}, .torus = {1, 1, 1}, .cpus = 1, .nnodes = 2, .nranks = 2};
+    uint64_t vt = 1000;
+    static tsim_proc proc;
+    static const tsim_port_ops ops = {.room = fake_room_fn, .inject = fake_inject};
+    tsim_port pt = {.ops = &ops, .vt = &vt, .p = &proc, .g = &g, .proc = 0, .engine = 1};
+    static ml_wait_state st;
+    const int rooms[] = {TSIM_PORT_WAIT, 0, 1};
+    const char *what[] = {"the port can't tell yet", "its FIFO full", "room"};
+    for (int c = 0; c < 3; c++) {
+        memset(&st, 0, sizeof st);
+        st.ntaken = 1;
+        st.taken[0] = (ml_ho_match){.type = T_SCOUT, .slot = 5, .sender_id = 77, .to = {ML_CPU_MAIN, ML_CPU_MAIN, 0, 0}};
+        st.grant_owe = 1;
+        st.grant_proc = 2;
+        ml_resume a = {.point = ML_RESUME_POLL};
+        fake_room = rooms[c];
+        fake_injected = 0;
+        int rc = ml_engine_grant(&pt, &st, &a);
+        if (c == 0)
+            ck_assert_msg(rc == TSIM_RUN_WAIT && st.grant_owe == 1 && !a.consumed, "%s: rc %d", what[c], rc);
+        else if (c == 1)
+            ck_assert_msg(rc == TSIM_RUN_BACK && !st.grant_owe && !st.taken[0].sent && a.consumed == 1 &&
+                              a.moved == 1 && st.why == ML_BACK_OTHER && !fake_injected,
+                          "%s: rc %d", what[c], rc);
+        else {
+            ml_sw sw;
+            memcpy(&sw, fake_sw, sizeof sw);
+            ck_assert_msg(rc == 1 && !st.grant_owe && st.taken[0].sent && a.pkts_sent == 1 && fake_injected == 1 &&
+                              sw.type == T_GRANT && sw.id == 77 && sw.w == 5 && sw.b == ML_CPU_MAIN,
+                          "%s: rc %d", what[c], rc);
+        }
+        ck_assert_uint_eq(vt, 1000); /* the grant's charges are the inject's (the port's) */
+        printf("proxy: a taken scout's grant, %-24s -> %s\n", what[c],
+               c == 0 ? "the step again, still owed" : c == 1 ? "the rank's to queue" : "sent");
+    }
+}
+END_TEST
+
 /* Loops handed over that the engine refuses run on their ranks at once. */
 START_TEST(proxy_refused)
 {
@@ -806,7 +866,7 @@ Suite *proxy_suite(void)
              proxy_rendezvous_coproc_split, proxy_rendezvous_coproc_split_odd,
              proxy_rendezvous_coproc_split_a2a, proxy_eager, proxy_sender_polls, proxy_rendezvous_grant,
              proxy_coproc_asleep, proxy_adaptive, proxy_bidirectional, proxy_vn_fallback, proxy_delegated_loop,
-             proxy_several_going_out, proxy_several_peers, proxy_refused, proxy_adopt_wait_counts, proxy_adopt_posted, proxy_backs, proxy_layouts,
+             proxy_several_going_out, proxy_several_peers, proxy_refused, proxy_adopt_wait_counts, proxy_adopt_posted, proxy_grant_owed, proxy_backs, proxy_layouts,
              proxy_layouts_staged, proxy_posted);
     return s;
 }
