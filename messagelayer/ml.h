@@ -236,7 +236,7 @@ typedef struct ml_match_rule {
     uint32_t mask[ML_MATCH_KEYS];
     uint8_t veto_off;
     uint32_t veto_mask;
-    uint32_t upcall_cycles; /* what the upcall charges for a message it matches */
+    uint64_t upcall_cycles; /* what the upcall charges for a message it matches */
 } ml_match_rule;
 typedef struct ml_posted {
     uint32_t key[ML_MATCH_KEYS];

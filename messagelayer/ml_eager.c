@@ -107,18 +107,10 @@ static int eager_take(tsim_port *pt, ml_wait_state *st, int f, const tsim_slot *
     const ml_ho_post *p = &st->posted[t->row];
     size_t room = ml_payload_of(s) - t->hl, n = sw.w < room ? sw.w : room;
     uint8_t quiet = ml_ho_quiet(st, p->completes);
-    if (sw.type != T_EAGER || (n >= sw.w && !quiet) || st->nrx >= ML_HO_RX || peer_busy(st, s->m.src))
+    if (sw.type != T_EAGER || (n >= sw.w && (!quiet || ml_ho_ends_wait(st, quiet))) || st->nrx >= ML_HO_RX ||
+        peer_busy(st, s->m.src))
         return ml_ho_back(st, ML_BACK_NEW);
-    ml_sink k = {p->buf, p->cap, NULL, 0, NULL};
-    if (ml_data_put(pt, &k, 0, s->p.payload + t->hl, n) < 0) return ml_ho_back(st, ML_BACK_OTHER);
-    t->proto = ML_EAGER;
-    ml_engine_taken(pt, st, f, t, pt->prm->ml_eager_cycles, a);
-    ml_ho_rx *h = &st->rx[st->nrx];
-    *h = (ml_ho_rx){.buf = p->buf, .cap = p->cap, .len = sw.w, .got = n, .src = s->m.src, .type = T_EAGER_DATA,
-                    .quiet = quiet, .id = sw.id};
-    t->rxi = (uint8_t)st->nrx++;
-    if (n >= sw.w) h->fin = ml_ho_record(pt, st, quiet); /* ml_rx_complete's */
-    return 1;
+    return ml_engine_land(pt, st, f, s, sw, t, ML_EAGER, pt->prm->ml_eager_cycles, T_EAGER_DATA, a);
 }
 
 /* The peer's eager reception as eager_first leaves it, the engine's

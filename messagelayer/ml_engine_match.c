@@ -49,7 +49,8 @@ static int match_row(const ml_wait_state *st, const uint8_t *hdr, size_t hl)
 
 /* The sender's rank, if this first packet is the next one from it with
  * nothing held behind (ml_recv.c's dispatch: per-pair send order): 0, 1
- * it is not (the rank takes it), or TSIM_RUN_FAIL. */
+ * it is not (the rank takes it), or TSIM_RUN_FAIL. Two reads of the
+ * rank's memory: asked last, once the protocol would take the packet. */
 static int next_of_peer(tsim_port *pt, const ml_wait_state *st, uint32_t proc, uint16_t seq, int32_t *rank)
 {
     if (pt->ops->read(pt, rank, st->ranks + (uint64_t)proc * sizeof *rank, sizeof *rank,
@@ -74,14 +75,17 @@ int ml_engine_first(tsim_port *pt, ml_wait_state *st, int f, const tsim_slot *s,
         return ml_ho_back(st, ML_BACK_NEW);
     int row = match_row(st, s->p.payload, hl);
     if (row < 0 || !st->posted[row].land) return ml_ho_back(st, ML_BACK_NEW);
-    int32_t src;
-    int rc = next_of_peer(pt, st, s->m.src, sw.id, &src);
-    if (rc) return rc == 1 ? ml_ho_back(st, ML_BACK_NEW) : rc;
     ml_ho_match *t = &st->taken[st->ntaken];
-    *t = (ml_ho_match){.src = src, .len = sw.w, .type = sw.type, .row = (uint8_t)row, .hl = (uint8_t)hl,
+    *t = (ml_ho_match){.src = -1, .len = sw.w, .type = sw.type, .row = (uint8_t)row, .hl = (uint8_t)hl,
                        .seq = sw.id, .rxi = ML_HO_RX};
     memcpy(t->hdr, s->p.payload, hl);
     return proto->take(pt, st, f, s, sw, t, a);
+}
+
+int ml_engine_sender(tsim_port *pt, ml_wait_state *st, const tsim_slot *s, ml_ho_match *t)
+{
+    int rc = next_of_peer(pt, st, s->m.src, t->seq, &t->src);
+    return rc == 1 ? ml_ho_back(st, ML_BACK_NEW) : rc;
 }
 
 void ml_engine_taken(tsim_port *pt, ml_wait_state *st, int f, const ml_ho_match *t, uint64_t cycles,
@@ -95,6 +99,25 @@ void ml_engine_taken(tsim_port *pt, ml_wait_state *st, int f, const ml_ho_match 
     st->posted[t->row].taken = 1;
     st->ntaken++;
     a->pkts_recv++;
+}
+
+int ml_engine_land(tsim_port *pt, ml_wait_state *st, int f, const tsim_slot *s, ml_sw sw, ml_ho_match *t,
+                   ml_proto proto, uint64_t cycles, uint8_t dtype, ml_resume *a)
+{
+    const ml_ho_post *p = &st->posted[t->row];
+    size_t room = ml_payload_of(s) - t->hl, n = sw.w < room ? sw.w : room;
+    int rc = ml_engine_sender(pt, st, s, t);
+    if (rc) return rc;
+    ml_sink k = {p->buf, p->cap, NULL, 0, NULL};
+    if (ml_data_put(pt, &k, 0, s->p.payload + t->hl, n) < 0) return ml_ho_back(st, ML_BACK_OTHER);
+    t->proto = (uint8_t)proto;
+    ml_engine_taken(pt, st, f, t, cycles, a);
+    st->rx[st->nrx] = (ml_ho_rx){.buf = p->buf, .cap = p->cap, .len = sw.w, .got = n, .src = s->m.src,
+                                 .type = dtype, .quiet = ml_ho_quiet(st, p->completes), .id = sw.id};
+    t->rxi = (uint8_t)st->nrx;
+    ml_ho_rx *h = &st->rx[st->nrx++];
+    if (n >= sw.w) h->fin = ml_ho_record(pt, st, h->quiet); /* ml_rx_complete's */
+    return 1;
 }
 
 ml_recv ml_ho_post_recv(const ml_ho_post *p, ml_proto proto, unsigned token)

@@ -67,11 +67,12 @@ void ml_wait_for(ml_ctx *ml, ml_wait_fn fn) { ml->wait_for = fn; }
 
 void ml_match_for(ml_ctx *ml, ml_posted_fn fn) { ml->posted = fn; }
 
-/* The posted receives (ml_match_for), and the free slots the engine
- * gives the scouts it takes, in the order ml_slot_alloc would have. The
- * rank replays what the engine matched (ml_replay_first), so nothing its
- * code does is skipped, only put off: not while its receptions are
- * traced (the trace would show them at the replay). */
+/* The posted receives (ml_match_for), and free slots for the scouts the
+ * engine takes (a slot's id travels in the grant's and the data's
+ * headers but changes no size or time, so which free one does not
+ * matter). The rank replays what the engine matched (ml_replay_first), so
+ * nothing its code does is skipped, only put off: not while its
+ * receptions are traced (the trace would show them at the replay). */
 static void posted_list(ml_ctx *ml, ml_wait_state *d)
 {
     if (!ml->posted || pl_tracing()) return;

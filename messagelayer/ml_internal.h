@@ -324,6 +324,17 @@ static inline uint32_t ml_ho_record(tsim_port *pt, ml_wait_state *st, uint8_t qu
  * by its protocol's engine driver (ml_proto_ops.take): 1, or TSIM_RUN_*
  * (TSIM_RUN_BACK: the rank takes it). */
 int ml_engine_first(tsim_port *pt, ml_wait_state *st, int f, const tsim_slot *s, ml_sw sw, ml_resume *a);
+/* The sender of t, into t->src, if t is its next first packet with none
+ * held behind: 0, or TSIM_RUN_* (TSIM_RUN_BACK: the rank takes it). A
+ * protocol's take asks it once it would take the packet, before it
+ * changes anything. */
+int ml_engine_sender(tsim_port *pt, ml_wait_state *st, const tsim_slot *s, ml_ho_match *t);
+/* A message whose data starts in its first packet: the sender checked
+ * (ml_engine_sender), the first packet's bytes into the receive's buffer,
+ * taken (ml_engine_taken), its reception the engine's from there (data
+ * packets of type dtype; complete already: recorded). 1 or TSIM_RUN_*. */
+int ml_engine_land(tsim_port *pt, ml_wait_state *st, int f, const tsim_slot *s, ml_sw sw, ml_ho_match *t,
+                   ml_proto proto, uint64_t cycles, uint8_t dtype, ml_resume *a);
 /* What every taking does once the protocol takes the packet: read,
  * dispatched, charged as the rank's dispatch, the protocol's first-packet
  * handler (cycles) and the upcall would be; its receive taken; *t kept
@@ -336,6 +347,15 @@ int ml_engine_grant(tsim_port *pt, ml_wait_state *st, ml_resume *a);
 /* The reception a described receive gives a message it matches, as the
  * upcall would answer (ml_recv). */
 ml_recv ml_ho_post_recv(const ml_ho_post *p, ml_proto proto, unsigned token);
+
+/* A completion of quiet q would end the wait: the engine would then go on
+ * with the advance to its end, polls it must settle first, where the rank
+ * itself stops at the first such poll and returns (ml_advance_then_hand):
+ * a message complete at its first packet is then the rank's, as before. */
+static inline int ml_ho_ends_wait(const ml_wait_state *st, uint8_t q)
+{
+    return q == 2 && st->wait_left == 1;
+}
 
 struct ml_ctl;
 

@@ -26,25 +26,19 @@ static void onepkt_first(ml_ctx *ml, int src, const tsim_slot *s, ml_sw sw)
 }
 
 /* The engine's driver of onepkt_first for a waiting rank
- * (ml_engine_match.c): only where the completion may be recorded (else
- * it is the rank's at once, and so is the packet). */
+ * (ml_engine_match.c): only where the completion may be recorded and
+ * does not end the wait (else it is the rank's at once, and so is the
+ * packet). */
 static int onepkt_take(tsim_port *pt, ml_wait_state *st, int f, const tsim_slot *s, ml_sw sw, ml_ho_match *t,
                        ml_resume *a)
 {
     const ml_ho_post *p = &st->posted[t->row];
     size_t room = ml_payload_of(s) - t->hl, n = sw.w < room ? sw.w : room;
     uint8_t quiet = ml_ho_quiet(st, p->completes);
-    if (n < sw.w || !quiet || st->nrx >= ML_HO_RX) return ml_ho_back(st, ML_BACK_NEW);
-    ml_sink k = {p->buf, p->cap, NULL, 0, NULL};
-    if (ml_data_put(pt, &k, 0, s->p.payload + t->hl, n) < 0) return ml_ho_back(st, ML_BACK_OTHER);
-    t->proto = ML_ONEPKT;
-    ml_engine_taken(pt, st, f, t, 0, a);
-    /* complete: no packet's type (0), for the rank's completion of it alone */
-    st->rx[st->nrx] = (ml_ho_rx){.buf = p->buf, .cap = p->cap, .len = sw.w, .got = n, .src = s->m.src,
-                                 .quiet = quiet, .id = sw.id};
-    st->rx[st->nrx].fin = ml_ho_record(pt, st, quiet); /* ml_rx_complete's */
-    t->rxi = (uint8_t)st->nrx++;
-    return 1;
+    if (n < sw.w || !quiet || ml_ho_ends_wait(st, quiet) || st->nrx >= ML_HO_RX)
+        return ml_ho_back(st, ML_BACK_NEW);
+    /* complete at once: data packets of no type (0) */
+    return ml_engine_land(pt, st, f, s, sw, t, ML_ONEPKT, 0, 0, a);
 }
 
 /* Its reception, for its completion to run (it lives in the caller's tmp). */

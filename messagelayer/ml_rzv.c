@@ -4,6 +4,7 @@
  * adaptively routed, into the receiver's slot. In CO mode the coprocessor
  * receives the data of an aligned buffer; an unaligned flat buffer is split
  * between the two processors by whole cache lines (grant). */
+#include <stddef.h>
 #include <string.h>
 
 #include "ml_internal.h"
@@ -136,24 +137,32 @@ static int rzv_take(tsim_port *pt, ml_wait_state *st, int f, const tsim_slot *s,
                     ml_resume *a)
 {
     const ml_ho_post *p = &st->posted[t->row];
-    if (st->nslots >= st->nres || t->hl + sizeof t->sender_id > ml_payload_of(s))
+    if (st->nslots >= st->nres || t->hl + sizeof t->sender_id > ml_payload_of(s) ||
+        (st->co_running && pt->g->cpus != 1))
         return ml_ho_back(st, ML_BACK_NEW);
     ml_rzv_to(p->buf, 0, p->cap, sw.w, pt->prm->ml_coproc_align, (int)st->co_running, &t->to);
     if (t->to.cpu != ML_CPU_CO && st->nrx >= ML_HO_RX) return ml_ho_back(st, ML_BACK_NEW);
+    int rc = ml_engine_sender(pt, st, s, t);
+    if (rc) return rc;
     t->proto = ML_RZV;
     t->slot = st->res_slot[st->nslots];
+    /* a slot still free: the rank's word, checked */
+    uint8_t used;
+    if (pt->ops->read(pt, &used, st->slots + (uint64_t)t->slot * sizeof(ml_rx) + offsetof(ml_rx, used), 1,
+                      "hand-off: a slot the engine cannot read") != 0)
+        return TSIM_RUN_FAIL;
+    if (used) return ml_ho_back(st, ML_BACK_NEW);
     memcpy(&t->sender_id, s->p.payload + t->hl, sizeof t->sender_id);
     ml_recv r = ml_ho_post_recv(p, ML_RZV, t->slot);
     ml_rx rx, part;
     ml_rx_begin(&rx, &r, sw.w, t->src);
     rx.sender_id = t->sender_id;
     ml_rzv_bind(&rx, &part, &t->to);
-    if (t->to.cpu == ML_CPU_CO &&
-        pt->ops->write(pt, st->slots + (uint64_t)t->slot * sizeof rx, &rx, sizeof rx) != 0)
-        return TSIM_RUN_FAIL;
-    if (t->to.cpu == ML_CPU_SPLIT &&
-        pt->ops->write(pt, st->parts + (uint64_t)t->slot * sizeof part, &part, sizeof part) != 0)
-        return TSIM_RUN_FAIL;
+    if ((t->to.cpu == ML_CPU_CO &&
+         pt->ops->write(pt, st->slots + (uint64_t)t->slot * sizeof rx, &rx, sizeof rx) != 0) ||
+        (t->to.cpu == ML_CPU_SPLIT &&
+         pt->ops->write(pt, st->parts + (uint64_t)t->slot * sizeof part, &part, sizeof part) != 0))
+        return ml_ho_back(st, ML_BACK_OTHER);
     ml_engine_taken(pt, st, f, t, pt->prm->ml_rzv_cycles, a);
     st->nslots++;
     if (t->to.cpu != ML_CPU_CO) {
@@ -173,8 +182,15 @@ static int rzv_take(tsim_port *pt, ml_wait_state *st, int f, const tsim_slot *s,
 static void rzv_replay(ml_ctx *ml, const ml_wait_state *d, const ml_ho_match *t, const ml_recv *r, ml_rx *tmp)
 {
     (void)d, (void)tmp;
+    ml_rzv_dest to;
+    ml_rzv_to((uintptr_t)r->buf, 0, r->cap, t->len, ml->prm->ml_coproc_align, ml->co_running, &to);
+    ml_rx *rx = &ml->slots[t->slot % ML_MAX_IDS];
+    if (t->slot >= ML_MAX_IDS || to.b != t->to.b || to.cpu != t->to.cpu || to.co_lo != t->to.co_lo ||
+        to.co_hi != t->to.co_hi || (to.cpu != ML_CPU_CO && rx->used))
+        pl_damaged(ml->pp, "rank %d: the engine granted a message from rank %d into slot %u for cpu %u, "
+                   "this rank's grant would give cpu %u%s", ml->rank, t->src, t->slot, t->to.cpu, to.cpu,
+                   rx->used ? " and the slot is taken" : "");
     if (t->to.cpu == ML_CPU_CO) return;
-    ml_rx *rx = &ml->slots[t->slot];
     ml_rx_begin(rx, r, t->len, t->src);
     rx->sender_id = t->sender_id;
     ml_rzv_bind(rx, NULL, &t->to);

@@ -525,7 +525,7 @@ static unsigned posted_rows(void *arg, ml_match_rule * rule, ml_posted * rows, u
         .mask = {0xff, UINT32_MAX, UINT32_MAX, (uint32_t) (MPIR_Context_id_t) - 1},
         .veto_off = p + offsetof(MPIDIG_hdr_t, flags),
         .veto_mask = MPIDIG_AM_SEND_FLAGS_SYNC | MPIDIG_AM_SEND_FLAGS_RTS,
-        .upcall_cycles = (uint32_t) MPIDI_BGL_global.prm->mpi_recv_cycles,
+        .upcall_cycles = MPIDI_BGL_global.prm->mpi_recv_cycles,
     };
     unsigned n = 0;
     for (MPIR_Request * r = MPIDI_global.per_vci[0].posted_list; r && n < max; r = r->next) {
