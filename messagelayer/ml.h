@@ -219,17 +219,19 @@ typedef unsigned (*ml_wait_fn)(void *arg, const void **what, unsigned max);
 void ml_wait_for(ml_ctx *ml, ml_wait_fn fn);
 
 /* The receives this rank has posted, in the order its matching tries
- * them, so that the engine can take a rendezvous scout for the waiting
- * rank: match it, grant it and receive its data, where the upcall would
- * have done the same (ml_match_for). The layer knows no header format:
- * the rule says which header words a receive compares (4 bytes at off[i],
- * the bits mask[i]) and which bits make a message the upcall's alone
- * (veto). A receive matches a header whose words equal its key[i], or any
- * word where bit i of `any` is set; the first receive that matches is the
- * one the upcall takes. Its `land` says where such a message goes: only
- * a contiguous buffer whose completion only completes something (ml_recv
- * with buf, cap, done, arg and completes), else NULL (the rank's own
- * upcall takes it). */
+ * them, so that the engine can take a message's first packet for the
+ * waiting rank where the upcall would have done the same (ml_match_for):
+ * a rendezvous scout (matched, granted, its data received), an eager
+ * message (its data received), a one-packet message whose completion may
+ * be recorded. The layer knows no header format: the rule says which
+ * header words a receive compares (4 bytes at off[i], the bits mask[i])
+ * and which bits make a message the upcall's alone (veto). A receive
+ * matches a header whose words equal its key[i], or any word where bit i
+ * of `any` is set; the first receive that matches is the one the upcall
+ * takes. With `land` set, such a message goes where the upcall would put
+ * it: a contiguous buffer whose completion only completes something (buf,
+ * cap, done, arg and completes, as in ml_recv); without it, the rank's own
+ * upcall takes the message. */
 #define ML_MATCH_KEYS 4
 typedef struct ml_match_rule {
     uint8_t off[ML_MATCH_KEYS];
@@ -251,10 +253,10 @@ typedef struct ml_posted {
 /* Fills rule and up to max receives in matching order; returns how many
  * (0: none, or the matching can't be described now). */
 typedef unsigned (*ml_posted_fn)(void *arg, ml_match_rule *rule, ml_posted *rows, unsigned max);
-/* Names where the posted receives come from (NULL: nowhere). A scout the
- * engine took is replayed when the rank wakes, before anything else: the
- * upcall runs again, uncharged (the engine charged it), and must land the
- * message where the engine did, or the job ends naming the rank. */
+/* Names where the posted receives come from (NULL: nowhere). A first
+ * packet the engine took is replayed when the rank wakes, before anything
+ * else: the upcall runs again, uncharged (the engine charged it), and must
+ * land the message where the engine did, or the job ends naming the rank. */
 void ml_match_for(ml_ctx *ml, ml_posted_fn fn);
 
 /* A loop above the message layer that the engine can run too, as a

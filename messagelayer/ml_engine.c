@@ -125,7 +125,7 @@ static int posted_ok(const ml_wait_state *st)
 {
     if (!st->nposted) return !st->ntaken && !st->nslots && !st->grant_owe;
     if (st->flat || st->nposted > ML_HO_POST || st->nres > ML_HO_TAKEN || st->ntaken || st->nslots || st->grant_owe ||
-        !st->peers || !st->ranks || !st->slots || !st->parts)
+        !st->peers || !st->ranks || !st->co_slots || !st->co_parts)
         return 0;
     for (int i = 0; i < ML_MATCH_KEYS; i++)
         if (st->rule.off[i] > ML_HO_HDR - sizeof(uint32_t)) return 0;

@@ -112,12 +112,23 @@ int ml_engine_land(tsim_port *pt, ml_wait_state *st, int f, const tsim_slot *s, 
     if (ml_data_put(pt, &k, 0, s->p.payload + t->hl, n) < 0) return ml_ho_back(st, ML_BACK_OTHER);
     t->proto = (uint8_t)proto;
     ml_engine_taken(pt, st, f, t, cycles, a);
-    st->rx[st->nrx] = (ml_ho_rx){.buf = p->buf, .cap = p->cap, .len = sw.w, .got = n, .src = s->m.src,
-                                 .type = dtype, .quiet = ml_ho_quiet(st, p->completes), .id = sw.id};
-    t->rxi = (uint8_t)st->nrx;
-    ml_ho_rx *h = &st->rx[st->nrx++];
+    ml_recv r = ml_ho_post_recv(p, proto, 0);
+    ml_rx rx;
+    ml_rx_begin(&rx, &r, sw.w, t->src);
+    rx.got = n;
+    ml_ho_rx *h = ml_engine_rx(st, t, &rx, (uint32_t)s->m.src, dtype, sw.id, 0);
     if (n >= sw.w) h->fin = ml_ho_record(pt, st, h->quiet); /* ml_rx_complete's */
     return 1;
+}
+
+ml_ho_rx *ml_engine_rx(ml_wait_state *st, ml_ho_match *t, const ml_rx *rx, uint32_t src, uint8_t type, uint16_t id,
+                       uint32_t lo)
+{
+    ml_ho_rx *h = &st->rx[st->nrx];
+    ml_ho_rx_set(h, rx, src, type, id, lo);
+    h->quiet = ml_ho_quiet(st, (uint64_t)(uintptr_t)rx->r.completes);
+    t->rxi = (uint8_t)st->nrx++;
+    return h;
 }
 
 ml_recv ml_ho_post_recv(const ml_ho_post *p, ml_proto proto, unsigned token)

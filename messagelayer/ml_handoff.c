@@ -93,8 +93,6 @@ static void posted_list(ml_ctx *ml, ml_wait_state *d)
     d->co_running = (uint32_t)ml->co_running;
     d->peers = (uint64_t)(uintptr_t)ml->peer;
     d->ranks = (uint64_t)(uintptr_t)ml->map.rank;
-    d->slots = (uint64_t)(uintptr_t)ml->slots;
-    d->parts = (uint64_t)(uintptr_t)ml->co_part;
 }
 
 /* What the wait is for now (ml_wait_fn), each once: two alike would be
@@ -165,12 +163,11 @@ static int describe(ml_ctx *ml, ml_wait_state *d, unsigned polls)
         ml->reg_rx[n++] = rx;
     }
     d->nrx = n;
-    /* the coprocessor's receptions, whose completion notices the engine
-     * may take where it reads them quiet (ml_engine.c's co_done) */
-    if (ml->mode == ML_MODE_CO && d->nwait) {
-        d->co_slots = (uint64_t)(uintptr_t)ml->slots;
-        d->co_parts = (uint64_t)(uintptr_t)ml->co_part;
-    }
+    /* the receptions the coprocessor's are set up in: it may take their
+     * completion notices where it reads them quiet (ml_engine.c's
+     * co_done), and write those of the scouts it takes (ml_rzv.c) */
+    d->co_slots = (uint64_t)(uintptr_t)ml->slots;
+    d->co_parts = (uint64_t)(uintptr_t)ml->co_part;
     /* the rendezvous sends whose grants the engine may take: the last
      * scouts sent, while they still wait (a layout's are left to the rank) */
     uint32_t nw = 0;

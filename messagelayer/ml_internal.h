@@ -199,7 +199,7 @@ typedef struct ml_ho_wt {
 } ml_ho_wt;
 
 /* A posted receive as the hand-off describes it (ml_posted; taken: the
- * engine matched a scout to it). */
+ * engine matched a message to it). */
 typedef struct ml_ho_post {
     uint32_t key[ML_MATCH_KEYS];
     uint8_t any, land, taken, pad;
@@ -266,16 +266,17 @@ typedef struct ml_wait_state {
     /* where the main processor sets up the receptions it grants to the
      * coprocessor (ml->slots, ml->co_part, ml_co_rx): the coprocessor's
      * loop reads one granted after the hand-off at its first data packet,
-     * the main processor's one the coprocessor completed at its notice */
+     * the main processor's one the coprocessor completed at its notice;
+     * the engine writes there the receptions of the scouts it takes */
     uint64_t co_slots, co_parts;
-    /* the posted receives (ml_match_for) the engine may match a
-     * rendezvous scout to, while it has a slot this rank reserved for it
-     * (res_slot: free when described, in the order it takes them) */
+    /* the posted receives (ml_match_for) the engine may match a message's
+     * first packet to, and the slots this rank reserved for the scouts it
+     * takes (res_slot: free when described, in the order it takes them) */
     uint32_t nposted, nres, ntaken, nslots; /* nslots: reserved slots taken */
     uint32_t grant_owe;  /* 1 + the scout whose grant is still to go, */
     uint32_t grant_proc; /* to this processor */
     uint32_t co_running; /* the coprocessor receives (CO mode) */
-    uint64_t peers, ranks, slots, parts; /* ml->peer, ml->map.rank, ml->slots, ml->co_part */
+    uint64_t peers, ranks; /* ml->peer, ml->map.rank */
     ml_match_rule rule;
     uint16_t res_slot[ML_HO_TAKEN];
     ml_ho_tx tx[ML_HO_TX];
@@ -335,6 +336,11 @@ int ml_engine_sender(tsim_port *pt, ml_wait_state *st, const tsim_slot *s, ml_ho
  * packets of type dtype; complete already: recorded). 1 or TSIM_RUN_*. */
 int ml_engine_land(tsim_port *pt, ml_wait_state *st, int f, const tsim_slot *s, ml_sw sw, ml_ho_match *t,
                    ml_proto proto, uint64_t cycles, uint8_t dtype, ml_resume *a);
+/* The taken message's reception rx, its packets (type, id) from src (or
+ * UINT32_MAX) the engine's from here, described as a hand-off describes
+ * one (ml_ho_rx_set), its completion quiet as the wait says. */
+ml_ho_rx *ml_engine_rx(ml_wait_state *st, ml_ho_match *t, const ml_rx *rx, uint32_t src, uint8_t type, uint16_t id,
+                       uint32_t lo);
 /* What every taking does once the protocol takes the packet: read,
  * dispatched, charged as the rank's dispatch, the protocol's first-packet
  * handler (cycles) and the upcall would be; its receive taken; *t kept

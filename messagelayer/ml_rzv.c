@@ -148,7 +148,7 @@ static int rzv_take(tsim_port *pt, ml_wait_state *st, int f, const tsim_slot *s,
     t->slot = st->res_slot[st->nslots];
     /* a slot still free: the rank's word, checked */
     uint8_t used;
-    if (pt->ops->read(pt, &used, st->slots + (uint64_t)t->slot * sizeof(ml_rx) + offsetof(ml_rx, used), 1,
+    if (pt->ops->read(pt, &used, st->co_slots + (uint64_t)t->slot * sizeof(ml_rx) + offsetof(ml_rx, used), 1,
                       "hand-off: a slot the engine cannot read") != 0)
         return TSIM_RUN_FAIL;
     if (used) return ml_ho_back(st, ML_BACK_NEW);
@@ -159,18 +159,14 @@ static int rzv_take(tsim_port *pt, ml_wait_state *st, int f, const tsim_slot *s,
     rx.sender_id = t->sender_id;
     ml_rzv_bind(&rx, &part, &t->to);
     if ((t->to.cpu == ML_CPU_CO &&
-         pt->ops->write(pt, st->slots + (uint64_t)t->slot * sizeof rx, &rx, sizeof rx) != 0) ||
+         pt->ops->write(pt, st->co_slots + (uint64_t)t->slot * sizeof rx, &rx, sizeof rx) != 0) ||
         (t->to.cpu == ML_CPU_SPLIT &&
-         pt->ops->write(pt, st->parts + (uint64_t)t->slot * sizeof part, &part, sizeof part) != 0))
+         pt->ops->write(pt, st->co_parts + (uint64_t)t->slot * sizeof part, &part, sizeof part) != 0))
         return ml_ho_back(st, ML_BACK_OTHER);
     ml_engine_taken(pt, st, f, t, pt->prm->ml_rzv_cycles, a);
     st->nslots++;
-    if (t->to.cpu != ML_CPU_CO) {
-        ml_ho_rx *h = &st->rx[st->nrx];
-        ml_ho_rx_set(h, &rx, UINT32_MAX, T_RZV_DATA, t->slot, t->to.cpu == ML_CPU_SPLIT ? t->to.co_lo : 0);
-        h->quiet = ml_ho_quiet(st, p->completes);
-        t->rxi = (uint8_t)st->nrx++;
-    }
+    if (t->to.cpu != ML_CPU_CO)
+        ml_engine_rx(st, t, &rx, UINT32_MAX, T_RZV_DATA, t->slot, t->to.cpu == ML_CPU_SPLIT ? t->to.co_lo : 0);
     st->grant_proc = s->m.src;
     st->grant_owe = st->ntaken;
     return ml_engine_grant(pt, st, a);

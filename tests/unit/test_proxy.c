@@ -781,7 +781,7 @@ START_TEST(proxy_adopt_posted)
         st.rule = (ml_match_rule){.off = {0, 8, 12, c == 4 ? ML_HO_HDR - 2 : 16}, .mask = {0xff, ~0u, ~0u, 0xffff}};
         st.posted[1].taken = c == 5;
         st.peers = c == 6 ? 0 : 0x10000;
-        st.ranks = st.slots = st.parts = 0x20000;
+        st.ranks = st.co_slots = st.co_parts = 0x20000;
         void *priv = NULL;
         uint32_t wait = TSIM_WAKE_REC_ALL;
         int got = ml_wait_prog.adopt(&pt, &st, &priv, &wait, 0);
