@@ -37,6 +37,9 @@
 #            nobody; the system-wide idle share of the run is printed too)
 # Percentages are of wall x cores. Without perf (or if it cannot sample):
 # user/sys/idle from /usr/bin/time only, the rest "n/a".
+# Then the floor: the job's hand-offs (wakes + syncs) at the host's price of
+# one process switch (tests/bench/switch_cost.c) plus the app column, and
+# the wall time's multiple of it.
 # Then why the engine woke the ranks, per message: the message layer's
 # wait loop's hand-backs by reason (BGLEMU_PROXY_STATS).
 # Then, where SimGrid's SMPI is installed (smpicc, smpirun: Debian
@@ -191,6 +194,27 @@ for name in wavefront multipart rowcol; do
     if ($10 == "n/a") { printf "  user %.1f%%, sys %.1f%%, breakdown n/a (no perf)", 100 * $2 / cap, 100 * $3 / cap }
     else for (i = 10; i <= last; i++) printf " %5.1f", 100 * $i / cap
     printf " %5.1f\n", 100 * (cap - $2 - $3) / cap }' "$tmp/$name.line"
+done
+
+# The floor: each hand-off (an engine wake or a sync) at the host's price of
+# one switch between two processes on one core (tests/bench/switch_cost.c,
+# the cheaper of its futex and sched_yield figures), plus the application's
+# own computation (the breakdown's app column): the wall time of a job whose
+# ranks only ever handed the core to each other, with no engine, MPICH or
+# layer of ours in between (docs/simulated-time.md, "What the goals need").
+swc=$BUILD/bench/switch_cost
+mkdir -p "$BUILD/bench"
+[ "$swc" -nt tests/bench/switch_cost.c ] ||
+  ${CC:-cc} -std=c11 -O2 -Wall -Wextra -Werror -o "$swc" tests/bench/switch_cost.c
+sw=$("$swc") || { echo "  switch_cost: FAILED"; exit 1; }
+sw_us=$(echo "$sw" | awk '{ f = $2; y = $5; print (y < f ? y : f) }')
+echo "  host switch between two processes on one core: $sw (tests/bench/switch_cost.c)"
+echo "  job        hand-offs   x ${sw_us} us    app s  floor s  wall/floor"
+for name in wavefront multipart rowcol; do
+  awk -v n="$name" -v sw="$sw_us" '{
+    h = $7 + $NF; app = $10 == "n/a" ? 0 : $10; fl = h * sw * 1e-6 + app
+    printf "  %-10s %9d %9.2f s %8s %8.2f %11.1f\n", n, h, h * sw * 1e-6, $10 == "n/a" ? "n/a" : sprintf("%.2f", app), fl,
+           $1 / (fl > 0 ? fl : 1) }' "$tmp/$name.line"
 done
 
 # Why the engine woke the ranks, per MPI message: the message layer's
