@@ -36,13 +36,12 @@ void ml_replay_first(ml_ctx *ml, const ml_wait_state *d, const ml_ho_match *t, m
      * the rank's own dispatch would have seen */
     if (t->src < 0 || t->src >= ml->map.nranks || t->row >= d->nposted || t->type >= T_NTYPES ||
         !types[t->type].first || !types[t->type].proto->replay)
-        pl_damaged(ml->pp, "rank %d: the engine took a message this rank's hand-off cannot have described "
-                   "(sender %d, receive %u)", ml->rank, t->src, t->row);
+        pl_damaged(ml->pp, "hand-off: the engine took a message from rank %d for receive %u, which it did "
+                   "not describe", t->src, t->row);
     ml_peer *p = &ml->peer[t->src];
     if (p->rx_seq != t->seq || p->stash)
-        pl_damaged(ml->pp, "rank %d: the engine took message %u from rank %d, whose next is %u%s: the "
-                   "hand-off's peers were not this rank's", ml->rank, t->seq, t->src, p->rx_seq,
-                   p->stash ? " with packets held" : "");
+        pl_damaged(ml->pp, "hand-off: the engine took message %u from rank %d, whose next is %u%s", t->seq,
+                   t->src, p->rx_seq, p->stash ? " with packets held" : "");
     p->rx_seq++;
     const ml_ho_post *row = &d->posted[t->row];
     ml_recv r = {.proto = t->proto, .token = t->slot};
@@ -53,10 +52,9 @@ void ml_replay_first(ml_ctx *ml, const ml_wait_state *d, const ml_ho_match *t, m
     ml_recv want = ml_ho_post_recv(row, (ml_proto)t->proto, t->slot);
     if (r.defer || r.niov || r.buf != want.buf || r.cap != want.cap || r.done != want.done ||
         r.arg != want.arg || r.completes != want.completes || charged != d->rule.upcall_cycles)
-        pl_damaged(ml->pp, "rank %d: a message from rank %d that the engine received into %p (%zu bytes, "
-                   "the upcall charged %llu cycles) belongs at %p (%zu bytes, %llu cycles): the receives "
-                   "this rank described have changed", ml->rank, t->src, want.buf, want.cap,
-                   (unsigned long long)d->rule.upcall_cycles, r.buf, r.cap, (unsigned long long)charged);
+        pl_damaged(ml->pp, "hand-off: a receive described at %p, %zu B, %llu cycles; its upcall's at %p, "
+                   "%zu B, %llu", want.buf, want.cap, (unsigned long long)d->rule.upcall_cycles, r.buf, r.cap,
+                   (unsigned long long)charged);
     types[t->type].proto->replay(ml, d, t, &r, tmp);
 }
 

@@ -183,9 +183,8 @@ static void rzv_replay(ml_ctx *ml, const ml_wait_state *d, const ml_ho_match *t,
     ml_rx *rx = &ml->slots[t->slot % ML_MAX_IDS];
     if (t->slot >= ML_MAX_IDS || to.b != t->to.b || to.cpu != t->to.cpu || to.co_lo != t->to.co_lo ||
         to.co_hi != t->to.co_hi || (to.cpu != ML_CPU_CO && rx->used))
-        pl_damaged(ml->pp, "rank %d: the engine granted a message from rank %d into slot %u for cpu %u, "
-                   "this rank's grant would give cpu %u%s", ml->rank, t->src, t->slot, t->to.cpu, to.cpu,
-                   rx->used ? " and the slot is taken" : "");
+        pl_damaged(ml->pp, "hand-off: the engine granted rank %d's message slot %u for cpu %u, its own "
+                   "grant cpu %u%s", t->src, t->slot, t->to.cpu, to.cpu, rx->used ? ", the slot taken" : "");
     if (t->to.cpu == ML_CPU_CO) return;
     ml_rx_begin(rx, r, t->len, t->src);
     rx->sender_id = t->sender_id;

@@ -29,6 +29,11 @@
  *    round rank 1 writes random bytes at random offsets of its own pages
  *    only, then plays on. Either the damage is caught and rank 1 named, or
  *    the job ends as if nothing happened (exit 0)
+ *  replay: VICTIM describes to the engine a receive that lands in one
+ *    buffer while its upcall puts the message in another; rank 0 sends it
+ *    an eager message once VICTIM has blocked: the engine takes the first
+ *    packet into the buffer described, and VICTIM's replay of it when it
+ *    wakes finds the upcall's buffer elsewhere
  *  watcher: ranks 0 and 1 play 2,000 rounds; in each rank 1 names rank 0 the
  *    watcher of the ranks' core, which it is not, and clears the wakes asked
  *    of a watcher. Costs host time only: the job ends as it would have
@@ -161,6 +166,68 @@ static void random_writes(pl_proc *pp, uint64_t seed)
     }
 }
 
+/* "replay": the receive VICTIM describes to the engine (ml_match_for: any
+ * header) lands in rx_described; its upcall puts the message in rx_upcall.
+ * Both complete with the upcall's argument. */
+static char rx_described[512], rx_upcall[512];
+
+static void replay_done(ml_ctx *ml, void *arg)
+{
+    (void)ml;
+    *(volatile int *)arg = 1;
+}
+
+static void replay_upcall(ml_ctx *ml, int src, const void *hdr, size_t hdrlen, size_t len, ml_recv *out,
+                          void *uarg)
+{
+    (void)ml, (void)src, (void)hdr, (void)hdrlen, (void)len;
+    *out = (ml_recv){.buf = rx_upcall, .cap = sizeof rx_upcall, .done = replay_done, .arg = uarg};
+}
+
+static unsigned replay_posted(void *arg, ml_match_rule *rule, ml_posted *rows, unsigned max)
+{
+    if (!max) return 0;
+    *rule = (ml_match_rule){.mask = {0}};
+    rows[0] = (ml_posted){.any = 0xf, .land = 1, .buf = rx_described, .cap = sizeof rx_described,
+                          .done = replay_done, .arg = arg};
+    return 1;
+}
+
+static int replay(pl_proc *pp, int me, int victim)
+{
+    volatile int done = 0;
+    ml_mode mode = pp->seg->geom.cpus == 2 ? ML_MODE_VN : ML_MODE_CO;
+    ml_ctx *ml = ml_init(pp, me, mode, replay_upcall, (void *)&done);
+    if (!ml) return 2;
+    if (me == victim) { /* the MPI netmod's loop: four empty advances, then block */
+        ml_match_for(ml, replay_posted);
+        int empty = 0;
+        while (!done) {
+            if (ml_advance(ml)) {
+                empty = 0;
+                continue;
+            }
+            if (++empty < 4) continue;
+            empty = 0;
+            if (ml_wait_idle(ml, "tp_corrupt: the message it described", 4) != 0) break;
+        }
+        return 1; /* the replay ends the job first */
+    }
+    /* the message layer holds the message until it is sent */
+    static char payload[512] = "a message whose receive was described elsewhere";
+    static int hdr;
+    static ml_msg m;
+    if (me == 0) {
+        pl_charge(pp, 200000); /* long after VICTIM has blocked */
+        m = (ml_msg){.dst = victim, .hdr = &hdr, .hdrlen = sizeof hdr, .buf = payload, .len = sizeof payload,
+                     .proto = ML_EAGER, .done = replay_done, .arg = (void *)&done};
+        if (ml_send(ml, &m) != 0) return 2;
+    }
+    volatile int never = 0;
+    ml_wait(ml, &never);
+    return 1;
+}
+
 /* The rank computes, as long as the job lasts: it tells the engine it has
  * moved, and calls nothing of the packet layer. */
 static _Noreturn void compute(pl_proc *pp)
@@ -204,6 +271,7 @@ int main(int argc, char **argv)
         pl_close(&pp, 0);
         return 0;
     }
+    if (!strcmp(what, "replay")) return victim > 0 ? replay(&pp, me, victim) : 2;
     if (!strcmp(what, "watcher")) {
         if (me < 2) ping_pong(&pp, me, 2000, -1, false_watcher);
         pl_close(&pp, 0);

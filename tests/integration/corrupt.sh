@@ -2,8 +2,8 @@
 # A buggy rank can only hurt itself (issue 15): rank 1 of a 4-rank job
 # damages the machine segment the way a stray write would (tests/bin/
 # tp_corrupt.c: its own FIFOs and state, others' pages, the header, a bogus
-# buffer for the engine, seeded random bytes anywhere or in its own pages
-# only). For each case: the job ends
+# buffer for the engine, a receive described to the engine that its upcall
+# does not take, seeded random bytes anywhere or in its own pages only). For each case: the job ends
 # within 20 s of wall time, mpirun exits 1 with one line naming rank 1 and
 # what it damaged, and neither a segment in /dev/shm nor a rank process is
 # left. The injection-FIFO fields one by one are in launcher.sh. The long
@@ -25,7 +25,7 @@ check() {
   out=$(cat "$tmp/out")
   left=$(leftovers $pid)
   local line
-  line=$(grep '^mpirun: job failed: ' <<<"$out" | sed 's/(pid [0-9]*)/(pid N)/')
+  line=$(grep '^mpirun: job failed: ' <<<"$out" | sed 's/(pid [0-9]*)/(pid N)/; s/0x[0-9a-f]*/0xADDR/g')
   local who="rank 1 <1,0,0,0>"
   [[ " $* " == *" -mapfile TXYZ "* ]] && who="rank 1 <0,0,0,1>"
   if [ "$rc" -eq 1 ] && [ "$secs" -lt 20 ] && [ -z "$left" ] &&
@@ -46,6 +46,9 @@ check state "corrupted its state word: 9 is not a processor state"
 check bad-type "sent rank 0 a packet of software type 30, which no protocol of the message layer has"
 check inj-cap "corrupted its injection FIFO 0: capacity word 0, but the FIFO holds 32 chunks"
 check bogus-buf "corrupted its hand-off: a send buffer the engine cannot read: Bad address"
+# the engine took a message's first packet into the receive rank 1
+# described; its upcall, replayed when it wakes, puts the message elsewhere
+check replay "corrupted its hand-off: a receive described at 0xADDR, 512 B, 0 cycles; its upcall's at 0xADDR, 512 B, 0"
 check other-rec "$seg rank 0's reception FIFO 0, which it may only read"
 check other-state "$seg rank 0's clock and state, which it may only read"
 check seg-header "$seg the machine's geometry, which it may only read"
