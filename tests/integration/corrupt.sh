@@ -3,7 +3,8 @@
 # damages the machine segment the way a stray write would (tests/bin/
 # tp_corrupt.c: its own FIFOs and state, others' pages, the header, a bogus
 # buffer for the engine, a receive described to the engine that its upcall
-# does not take, seeded random bytes anywhere or in its own pages only). For each case: the job ends
+# does not take, seeded random bytes anywhere or in its own pages only).
+# For each case: the job ends
 # within 20 s of wall time, mpirun exits 1 with one line naming rank 1 and
 # what it damaged, and neither a segment in /dev/shm nor a rank process is
 # left. The injection-FIFO fields one by one are in launcher.sh. The long
